@@ -1,0 +1,50 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import { sql } from "drizzle-orm";
+import { bearerAuth } from "./auth.ts";
+import type { ApiDeps, AppEnv } from "./deps.ts";
+import { documentsApp } from "./documents/index.ts";
+import { ApiError, errorBody, renderError } from "./errors.ts";
+import { searchApp } from "./search/index.ts";
+
+/** The HTTP API. Everything under /v3 needs a bearer key; /health and /openapi.json are public. */
+export function createApp(deps: ApiDeps) {
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.onError((err, c) => renderError(err, c, deps.log));
+  app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${c.req.path}`), 404));
+
+  app.get("/health", async (c) => {
+    await deps.db.execute(sql`SELECT 1`);
+    return c.json({ status: "ok" });
+  });
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Document memory service",
+      version: "0.1.0",
+      description: "Self-hosted document memory: ingest, process durably, search. Compatible with the supermemory SDK.",
+    },
+  });
+
+  const api = new OpenAPIHono<AppEnv>();
+  api.use(
+    "*",
+    bodyLimit({
+      maxSize: deps.config.MAX_CONTENT_BYTES,
+      onError: () => {
+        throw new ApiError(413, "payload_too_large", `request body is larger than ${deps.config.MAX_CONTENT_BYTES} bytes`);
+      },
+    }),
+  );
+  api.use("*", bearerAuth(deps.db));
+  const documents = documentsApp(deps);
+  api.route("/v3/documents", documents);
+  // The earlier major version of the SDK calls /v3/memories/* for the same operations.
+  api.route("/v3/memories", documents);
+  api.route("/v3/search", searchApp(deps));
+  app.route("/", api);
+  return app;
+}

@@ -1,0 +1,17 @@
+import type { Config } from "../config/env.ts";
+import type { Logger } from "../config/logger.ts";
+import type { Embedder } from "../pipeline/embedder/types.ts";
+import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import type { Database } from "../store/db.ts";
+import type { AuthEnv } from "./auth.ts";
+
+export interface ApiDeps {
+  db: Database;
+  processing: DocumentProcessing;
+  /** Embeds search queries; the worker has its own for documents when run apart. */
+  embedder: Embedder;
+  config: Config;
+  log: Logger;
+}
+
+export type AppEnv = AuthEnv;

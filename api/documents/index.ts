@@ -1,0 +1,19 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { ApiDeps, AppEnv } from "../deps.ts";
+import { validationHook } from "../validation.ts";
+import { createDocumentHandlers } from "./handlers.ts";
+import * as routes from "./routes.ts";
+
+/** Mounted at /v3/documents and, for clients of the earlier SDK, at /v3/memories. */
+export function documentsApp(deps: ApiDeps) {
+  const h = createDocumentHandlers(deps);
+  return new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+    .openapi(routes.addDocument, h.addDocument)
+    .openapi(routes.batchAdd, h.batchAdd)
+    .openapi(routes.listDocuments, h.listDocuments)
+    .openapi(routes.listProcessing, h.listProcessing)
+    .openapi(routes.deleteBulk, h.deleteBulk)
+    .openapi(routes.getDocument, h.getDocument)
+    .openapi(routes.updateDocument, h.updateDocument)
+    .openapi(routes.deleteDocument, h.deleteDocument);
+}

@@ -1,0 +1,24 @@
+import type { DocumentRow } from "../../store/schema/index.ts";
+
+/** The public shape of a document (field names as in the official SDK). */
+export function presentDocument(row: DocumentRow, opts: { content: boolean; history?: boolean }) {
+  return {
+    id: row.id,
+    customId: row.customId,
+    title: row.title,
+    type: row.type,
+    status: row.status,
+    ...(opts.content ? { content: row.content ?? (row.url ? null : row.source) } : {}),
+    summary: row.summary,
+    url: row.url,
+    filepath: row.filepath,
+    containerTags: row.containerTags,
+    metadata: row.metadata,
+    connectionId: row.connectionId,
+    errorReason: row.errorReason,
+    embeddingModel: row.embeddingModel,
+    ...(opts.history ? { statusHistory: row.statusHistory } : {}),
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}

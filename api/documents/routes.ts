@@ -1,0 +1,105 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { errorResponses, notFoundResponse } from "../schemas.ts";
+import {
+  AddDocumentBody,
+  AddDocumentResponse,
+  BatchBody,
+  BatchResponse,
+  BulkDeleteBody,
+  BulkDeleteResponse,
+  DocumentJson,
+  IdParam,
+  ListBody,
+  ListResponse,
+  ProcessingResponse,
+  UpdateBody,
+} from "./schemas.ts";
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+const body = <T extends z.ZodType>(schema: T) => ({
+  body: { content: { "application/json": { schema } }, required: true },
+});
+const security = [{ bearer: [] }];
+const tags = ["documents"];
+
+export const addDocument = createRoute({
+  method: "post",
+  path: "/",
+  tags,
+  security,
+  summary: "Add a document (text, markdown or URL); re-adding a customId updates it",
+  request: body(AddDocumentBody),
+  responses: { 200: json(AddDocumentResponse, "Queued for processing"), ...errorResponses },
+});
+
+export const batchAdd = createRoute({
+  method: "post",
+  path: "/batch",
+  tags,
+  security,
+  summary: "Add up to 500 documents at once",
+  request: body(BatchBody),
+  responses: { 200: json(BatchResponse, "One result per document, in order"), ...errorResponses },
+});
+
+export const listDocuments = createRoute({
+  method: "post",
+  path: "/list",
+  tags,
+  security,
+  summary: "List documents, filtered by container tags and metadata",
+  request: { body: { content: { "application/json": { schema: ListBody } }, required: false } },
+  responses: { 200: json(ListResponse, "One page of documents"), ...errorResponses },
+});
+
+export const listProcessing = createRoute({
+  method: "get",
+  path: "/processing",
+  tags,
+  security,
+  summary: "Documents whose processing has not finished",
+  responses: { 200: json(ProcessingResponse, "Documents in processing"), ...errorResponses },
+});
+
+export const getDocument = createRoute({
+  method: "get",
+  path: "/{id}",
+  tags,
+  security,
+  summary: "Get a document with its status and content (by id or customId)",
+  request: { params: IdParam },
+  responses: { 200: json(DocumentJson, "The document"), ...errorResponses, ...notFoundResponse },
+});
+
+export const updateDocument = createRoute({
+  method: "patch",
+  path: "/{id}",
+  tags,
+  security,
+  summary: "Update a document: new content is reprocessed, metadata alone is not",
+  request: { params: IdParam, ...body(UpdateBody) },
+  responses: { 200: json(AddDocumentResponse, "Updated"), ...errorResponses, ...notFoundResponse },
+});
+
+export const deleteBulk = createRoute({
+  method: "delete",
+  path: "/bulk",
+  tags,
+  security,
+  summary: "Delete documents by ids (or customIds) or by container tags",
+  request: body(BulkDeleteBody),
+  responses: { 200: json(BulkDeleteResponse, "What was deleted"), ...errorResponses },
+});
+
+export const deleteDocument = createRoute({
+  method: "delete",
+  path: "/{id}",
+  tags,
+  security,
+  summary: "Delete a document permanently (by id or customId)",
+  request: { params: IdParam },
+  responses: { 204: { description: "Deleted" }, ...errorResponses, ...notFoundResponse },
+});

@@ -1,0 +1,133 @@
+import { z } from "@hono/zod-openapi";
+import { documentStatuses } from "../../store/schema/documents.ts";
+import { ContainerTag, Filters, Metadata } from "../schemas.ts";
+
+const CustomId = z.string().min(1).max(255);
+const TaskType = z.enum(["memory", "superrag"]).optional().openapi({
+  description: "Accepted for SDK compatibility; both values process the document the same way here.",
+});
+
+export const AddDocumentBody = z
+  .object({
+    content: z.string().min(1).openapi({ description: "Text, markdown, or an http(s) URL to fetch" }),
+    containerTag: ContainerTag.optional(),
+    containerTags: z.array(ContainerTag).max(100).optional(),
+    customId: CustomId.optional(),
+    metadata: Metadata.optional(),
+    filepath: z.string().max(1000).optional(),
+    entityContext: z.string().max(10_000).optional(),
+    taskType: TaskType,
+  })
+  .openapi("AddDocument");
+
+export const AddDocumentResponse = z.object({ id: z.string(), status: z.string() }).openapi("DocumentStatus");
+
+const BatchItem = AddDocumentBody.omit({ entityContext: true });
+
+export const BatchBody = z
+  .object({
+    documents: z.union([z.array(BatchItem).min(1).max(500), z.array(z.string().min(1)).min(1).max(500)]),
+    containerTag: ContainerTag.optional(),
+    containerTags: z.array(ContainerTag).max(100).optional(),
+    metadata: Metadata.optional(),
+    filepath: z.string().max(1000).optional(),
+    taskType: TaskType,
+    content: z.null().optional(),
+  })
+  .openapi("BatchAddDocuments");
+
+export const BatchResponse = z
+  .object({
+    results: z.array(z.object({ id: z.string(), status: z.string(), error: z.string().optional(), details: z.string().optional() })),
+    success: z.number(),
+    failed: z.number(),
+  })
+  .openapi("BatchAddResult");
+
+const numberish = (def: number, max: number) => z.coerce.number().int().min(1).max(max).default(def);
+
+export const ListBody = z
+  .object({
+    limit: numberish(50, 200),
+    page: numberish(1, 1_000_000),
+    containerTags: z.array(ContainerTag).max(100).optional(),
+    containerTagsOperator: z.enum(["any", "all"]).default("any").openapi({
+      description: "With several containerTags: 'any' lists documents carrying at least one of them (default), 'all' only those carrying every one.",
+    }),
+    sort: z.enum(["createdAt", "updatedAt"]).default("createdAt"),
+    order: z.enum(["desc", "asc"]).default("desc"),
+    includeContent: z.boolean().default(false),
+    filters: Filters.optional(),
+    filepath: z.string().optional(),
+  })
+  .openapi("ListDocuments");
+
+export const Status = z.enum(documentStatuses);
+
+export const DocumentJson = z
+  .object({
+    id: z.string(),
+    customId: z.string().nullable(),
+    title: z.string().nullable(),
+    type: z.string(),
+    status: Status,
+    content: z.string().nullable().optional(),
+    summary: z.string().nullable(),
+    url: z.string().nullable(),
+    filepath: z.string().nullable(),
+    containerTags: z.array(z.string()),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+    connectionId: z.string().nullable(),
+    errorReason: z.string().nullable(),
+    embeddingModel: z.string().nullable(),
+    statusHistory: z.array(z.object({ status: Status, at: z.string(), run: z.number() })).optional(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("Document");
+
+export const ListResponse = z
+  .object({
+    memories: z.array(DocumentJson),
+    pagination: z.object({ currentPage: z.number(), totalPages: z.number(), totalItems: z.number(), limit: z.number() }),
+  })
+  .openapi("DocumentList");
+
+export const ProcessingResponse = z
+  .object({ documents: z.array(DocumentJson), totalCount: z.number() })
+  .openapi("ProcessingDocuments");
+
+export const UpdateBody = z
+  .object({
+    content: z.string().min(1).optional(),
+    metadata: Metadata.optional(),
+    containerTag: ContainerTag.optional(),
+    containerTags: z.array(ContainerTag).max(100).optional(),
+    customId: CustomId.optional(),
+    title: z.string().max(500).optional(),
+    filepath: z.string().max(1000).optional(),
+    taskType: TaskType,
+  })
+  .openapi("UpdateDocument");
+
+export const BulkDeleteBody = z
+  .object({
+    ids: z.array(z.string().min(1)).min(1).max(1000).optional(),
+    containerTags: z.array(ContainerTag).min(1).max(100).optional(),
+  })
+  .refine((b) => (b.ids ? 1 : 0) + (b.containerTags ? 1 : 0) === 1, {
+    message: "give exactly one of ids or containerTags",
+    path: ["ids"],
+  })
+  .openapi("BulkDelete");
+
+export const BulkDeleteResponse = z
+  .object({
+    success: z.boolean(),
+    deletedCount: z.number(),
+    containerTags: z.array(z.string()).optional(),
+    errors: z.array(z.object({ id: z.string(), error: z.string() })).optional(),
+  })
+  .openapi("BulkDeleteResult");
+
+export const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: "id", in: "path" } }) });

@@ -1,0 +1,49 @@
+import { z } from "@hono/zod-openapi";
+import { ContainerTag, Filters } from "../schemas.ts";
+
+const unit = z.number().min(0).max(1);
+
+export const SearchBody = z
+  .object({
+    q: z.string().trim().min(1).max(10_000),
+    containerTag: ContainerTag.optional(),
+    containerTags: z.array(ContainerTag).max(100).optional(),
+    containerTagsOperator: z.enum(["any", "all"]).default("any"),
+    limit: z.number().int().min(1).max(100).default(10),
+    chunkThreshold: unit.default(0).openapi({ description: "Minimum cosine similarity of a returned chunk" }),
+    documentThreshold: unit.default(0).openapi({ description: "Minimum score (best chunk similarity) of a document" }),
+    docId: z.string().min(1).optional().openapi({ description: "Search inside one document (id or customId)" }),
+    onlyMatchingChunks: z.boolean().default(false).openapi({
+      description: "Only the matching chunks; otherwise each match also brings its neighbours as context (isRelevant: false)",
+    }),
+    includeFullDocs: z.boolean().default(false),
+    includeSummary: z.boolean().default(false),
+    filters: Filters.optional(),
+    filepath: z.string().optional(),
+    rerank: z.literal(false).optional().openapi({ description: "Reranking is not available yet; only false is accepted" }),
+    rewriteQuery: z.literal(false).optional().openapi({ description: "Query rewriting is not available yet; only false is accepted" }),
+  })
+  .strict()
+  .openapi("SearchDocuments");
+
+export const SearchResponse = z
+  .object({
+    results: z.array(
+      z.object({
+        documentId: z.string(),
+        chunks: z.array(z.object({ content: z.string(), isRelevant: z.boolean(), score: z.number() })),
+        score: z.number(),
+        title: z.string().nullable(),
+        type: z.string().nullable(),
+        metadata: z.record(z.string(), z.unknown()).nullable(),
+        containerTags: z.array(z.string()),
+        createdAt: z.string(),
+        updatedAt: z.string(),
+        content: z.string().nullable().optional(),
+        summary: z.string().nullable().optional(),
+      }),
+    ),
+    timing: z.number().openapi({ description: "Milliseconds spent" }),
+    total: z.number(),
+  })
+  .openapi("SearchResult");

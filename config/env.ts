@@ -1,0 +1,53 @@
+import path from "node:path";
+import { z } from "zod";
+
+const flag = z
+  .enum(["1", "0", "true", "false", "yes", "no", "on", "off", ""])
+  .optional()
+  .transform((v) => v === "1" || v === "true" || v === "yes" || v === "on");
+
+const port = z.coerce.number().int().min(0).max(65_535);
+
+/** Every setting the service reads, validated once at start-up. Names are the public contract (README). */
+export const envSchema = z.object({
+  PORT: port.default(8787),
+  HOST: z.string().default("127.0.0.1"),
+  DATA_DIR: z.string().default("./data"),
+  DATABASE_URL: z.url().optional(),
+  TEMPORAL_ADDRESS: z.string().optional(),
+  TEMPORAL_NAMESPACE: z.string().default("default"),
+  TEMPORAL_TASK_QUEUE: z.string().default("documents"),
+  TEMPORAL_DEV_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  MEMORY_ADMIN_KEY: z.string().min(16).optional(),
+  ALLOW_PRIVATE_NETWORK: flag,
+  EMBEDDING_MODEL: z.enum(["use-lite"]).default("use-lite"),
+  EMBEDDING_THREADS: z.coerce.number().int().min(1).max(64).default(1),
+  CHUNK_MAX_CHARS: z.coerce.number().int().min(200).max(20_000).default(1200),
+  CHUNK_OVERLAP_SENTENCES: z.coerce.number().int().min(0).max(10).default(1),
+  MAX_CONTENT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(10 * 1024 * 1024),
+  FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config extends Env {
+  /** Absolute path of DATA_DIR. */
+  dataDir: string;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(source);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
+}

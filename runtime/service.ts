@@ -1,0 +1,122 @@
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { serve } from "@hono/node-server";
+import { Client, Connection } from "@temporalio/client";
+import { NativeConnection, type Worker } from "@temporalio/worker";
+import { createCpuPool } from "../activities/cpu-pool.ts";
+import { ensureAdminKey } from "../api/admin-key.ts";
+import { createApp } from "../api/app.ts";
+import type { Config } from "../config/env.ts";
+import type { Logger } from "../config/logger.ts";
+import { createEmbedder } from "../pipeline/embedder/index.ts";
+import { openStore } from "../store/db.ts";
+import { createDocumentWorker } from "../worker/create-worker.ts";
+import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
+import { DocumentProcessing } from "./processing-client.ts";
+import { startTemporalDevServer } from "./temporal-dev-server.ts";
+
+export type Role = "api" | "worker";
+
+export interface RunningService {
+  /** Base URL of the API, when this process serves it. */
+  url?: string;
+  temporalAddress: string;
+  temporalUiUrl?: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the roles this process plays. The embedded default plays both against PGlite and a
+ * Temporal dev server it owns; with DATABASE_URL and TEMPORAL_ADDRESS, `api` and `worker` can
+ * run as separate processes against shared services.
+ */
+export async function startService(config: Config, log: Logger, roles: Role[]): Promise<RunningService> {
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((err) => log.warn({ err }, "error during shutdown"));
+    stops.length = 0;
+  };
+  try {
+    const store = await openStore({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
+    stops.push(() => store.close());
+
+    let temporalAddress = config.TEMPORAL_ADDRESS;
+    let temporalUiUrl: string | undefined;
+    if (!temporalAddress) {
+      const dev = await startTemporalDevServer({
+        dataDir: path.join(config.dataDir, "temporal"),
+        port: config.TEMPORAL_DEV_PORT,
+        uiPort: config.TEMPORAL_UI_PORT,
+        namespace: config.TEMPORAL_NAMESPACE,
+        log: (line) => log.debug({ temporal: line }),
+      });
+      stops.push(() => dev.stop());
+      temporalAddress = dev.address;
+      temporalUiUrl = dev.uiUrl;
+    }
+
+    const embedder = createEmbedder(config.EMBEDDING_MODEL, { threads: config.EMBEDDING_THREADS });
+    stops.push(() => embedder.close());
+
+    const connection = await Connection.connect({ address: temporalAddress });
+    stops.push(() => connection.close());
+    const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE);
+
+    if (roles.includes("worker")) {
+      const cpu = createCpuPool(1);
+      stops.push(() => cpu.close());
+      const workerConnection = await NativeConnection.connect({ address: temporalAddress });
+      stops.push(() => workerConnection.close());
+      const worker: Worker = await createDocumentWorker({
+        connection: workerConnection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        deps: {
+          db: store.db,
+          embedder,
+          cpu,
+          chunking: { maxChars: config.CHUNK_MAX_CHARS, overlapSentences: config.CHUNK_OVERLAP_SENTENCES },
+          fetching: {
+            allowPrivateNetwork: config.ALLOW_PRIVATE_NETWORK,
+            timeoutMs: config.FETCH_TIMEOUT_MS,
+            maxBytes: config.MAX_CONTENT_BYTES,
+          },
+          log,
+        },
+      });
+      const running = worker.run().catch((err) => log.error({ err }, "worker stopped with an error"));
+      stops.push(async () => {
+        if (worker.getState() === "RUNNING") worker.shutdown();
+        await running;
+      });
+      await reconcileUnfinished(store.db, processing, log);
+      const stopReconciling = startReconcileLoop(store.db, processing, log);
+      stops.push(async () => stopReconciling());
+    }
+
+    let url: string | undefined;
+    if (roles.includes("api")) {
+      await ensureAdminKey(store.db, config, log);
+      const app = createApp({ db: store.db, processing, embedder, config, log });
+      const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
+      await new Promise<void>((resolve, reject) => {
+        server.once("listening", resolve);
+        server.once("error", reject);
+      });
+      const address = server.address() as AddressInfo;
+      url = `http://${config.HOST}:${address.port}`;
+      stops.push(
+        () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+          }),
+      );
+    }
+    return { url, temporalAddress, temporalUiUrl, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

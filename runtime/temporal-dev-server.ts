@@ -1,0 +1,224 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer, type Socket } from "node:net";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Connection } from "@temporalio/client";
+import { temporalCliPath } from "./paths.ts";
+
+export interface TemporalDevServerOptions {
+  /** Holds temporal.db; workflow state survives restarts with the same dir. */
+  dataDir: string;
+  /** gRPC port; 0 or absent picks a free one. */
+  port?: number;
+  /** Web UI port; 0 or absent picks a free one. */
+  uiPort?: number;
+  /** Created at launch in addition to "default" (which the dev server always creates). */
+  namespace?: string;
+  /** Receives every output line of the server. */
+  log?: (line: string) => void;
+  startTimeoutMs?: number;
+}
+
+export interface TemporalDevServer {
+  address: string;
+  uiUrl: string;
+  stop(): Promise<void>;
+}
+
+/** A port that was free a moment ago on 127.0.0.1 (the OS picks it). */
+export async function findFreePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === "string") throw new Error("could not determine a free port");
+  return address.port;
+}
+
+// Runs detached from our process group and waits for EOF on stdin, which happens however the parent dies
+// (even SIGKILL, when no exit handler runs). It then signals the child, escalating to SIGKILL after 10 s.
+// A line on stdin means the parent stopped the child itself, so the watchdog exits without signalling.
+const WATCHDOG = `
+const pid = Number(process.argv[1]);
+const signal = process.argv[2];
+let released = false;
+process.stdin.on("data", () => { released = true; });
+process.stdin.on("end", () => {
+  if (released) process.exit(0);
+  const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
+  try { process.kill(pid, signal); } catch {}
+  const t0 = Date.now();
+  setInterval(() => {
+    if (!alive()) process.exit(0);
+    if (Date.now() - t0 > 10000) { try { process.kill(pid, "SIGKILL"); } catch {} process.exit(0); }
+  }, 100);
+});
+`;
+
+/** Ensures the process `pid` does not outlive this one; call release() once it has been stopped normally. */
+export function guardChildProcess(pid: number, signal: NodeJS.Signals): { release(): void } {
+  const watchdog = spawn(process.execPath, ["-e", WATCHDOG, String(pid), signal], {
+    detached: true,
+    stdio: ["pipe", "ignore", "ignore"],
+  });
+  watchdog.unref();
+  const stdin = watchdog.stdin as unknown as Socket;
+  stdin.unref();
+  stdin.on("error", () => {}); // the watchdog may already be gone when we write to it
+  return {
+    release() {
+      if (!stdin.writable) return;
+      stdin.write("released\n");
+      stdin.end();
+    },
+  };
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/** Two servers on one SQLite file would corrupt it: a pid file refuses a second one while the first lives. */
+function lockDataDir(dataDir: string): () => void {
+  const lockFile = join(dataDir, "temporal-dev-server.pid");
+  try {
+    writeFileSync(lockFile, String(process.pid), { flag: "wx" });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    const owner = Number(readFileSync(lockFile, "utf8"));
+    if (owner && isAlive(owner)) {
+      throw new Error(`${dataDir} is in use by a Temporal dev server of process ${owner} (${lockFile})`);
+    }
+    writeFileSync(lockFile, String(process.pid)); // its owner died: take over
+  }
+  return () => rmSync(lockFile, { force: true });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const { dataDir, namespace = "default", log, startTimeoutMs = 30_000 } = options;
+  const cli = temporalCliPath();
+  mkdirSync(dataDir, { recursive: true });
+  const unlock = lockDataDir(dataDir);
+  try {
+    const port = options.port || (await findFreePort());
+    const uiPort = options.uiPort || (await findFreePort());
+    // "default" is always created; naming it again is accepted, so pass the namespace unconditionally.
+    const args = ["server", "start-dev", "--ip", "127.0.0.1", "--port", String(port), "--ui-port", String(uiPort)];
+    args.push("--namespace", namespace, "--db-filename", join(dataDir, "temporal.db"), "--log-level", "warn");
+    const child = spawn(cli, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const tail = captureOutput(child, log);
+    const running = () => child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const failedEarly = new Promise<never>((_, reject) => {
+      child.once("exit", (code, signal) => reject(new Error(`exited early (${signal ?? `code ${code}`})`)));
+      child.once("error", (err) => reject(new Error(`could not be spawned: ${err.message}`)));
+    });
+    failedEarly.catch(() => {}); // once started, an exit is the business of stop(), not of this promise
+    const guard = child.pid ? guardChildProcess(child.pid, "SIGTERM") : undefined;
+
+    let stopped: Promise<void> | undefined;
+    const stop = () => {
+      stopped ??= (async () => {
+        if (running()) {
+          child.kill("SIGTERM");
+          const exitedInTime = await Promise.race([exited.then(() => true), sleep(10_000, false, { ref: false })]);
+          if (!exitedInTime) {
+            child.kill("SIGKILL");
+            await exited;
+          }
+        }
+        guard?.release();
+        unlock();
+      })();
+      return stopped;
+    };
+
+    const address = `127.0.0.1:${port}`;
+    try {
+      await Promise.race([waitUntilServing(address, port, namespace, startTimeoutMs, running), failedEarly]);
+    } catch (err) {
+      await stop();
+      throw new Error(
+        `Temporal dev server on ${address} failed to start: ${(err as Error).message}\n` +
+          `--- last output of ${cli} ${args.join(" ")} ---\n${tail().join("\n")}`,
+      );
+    }
+    return { address, uiUrl: `http://127.0.0.1:${uiPort}`, stop };
+  } catch (err) {
+    unlock();
+    throw err;
+  }
+}
+
+/** Keeps the last lines of the server's output for error messages and forwards each line to `log`. */
+function captureOutput(child: ChildProcess, log?: (line: string) => void): () => string[] {
+  const lines: string[] = [];
+  for (const stream of [child.stdout, child.stderr]) {
+    let partial = "";
+    stream?.setEncoding("utf8");
+    stream?.on("data", (chunk: string) => {
+      const parts = (partial + chunk).split("\n");
+      partial = parts.pop() ?? "";
+      for (const line of parts) {
+        lines.push(line);
+        if (lines.length > 40) lines.shift();
+        log?.(line);
+      }
+    });
+  }
+  return () => lines;
+}
+
+/**
+ * The gRPC port opens before the dev server has registered its namespaces, so after the port accepts
+ * connections we also wait until the namespace can be described.
+ */
+async function waitUntilServing(
+  address: string,
+  port: number,
+  namespace: string,
+  timeoutMs: number,
+  running: () => boolean,
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await canConnect(port))) {
+    if (!running()) throw new Error("exited during startup");
+    if (Date.now() > deadline) throw new Error(`port ${port} did not accept connections within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+  const connection = await Connection.connect({ address, connectTimeout: Math.max(1000, deadline - Date.now()) });
+  try {
+    for (;;) {
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } catch (err) {
+        if (!running()) throw new Error("exited during startup");
+        if (Date.now() > deadline) throw new Error(`namespace ${namespace} not ready: ${(err as Error).message}`);
+        await sleep(200);
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}

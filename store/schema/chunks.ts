@@ -1,0 +1,32 @@
+import { type SQL, sql } from "drizzle-orm";
+import { customType, index, integer, pgTable, text, timestamp, vector } from "drizzle-orm/pg-core";
+import { documents } from "./documents.ts";
+
+/** Dimension of the stored vectors; each chunk also records the model that made it. */
+export const EMBEDDING_DIMENSION = 512;
+
+const tsvector = customType<{ data: string }>({ dataType: () => "tsvector" });
+
+export const chunks = pgTable(
+  "chunks",
+  {
+    id: text("id").primaryKey(),
+    documentId: text("document_id")
+      .notNull()
+      .references(() => documents.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+    content: text("content").notNull(),
+    embedding: vector("embedding", { dimensions: EMBEDDING_DIMENSION }),
+    embeddingModel: text("embedding_model"),
+    embeddingDimension: integer("embedding_dimension"),
+    tsv: tsvector("tsv").generatedAlwaysAs((): SQL => sql`to_tsvector('english', ${chunks.content})`),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [
+    index("chunks_document_idx").on(t.documentId, t.position),
+    index("chunks_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
+    index("chunks_tsv_gin").using("gin", t.tsv),
+  ],
+);
+
+export type ChunkRow = typeof chunks.$inferSelect;

@@ -1,0 +1,57 @@
+import { sql } from "drizzle-orm";
+import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+
+export const documentStatuses = ["queued", "extracting", "chunking", "embedding", "done", "failed"] as const;
+export type DocumentStatus = (typeof documentStatuses)[number];
+
+export type MetadataValue = string | number | boolean | string[];
+export type Metadata = Record<string, MetadataValue>;
+
+export interface StatusEvent {
+  status: DocumentStatus;
+  at: string;
+  run: number;
+}
+
+export const documents = pgTable(
+  "documents",
+  {
+    id: text("id").primaryKey(),
+    customId: text("custom_id"),
+    title: text("title"),
+    /** What the content is: text, webpage, ... (set at extraction). */
+    type: text("type").notNull().default("text"),
+    status: text("status").$type<DocumentStatus>().notNull().default("queued"),
+    /** What the caller sent: the text itself, or the URL to fetch. */
+    source: text("source").notNull(),
+    url: text("url"),
+    /** Caller's path-like grouping (e.g. "/notes/2025/"), as in the official SDK. */
+    filepath: text("filepath"),
+    /** Caller's hint about whom the content is about; kept for memory extraction. */
+    entityContext: text("entity_context"),
+    /** Extracted plain text, filled in by the extract stage. */
+    content: text("content"),
+    summary: text("summary"),
+    containerTags: text("container_tags").array().notNull().default(sql`'{}'::text[]`),
+    metadata: jsonb("metadata").$type<Metadata>().notNull().default({}),
+    contentHash: text("content_hash"),
+    errorReason: text("error_reason"),
+    embeddingModel: text("embedding_model"),
+    /** Bumped whenever processing (re)starts; stale workflow runs cannot overwrite a newer run's work. */
+    processingRun: integer("processing_run").notNull().default(0),
+    statusHistory: jsonb("status_history").$type<StatusEvent[]>().notNull().default([]),
+    connectionId: text("connection_id"),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("documents_custom_id_key").on(t.customId).where(sql`${t.customId} IS NOT NULL`),
+    index("documents_container_tags_gin").using("gin", t.containerTags),
+    index("documents_status_idx").on(t.status),
+    index("documents_created_at_idx").on(t.createdAt),
+    index("documents_updated_at_idx").on(t.updatedAt),
+  ],
+);
+
+export type DocumentRow = typeof documents.$inferSelect;
+export type NewDocumentRow = typeof documents.$inferInsert;

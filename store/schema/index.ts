@@ -1,0 +1,3 @@
+export * from "./api-keys.ts";
+export * from "./chunks.ts";
+export * from "./documents.ts";

@@ -1,0 +1,106 @@
+import { type SQL, sql } from "drizzle-orm";
+import { type Database, queryRows } from "./db.ts";
+import type { Metadata } from "./schema/index.ts";
+
+export interface HybridSearchQuery {
+  text: string;
+  embedding: number[];
+  containerTags?: string[];
+  tagMode: "any" | "all";
+  documentId?: string;
+  /** Extra condition over documents aliased `d` (e.g. a compiled metadata filter). */
+  documentFilter?: SQL;
+  /** How many fused chunk candidates to rank before grouping into documents. */
+  candidates: number;
+}
+
+export interface ChunkHit {
+  chunkId: string;
+  documentId: string;
+  position: number;
+  content: string;
+  /** Cosine similarity of the chunk to the query, 0..1 (0 when only the keyword side matched). */
+  similarity: number;
+  keywordRank: number | null;
+  fused: number;
+}
+
+/** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
+const RRF_K = 60;
+
+/**
+ * One statement: the nearest chunks by cosine distance (HNSW) and the best keyword matches
+ * (GIN + ts_rank_cd, any query term may match) are fused by reciprocal rank.
+ */
+export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Promise<ChunkHit[]> {
+  const vector = `[${q.embedding.join(",")}]`;
+  const tags = q.containerTags?.length ? q.containerTags : null;
+  const scope = sql`d.status = 'done'
+    AND (${tags}::text[] IS NULL OR (CASE WHEN ${q.tagMode} = 'all' THEN d.container_tags @> ${tags}::text[] ELSE d.container_tags && ${tags}::text[] END))
+    AND (${q.documentId ?? null}::text IS NULL OR d.id = ${q.documentId ?? null} OR d.custom_id = ${q.documentId ?? null})
+    AND ${q.documentFilter ?? sql`TRUE`}`;
+  const rows = await queryRows(db, sql`
+    WITH query AS (
+      SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq
+    ),
+    by_vector AS (
+      SELECT c.id, 1 - (c.embedding <=> ${vector}::vector) AS similarity,
+             row_number() OVER (ORDER BY c.embedding <=> ${vector}::vector) AS rank
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE c.embedding IS NOT NULL AND ${scope}
+      ORDER BY c.embedding <=> ${vector}::vector
+      LIMIT ${q.candidates}
+    ),
+    by_keyword AS (
+      SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC) AS rank
+      FROM chunks c JOIN documents d ON d.id = c.document_id, query
+      WHERE c.tsv @@ query.tsq AND ${scope}
+      ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC
+      LIMIT ${q.candidates}
+    ),
+    fused AS (
+      SELECT coalesce(v.id, k.id) AS id,
+             coalesce(1.0 / (${RRF_K} + v.rank), 0) + coalesce(1.0 / (${RRF_K} + k.rank), 0) AS fused,
+             k.rank AS keyword_rank
+      FROM by_vector v FULL OUTER JOIN by_keyword k ON v.id = k.id
+    )
+    SELECT c.id AS chunk_id, c.document_id, c.position, c.content,
+           CASE WHEN c.embedding IS NULL THEN 0 ELSE 1 - (c.embedding <=> ${vector}::vector) END AS similarity,
+           f.keyword_rank, f.fused
+    FROM fused f JOIN chunks c ON c.id = f.id
+    ORDER BY f.fused DESC
+    LIMIT ${q.candidates}
+  `);
+  return rows.map((r) => ({
+    chunkId: String(r.chunk_id),
+    documentId: String(r.document_id),
+    position: Number(r.position),
+    content: String(r.content),
+    similarity: Number(r.similarity),
+    keywordRank: r.keyword_rank == null ? null : Number(r.keyword_rank),
+    fused: Number(r.fused),
+  }));
+}
+
+export interface NeighbourChunk {
+  documentId: string;
+  position: number;
+  content: string;
+}
+
+/** Chunks next to the given positions, to show matches in context. */
+export async function chunksAt(db: Database, wanted: { documentId: string; position: number }[]) {
+  if (!wanted.length) return [] as NeighbourChunk[];
+  const rows = await queryRows(db, sql`
+    SELECT c.document_id, c.position, c.content
+    FROM chunks c
+    JOIN jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS w(document_id text, position int)
+      ON w.document_id = c.document_id AND w.position = c.position`);
+  return rows.map((r) => ({
+    documentId: String(r.document_id),
+    position: Number(r.position),
+    content: String(r.content),
+  }));
+}
+
+export type { Metadata };

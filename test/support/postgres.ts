@@ -1,0 +1,120 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { pgBinDir } from "../../runtime/paths.ts";
+import { findFreePort, guardChildProcess } from "../../runtime/temporal-dev-server.ts";
+
+export interface NativePostgres {
+  /** postgres://postgres@127.0.0.1:PORT/memory_test, with pgvector created. */
+  url: string;
+  /** The temp dir holding the cluster and its unix socket; removed by stop(). */
+  dir: string;
+  stop(): Promise<void>;
+}
+
+const DATABASE = "memory_test";
+
+/**
+ * PostgreSQL refuses to run as root. Under root (CI) the server runs as `nobody`; scripts/setup.mjs made the
+ * binaries reachable for it.
+ */
+function unprivilegedIds(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const entry = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .map((line) => line.split(":"))
+    .find((fields) => fields[0] === "nobody");
+  if (!entry) throw new Error("running as root, but there is no `nobody` user to run PostgreSQL as");
+  return { uid: Number(entry[2]), gid: Number(entry[3]) };
+}
+
+function runToEnd(cmd: string, args: string[], ids: { uid: number; gid: number } | undefined, cwd: string) {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"], ...ids });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} failed (${code}):\n${output}`))));
+  });
+}
+
+export async function startNativePostgres(): Promise<NativePostgres> {
+  const bin = pgBinDir();
+  const ids = unprivilegedIds();
+  const dir = mkdtempSync(join(tmpdir(), "memory-pg-"));
+  if (ids) chownSync(dir, ids.uid, ids.gid);
+  const dataDir = join(dir, "data");
+  let server: ChildProcess | undefined;
+  let guard: { release(): void } | undefined;
+  let output = "";
+
+  const stop = async () => {
+    if (server && server.exitCode === null && server.signalCode === null) {
+      const exited = new Promise((resolve) => server?.once("exit", resolve));
+      server.kill("SIGINT"); // "fast" shutdown: roll back open transactions, no waiting for clients
+      if (!(await Promise.race([exited.then(() => true), sleep(10_000, false, { ref: false })]))) {
+        server.kill("SIGKILL");
+        await exited;
+      }
+    }
+    guard?.release();
+    rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    // --no-sync and fsync=off: test data need not survive a power cut, and both save seconds.
+    await runToEnd(
+      join(bin, "initdb"),
+      ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+      ids,
+      dir,
+    );
+    const port = await findFreePort();
+    const args = ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-k", dir];
+    args.push("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off");
+    // Spawned directly rather than through pg_ctl, so that this process owns it and the guard can end it.
+    const child = spawn(join(bin, "postgres"), args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"], ...ids });
+    server = child;
+    child.stdout.on("data", (d) => (output = (output + d).slice(-4000)));
+    child.stderr.on("data", (d) => (output = (output + d).slice(-4000)));
+    if (child.pid) guard = guardChildProcess(child.pid, "SIGINT");
+
+    const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    await waitForConnection(adminUrl, () => child.exitCode === null && child.signalCode === null);
+    await query(adminUrl, `CREATE DATABASE ${DATABASE}`);
+    const url = `postgres://postgres@127.0.0.1:${port}/${DATABASE}`;
+    await query(url, "CREATE EXTENSION vector");
+    return { url, dir, stop };
+  } catch (err) {
+    await stop();
+    throw new Error(`native PostgreSQL failed to start: ${(err as Error).message}\n--- server output ---\n${output}`);
+  }
+}
+
+async function query(url: string, sql: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function waitForConnection(url: string, running: () => boolean, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await query(url, "SELECT 1");
+      return;
+    } catch (err) {
+      if (!running()) throw new Error("postgres exited during startup");
+      if (Date.now() > deadline) throw new Error(`no connection within ${timeoutMs} ms: ${(err as Error).message}`);
+      await sleep(100);
+    }
+  }
+}

@@ -1,0 +1,27 @@
+import { fileURLToPath } from "node:url";
+import { type NativeConnection, Worker } from "@temporalio/worker";
+import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
+
+const workflowsPath = fileURLToPath(new URL("../workflows/index.ts", import.meta.url));
+
+export interface WorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: DocumentActivityDeps;
+  /** Embedding is CPU-bound on a small machine: a few activities at a time keep the event loop free. */
+  maxConcurrentActivities?: number;
+}
+
+export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    workflowsPath,
+    activities: createDocumentActivities(opts.deps),
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
+    // Let an activity finish its current batch before the process exits.
+    shutdownGraceTime: "10s",
+  });
+}

@@ -1,0 +1,2 @@
+// Entry point of the workflow bundle: every workflow type the worker runs.
+export { processDocument } from "./process-document.ts";
