@@ -24,7 +24,9 @@ interface Span {
   end: number;
 }
 
-const PARAGRAPH_BREAK = /\n[ \t]*\n/;
+const PARAGRAPH_BREAK = /\n[ \t\r]*\n/;
+/** A line break inside a sentence: the next line continues in lower case (hard-wrapped text, PDFs). */
+const SOFT_WRAP = /\r?\n(?=\p{Ll})/gu;
 
 export function chunkText(text: string, options: ChunkOptions = {}): Chunk[] {
   const maxChars = options.maxChars ?? 1200;
@@ -83,9 +85,11 @@ function nextStart(units: Span[], first: number, last: number, overlap: number, 
 /** Sentences as trimmed spans, with any sentence longer than maxChars cut into pieces at spaces. */
 function sentenceUnits(text: string, maxChars: number, locale: string): Span[] {
   const units: Span[] = [];
-  // ICU sentence rules also break at every line end, so list items and code lines are units too.
+  // ICU sentence rules break at every line end. That keeps list items and code lines as units, but
+  // cuts hard-wrapped prose mid-sentence, so soft wraps become spaces first (same length: offsets hold).
+  const segmentable = text.replace(SOFT_WRAP, (m) => " ".repeat(m.length));
   const segmenter = new Intl.Segmenter(locale, { granularity: "sentence" });
-  for (const { segment, index } of segmenter.segment(text)) {
+  for (const { segment, index } of segmenter.segment(segmentable)) {
     const lead = segment.length - segment.trimStart().length;
     const body = segment.trim();
     if (!body) continue;

@@ -23,6 +23,8 @@ export interface TemporalDevServerOptions {
 export interface TemporalDevServer {
   address: string;
   uiUrl: string;
+  /** Process id of the server, e.g. to check that it is gone. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -163,7 +165,8 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
           `--- last output of ${cli} ${args.join(" ")} ---\n${tail().join("\n")}`,
       );
     }
-    return { address, uiUrl: `http://127.0.0.1:${uiPort}`, stop };
+    if (child.pid === undefined) throw new Error("unreachable: a started server has a pid");
+    return { address, uiUrl: `http://127.0.0.1:${uiPort}`, pid: child.pid, stop };
   } catch (err) {
     unlock();
     throw err;

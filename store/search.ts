@@ -34,11 +34,19 @@ const RRF_K = 60;
  */
 export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Promise<ChunkHit[]> {
   const vector = `[${q.embedding.join(",")}]`;
-  const tags = q.containerTags?.length ? q.containerTags : null;
-  const scope = sql`d.status = 'done'
-    AND (${tags}::text[] IS NULL OR (CASE WHEN ${q.tagMode} = 'all' THEN d.container_tags @> ${tags}::text[] ELSE d.container_tags && ${tags}::text[] END))
-    AND (${q.documentId ?? null}::text IS NULL OR d.id = ${q.documentId ?? null} OR d.custom_id = ${q.documentId ?? null})
-    AND ${q.documentFilter ?? sql`TRUE`}`;
+  const tags = q.containerTags?.length
+    ? sql`ARRAY[${sql.join(
+        q.containerTags.map((t) => sql`${t}`),
+        sql`, `,
+      )}]::text[]`
+    : undefined;
+  const conditions = [
+    sql`d.status = 'done'`,
+    tags && (q.tagMode === "all" ? sql`d.container_tags @> ${tags}` : sql`d.container_tags && ${tags}`),
+    q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
+    q.documentFilter,
+  ].filter((c): c is SQL => Boolean(c));
+  const scope = sql.join(conditions, sql` AND `);
   const rows = await queryRows(db, sql`
     WITH query AS (
       SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq

@@ -1,0 +1,10 @@
+import { createEmbedder } from "./pipeline/embedder/index.ts";
+console.log("execArgv", process.execArgv);
+const e = createEmbedder();
+let t = performance.now();
+const v = await e.embed(["The cat sat on the mat.", "A kitten rested on the rug.", "Quarterly revenue grew by ten percent."]);
+console.log("first", performance.now() - t, v.length, v[0]?.length);
+const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * (b[i] as number), 0);
+console.log(dot(v[0]!, v[1]!), dot(v[0]!, v[2]!), dot(v[0]!, v[0]!));
+await e.close();
+console.log("closed");

@@ -1,0 +1,10 @@
+/** Turns texts into vectors for similarity search. Implementations own their resources (threads, models). */
+export interface Embedder {
+  /** Stored next to every vector: vectors from different models must never be compared. */
+  readonly model: string;
+  readonly dimension: number;
+  /** One vector per text, in input order, each of length `dimension`. */
+  embed(texts: string[]): Promise<number[][]>;
+  /** Releases threads and model memory; `embed` fails afterwards. */
+  close(): Promise<void>;
+}

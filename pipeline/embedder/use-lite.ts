@@ -1,0 +1,78 @@
+// Universal Sentence Encoder (lite, 512-d) shipped inside npm, so it works offline. Runs in worker
+// threads via piscina so embedding never stalls HTTP handling or Temporal activity heartbeats.
+
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Piscina } from "piscina";
+import type { Embedder } from "./types.ts";
+
+export interface UseLiteOptions {
+  /** Worker threads, each holding its own copy of the model (~300 MB). Default 1 (2-core machines). */
+  threads?: number;
+  /** Texts per task handed to a thread; smaller spreads a call over more threads. Default 8. */
+  textsPerTask?: number;
+}
+
+export const USE_LITE_MODEL = "use-lite-512";
+export const USE_LITE_DIMENSION = 512;
+
+export class UseLiteEmbedder implements Embedder {
+  readonly model = USE_LITE_MODEL;
+  readonly dimension = USE_LITE_DIMENSION;
+  private readonly pool: Piscina<string[], Float32Array[]>;
+  private readonly textsPerTask: number;
+  private closed = false;
+
+  constructor(options: UseLiteOptions = {}) {
+    const threads = options.threads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
+    this.textsPerTask = options.textsPerTask ?? 8;
+    const filename = workerFile();
+    this.pool = new Piscina({
+      filename,
+      minThreads: threads, // started now, so the model loads before the first request
+      maxThreads: threads,
+      idleTimeout: Number.POSITIVE_INFINITY, // a reload costs ~0.6 s per thread; keep them
+      execArgv: workerExecArgv(filename),
+    });
+  }
+
+  /** Worker threads currently alive; 0 after close(). */
+  get threadCount(): number {
+    return this.pool.threads.length;
+  }
+
+  async embed(texts: string[]): Promise<number[][]> {
+    if (this.closed) throw new Error("the embedder is closed");
+    const tasks: Promise<Float32Array[]>[] = [];
+    for (let i = 0; i < texts.length; i += this.textsPerTask) {
+      tasks.push(this.pool.run(texts.slice(i, i + this.textsPerTask)));
+    }
+    const results = await Promise.all(tasks);
+    return results.flat().map((vector) => Array.from(vector));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.destroy();
+  }
+}
+
+/** Prefers the TypeScript source when running from source; a build would ship the .js next to this file. */
+function workerFile(): string {
+  const self = fileURLToPath(import.meta.url);
+  return self.replace(/use-lite\.(ts|js)$/, "use-lite.worker.$1");
+}
+
+/**
+ * Worker threads do not inherit tsx's loader hooks, so a .ts worker needs `--import tsx` (as an
+ * absolute URL, so it resolves no matter the cwd). Skipped when the parent was already started with
+ * it, since tsx passes its flags on through process.execArgv.
+ */
+function workerExecArgv(filename: string): string[] {
+  if (!filename.endsWith(".ts")) return [...process.execArgv];
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+  if (process.execArgv.includes(tsx)) return [...process.execArgv];
+  return [...process.execArgv, "--import", tsx];
+}

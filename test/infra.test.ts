@@ -1,0 +1,196 @@
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Client, Connection } from "@temporalio/client";
+import pg from "pg";
+import { describe, expect, inject, it } from "vitest";
+import { startTemporalDevServer } from "../runtime/temporal-dev-server.ts";
+import { startNativePostgres } from "./support/postgres.ts";
+
+const repoRoot = resolve(import.meta.dirname, "..");
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function withClient<T>(address: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const connection = await Connection.connect({ address });
+  try {
+    return await fn(new Client({ connection }));
+  } finally {
+    await connection.close();
+  }
+}
+
+describe("Temporal dev server", () => {
+  it("is shared with the tests through inject() and process.env, and serves the default namespace", async () => {
+    const address = inject("TEST_TEMPORAL_ADDRESS");
+    expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(process.env.TEST_TEMPORAL_ADDRESS).toBe(address);
+    const namespace = await withClient(address, (client) =>
+      client.workflowService.describeNamespace({ namespace: "default" }),
+    );
+    expect(namespace.namespaceInfo?.name).toBe("default");
+  });
+
+  it("keeps a workflow and its history across a restart with the same data dir", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "memory-temporal-restart-"));
+    const workflowId = `persistence-probe-${Date.now()}`;
+    let server = await startTemporalDevServer({ dataDir });
+    try {
+      // No worker polls this queue, so the workflow stays RUNNING with only its start events in history.
+      await withClient(server.address, (client) =>
+        client.workflow.start("persistenceProbe", { taskQueue: "no-worker", workflowId, args: ["kept"] }),
+      );
+      await server.stop();
+      expect(isAlive(server.pid)).toBe(false);
+
+      server = await startTemporalDevServer({ dataDir });
+      await expect(startTemporalDevServer({ dataDir })).rejects.toThrow(/in use by a Temporal dev server/);
+      const { description, history } = await withClient(server.address, async (client) => {
+        const handle = client.workflow.getHandle(workflowId);
+        return { description: await handle.describe(), history: await handle.fetchHistory() };
+      });
+      expect(description.status.name).toBe("RUNNING");
+      expect(description.type).toBe("persistenceProbe");
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      const input = started?.input?.payloads?.[0]?.data;
+      expect(input && Buffer.from(input).toString()).toBe('"kept"');
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("reports the server's own output when it cannot start", async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
+    const address = blocker.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    const dataDir = mkdtempSync(join(tmpdir(), "memory-temporal-busy-"));
+    try {
+      const attempt = startTemporalDevServer({ dataDir, port, startTimeoutMs: 20_000 });
+      await expect(attempt).rejects.toThrow(/failed to start[\s\S]*--- last output of /);
+    } finally {
+      blocker.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("does not outlive a parent that is killed with SIGKILL", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "memory-temporal-orphan-"));
+    const script = [
+      'import { startTemporalDevServer } from "./runtime/temporal-dev-server.ts";',
+      `const server = await startTemporalDevServer({ dataDir: ${JSON.stringify(dataDir)} });`,
+      "console.log(JSON.stringify({ pid: server.pid }));",
+      "setInterval(() => {}, 1000);",
+    ].join("\n");
+    const parent = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: repoRoot,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      const firstLine = await new Promise<string>((resolveLine, reject) => {
+        let out = "";
+        parent.stdout.on("data", (d) => {
+          out += d;
+          if (out.includes("\n")) resolveLine(out.split("\n")[0] ?? "");
+        });
+        parent.once("exit", (code) => reject(new Error(`parent exited early (${code})`)));
+      });
+      const { pid } = JSON.parse(firstLine) as { pid: number };
+      expect(isAlive(pid)).toBe(true);
+      parent.kill("SIGKILL");
+      const deadline = Date.now() + 15_000;
+      while (isAlive(pid) && Date.now() < deadline) await sleep(100);
+      expect(isAlive(pid)).toBe(false);
+    } finally {
+      parent.kill("SIGKILL");
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("native PostgreSQL", () => {
+  it("runs pgvector: cosine distance orders the rows", async () => {
+    const url = inject("TEST_DATABASE_URL");
+    expect(process.env.TEST_DATABASE_URL).toBe(url);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query("CREATE TABLE infra_vectors (id int PRIMARY KEY, embedding vector(3))");
+      await client.query(
+        "INSERT INTO infra_vectors VALUES (1, '[1,0,0]'), (2, '[0,1,0]'), (3, '[0.9,0.1,0]'), (4, '[-1,0,0]')",
+      );
+      const { rows } = await client.query<{ id: number; distance: number }>(
+        "SELECT id, embedding <=> '[1,0,0]' AS distance FROM infra_vectors ORDER BY embedding <=> '[1,0,0]'",
+      );
+      expect(rows.map((r) => r.id)).toEqual([1, 3, 2, 4]);
+      expect(rows[0]?.distance).toBeCloseTo(0);
+      expect(rows[3]?.distance).toBeCloseTo(2);
+    } finally {
+      await client.query("DROP TABLE IF EXISTS infra_vectors");
+      await client.end();
+    }
+  });
+
+  it("stop() shuts the server down and removes its directory", async () => {
+    const postgres = await startNativePostgres();
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    const { rows } = await client.query<{ v: string }>("SELECT extversion AS v FROM pg_extension WHERE extname = 'vector'");
+    await client.end();
+    expect(rows[0]?.v).toMatch(/^0\.8\./);
+    expect(existsSync(postgres.dir)).toBe(true);
+
+    await postgres.stop();
+    expect(existsSync(postgres.dir)).toBe(false);
+    const after = new pg.Client({ connectionString: postgres.url, connectionTimeoutMillis: 2000 });
+    await expect(after.connect()).rejects.toThrow();
+  });
+});
+
+describe("docker-compose.yml", () => {
+  // `docker compose` (the v2 plugin) where installed; otherwise Debian's docker-compose, which .ci/run installs.
+  function compose(args: string[], env: NodeJS.ProcessEnv) {
+    const variants: [string, string[]][] = [
+      ["docker", ["compose"]],
+      ["docker-compose", []],
+    ];
+    for (const [cmd, prefix] of variants) {
+      const probe = spawnSync(cmd, [...prefix, "version"], { encoding: "utf8" });
+      if (probe.status !== 0) continue;
+      return spawnSync(cmd, [...prefix, "-f", "docker-compose.yml", ...args], {
+        cwd: repoRoot,
+        encoding: "utf8",
+        env: { ...process.env, ...env },
+      });
+    }
+    throw new Error(
+      "neither `docker compose` nor `docker-compose` is installed: install one (apt-get install docker-compose)",
+    );
+  }
+
+  it("is valid and defines the five services", () => {
+    const check = compose(["config", "-q"], { MEMORY_ADMIN_KEY: "test-key" });
+    expect(check.stderr).toBe("");
+    expect(check.status).toBe(0);
+    const services = compose(["config", "--services"], { MEMORY_ADMIN_KEY: "test-key" });
+    expect(services.stdout.trim().split("\n").sort()).toEqual(["api", "postgres", "temporal", "temporal-ui", "worker"]);
+  });
+
+  it("refuses to render without MEMORY_ADMIN_KEY", () => {
+    const env: NodeJS.ProcessEnv = { MEMORY_ADMIN_KEY: "" };
+    const check = compose(["config", "-q"], env);
+    expect(check.status).not.toBe(0);
+    expect(check.stderr).toMatch(/MEMORY_ADMIN_KEY/);
+  });
+});

@@ -1,0 +1,218 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey, findActiveKey, hashKey } from "../../store/api-keys.ts";
+import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import * as docs from "../../store/documents.ts";
+import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
+import * as processing from "../../store/processing.ts";
+import { EMBEDDING_DIMENSION, apiKeys, documents } from "../../store/schema/index.ts";
+import { hybridChunkSearch } from "../../store/search.ts";
+import { freshDatabase } from "../support/service.ts";
+
+/** A unit vector pointing mostly along one axis: distinct, predictable neighbours for search tests. */
+function axis(i: number, noise = 0): number[] {
+  const v = new Array(EMBEDDING_DIMENSION).fill(noise);
+  v[i] = 1;
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
+const drivers: [string, () => Promise<Store>][] = [
+  ["pglite", openMemoryPglite],
+  ["postgres", async () => openPostgres(await freshDatabase())],
+];
+
+// One suite, every driver: the embedded default and the scale-out store must behave the same.
+describe.each(drivers)("store on %s", (_name, open) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await open();
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  const add = (input: Partial<docs.NewDocumentInput> & { source: string }) =>
+    docs.saveDocument(store.db, { containerTags: [], metadata: {}, ...input });
+
+  it("creates documents queued at run 1 and upserts by customId", async () => {
+    const first = await add({ source: "hello", customId: "c-1", containerTags: ["a"], metadata: { k: "v" } });
+    expect(first.process).toBe(true);
+    expect(first.document).toMatchObject({ status: "queued", processingRun: 1, customId: "c-1" });
+
+    const same = await add({ source: "hello", customId: "c-1", containerTags: ["a"], metadata: { k2: 1 } });
+    expect(same.process).toBe(false);
+    expect(same.document.id).toBe(first.document.id);
+    expect(same.document.metadata).toEqual({ k: "v", k2: 1 });
+
+    const changed = await add({ source: "hello again", customId: "c-1", containerTags: ["a"] });
+    expect(changed.process).toBe(true);
+    expect(changed.document.processingRun).toBe(2);
+
+    // A failed document with the same customId is retried even when the content is unchanged.
+    await processing.markFailed(store.db, { documentId: first.document.id, run: 2 }, "boom");
+    const retried = await add({ source: "hello again", customId: "c-1" });
+    expect(retried.process).toBe(true);
+    expect(retried.document).toMatchObject({ status: "queued", processingRun: 3, errorReason: null });
+    expect((await docs.findDocument(store.db, "c-1"))?.id).toBe(first.document.id);
+  });
+
+  it("fences writes of superseded runs and records each transition once", async () => {
+    const { document } = await add({ source: "fenced" });
+    const ref = { documentId: document.id, run: 1 };
+    await processing.setStatus(store.db, ref, "extracting");
+    await processing.setStatus(store.db, ref, "extracting");
+    const updated = await docs.updateDocument(store.db, document.id, { content: "fenced v2" });
+    expect(updated?.process).toBe(true);
+    await expect(processing.setStatus(store.db, ref, "chunking")).rejects.toBeInstanceOf(processing.SupersededRunError);
+    await expect(processing.markDone(store.db, ref, "m")).rejects.toBeInstanceOf(processing.SupersededRunError);
+    const row = await docs.findDocument(store.db, document.id);
+    expect(row?.statusHistory.map((h) => `${h.status}@${h.run}`)).toEqual(["queued@1", "extracting@1", "queued@2"]);
+
+    const metaOnly = await docs.updateDocument(store.db, document.id, { metadata: { x: true } });
+    expect(metaOnly?.process).toBe(false);
+    expect(metaOnly?.document.processingRun).toBe(2);
+  });
+
+  it("lists with tag modes, sorting and pagination", async () => {
+    const ids: string[] = [];
+    for (const [i, tags] of [["t1"], ["t1", "t2"], ["t2"]].entries()) {
+      ids.push((await add({ source: `list ${i}`, containerTags: tags })).document.id);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const base = { sort: "createdAt", order: "asc", limit: 50, page: 1 } as const;
+    const any = await docs.listDocuments(store.db, { ...base, containerTags: ["t1", "t2"], tagMode: "any" });
+    expect(any.rows.map((r) => r.id)).toEqual(ids);
+    const all = await docs.listDocuments(store.db, { ...base, containerTags: ["t1", "t2"], tagMode: "all" });
+    expect(all.rows.map((r) => r.id)).toEqual([ids[1]]);
+    const page2 = await docs.listDocuments(store.db, {
+      ...base,
+      order: "desc",
+      limit: 1,
+      page: 2,
+      containerTags: ["t1", "t2"],
+      tagMode: "any",
+    });
+    expect(page2).toMatchObject({ total: 3 });
+    expect(page2.rows.map((r) => r.id)).toEqual([ids[1]]);
+    expect(await docs.deleteDocumentsByTags(store.db, ["t2"])).toBe(2);
+  });
+
+  it("compiles nested metadata filters to parameterised SQL", async () => {
+    const tag = "filters";
+    const rows: { name: string; metadata: docs.Metadata }[] = [
+      { name: "a", metadata: { kind: "Note", score: 5, labels: ["x", "Y"], title: "Alpha 100% done" } },
+      { name: "b", metadata: { kind: "note", score: 12, labels: ["z"], title: "beta_release" } },
+      { name: "c", metadata: { kind: "mail", score: "12", title: "Gamma" } },
+    ];
+    const byId = new Map<string, string>();
+    for (const r of rows) byId.set((await add({ source: r.name, containerTags: [tag], metadata: r.metadata })).document.id, r.name);
+    const run = async (f: FilterNode) => {
+      const { rows: found } = await docs.listDocuments(store.db, {
+        containerTags: [tag],
+        tagMode: "any",
+        sort: "createdAt",
+        order: "asc",
+        limit: 50,
+        page: 1,
+        where: compileFilter(sql`${documents.metadata}`, f),
+      });
+      return found.map((d) => byId.get(d.id)).sort();
+    };
+    expect(await run({ AND: [{ key: "kind", value: "note" }] })).toEqual(["b"]);
+    expect(await run({ AND: [{ key: "kind", value: "NOTE", ignoreCase: true }] })).toEqual(["a", "b"]);
+    expect(await run({ AND: [{ key: "score", value: "10", filterType: "numeric", numericOperator: ">" }] })).toEqual(["b"]);
+    expect(await run({ AND: [{ key: "labels", value: "y", filterType: "array_contains", ignoreCase: true }] })).toEqual(["a"]);
+    expect(await run({ AND: [{ key: "labels", value: "y", filterType: "array_contains" }] })).toEqual([]);
+    expect(await run({ AND: [{ key: "title", value: "100%", filterType: "string_contains" }] })).toEqual(["a"]);
+    expect(await run({ AND: [{ key: "title", value: "_", filterType: "string_contains" }] })).toEqual(["b"]);
+    expect(await run({ AND: [{ key: "kind", value: "mail", negate: true }] })).toEqual(["a", "b"]);
+    expect(await run({ AND: [{ key: "missing", value: "x", negate: true }] })).toEqual(["a", "b", "c"]);
+    // Five levels deep: OR(AND(OR(AND(cond)))) ...
+    const deep: FilterNode = {
+      OR: [
+        { AND: [{ OR: [{ AND: [{ OR: [{ key: "kind", value: "mail" }] }] }] }] },
+        { AND: [{ key: "score", value: "5", filterType: "numeric", numericOperator: "<=" }] },
+      ],
+    };
+    expect(await run(deep)).toEqual(["a", "c"]);
+    // Injection attempts are just values.
+    expect(await run({ AND: [{ key: "kind' OR '1'='1", value: "x' OR '1'='1" }] })).toEqual([]);
+    expect(() => compileFilter(sql`x`, { AND: [{ key: "n", value: "abc", filterType: "numeric" }] })).toThrow(FilterError);
+    let tooDeep: FilterNode = { key: "k", value: "v" };
+    for (let i = 0; i < 10; i++) tooDeep = { AND: [tooDeep] };
+    expect(() => compileFilter(sql`x`, tooDeep)).toThrow(/deeper/);
+  });
+
+  it("stores chunks with vectors and finds them by meaning and by keyword", async () => {
+    const tag = "search";
+    const makeDone = async (source: string, pieces: string[], axes: number[]) => {
+      const { document } = await add({ source, containerTags: [tag] });
+      const ref = { documentId: document.id, run: 1 };
+      await processing.saveExtraction(store.db, ref, { content: source, title: null, type: "text", contentHash: "h" });
+      await processing.replaceChunks(store.db, ref, pieces.map((content, position) => ({ content, position })));
+      // A retry replaces rather than duplicates.
+      await processing.replaceChunks(store.db, ref, pieces.map((content, position) => ({ content, position })));
+      const pending = await processing.chunksWithoutEmbedding(store.db, document.id, 100);
+      expect(pending).toHaveLength(pieces.length);
+      await processing.saveEmbeddings(
+        store.db,
+        ref,
+        { name: "test-axes", dimension: EMBEDDING_DIMENSION },
+        pending.map((c, i) => ({ id: c.id, embedding: axis(axes[i] as number, 0.01) })),
+      );
+      expect(await processing.chunksWithoutEmbedding(store.db, document.id, 100)).toHaveLength(0);
+      await processing.markDone(store.db, ref, "test-axes");
+      return document.id;
+    };
+    const d1 = await makeDone("one", ["the quick brown fox", "jumps over the lazy dog"], [1, 2]);
+    const d2 = await makeDone("two", ["a treatise on zebras"], [3]);
+    const notDone = (await add({ source: "pending", containerTags: [tag] })).document.id;
+
+    const byVector = await hybridChunkSearch(store.db, {
+      text: "nothing in common",
+      embedding: axis(3),
+      containerTags: [tag],
+      tagMode: "any",
+      candidates: 10,
+    });
+    expect(byVector[0]).toMatchObject({ documentId: d2, content: "a treatise on zebras" });
+    expect(byVector[0]?.similarity).toBeGreaterThan(0.9);
+    expect(byVector.some((h) => h.documentId === notDone)).toBe(false);
+
+    const byKeyword = await hybridChunkSearch(store.db, {
+      text: "lazy dogs",
+      embedding: axis(100),
+      containerTags: [tag],
+      tagMode: "any",
+      candidates: 10,
+    });
+    expect(byKeyword[0]).toMatchObject({ documentId: d1, content: "jumps over the lazy dog" });
+    expect(byKeyword[0]?.keywordRank).toBe(1);
+
+    const inOne = await hybridChunkSearch(store.db, {
+      text: "zebras",
+      embedding: axis(3),
+      documentId: d1,
+      tagMode: "any",
+      candidates: 10,
+    });
+    expect(new Set(inOne.map((h) => h.documentId))).toEqual(new Set([d1]));
+
+    await docs.deleteDocument(store.db, d1);
+    const left = await queryRows(store.db, sql`SELECT count(*)::int AS n FROM chunks WHERE document_id = ${d1}`);
+    expect(left[0]).toEqual({ n: 0 });
+  });
+
+  it("keeps only hashes of API keys and refuses expired or disabled ones", async () => {
+    const { key, secret } = await createKey(store.db, { name: "k", kind: "admin" });
+    expect(key.keyHash).toBe(hashKey(secret));
+    expect(JSON.stringify(key)).not.toContain(secret);
+    expect((await findActiveKey(store.db, secret))?.id).toBe(key.id);
+    expect(await findActiveKey(store.db, `${secret}x`)).toBeUndefined();
+    const expired = await createKey(store.db, { name: "old", kind: "admin", expiresAt: new Date(Date.now() - 1000) });
+    expect(await findActiveKey(store.db, expired.secret)).toBeUndefined();
+    await store.db.update(apiKeys).set({ disabledAt: new Date() }).where(sql`${apiKeys.id} = ${key.id}`);
+    expect(await findActiveKey(store.db, secret)).toBeUndefined();
+  });
+});
