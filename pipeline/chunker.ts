@@ -31,8 +31,10 @@ const SOFT_WRAP = /\r?\n(?=\p{Ll})/gu;
 export function chunkText(text: string, options: ChunkOptions = {}): Chunk[] {
   const maxChars = options.maxChars ?? 1200;
   const overlap = options.overlapSentences ?? 1;
-  if (!Number.isInteger(maxChars) || maxChars < 1) throw new RangeError(`maxChars must be a positive integer`);
-  if (!Number.isInteger(overlap) || overlap < 0) throw new RangeError(`overlapSentences must be a non-negative integer`);
+  if (!Number.isInteger(maxChars) || maxChars < 1)
+    throw new RangeError(`maxChars must be a positive integer`);
+  if (!Number.isInteger(overlap) || overlap < 0)
+    throw new RangeError(`overlapSentences must be a non-negative integer`);
 
   const units = sentenceUnits(text, maxChars, options.locale ?? "en");
   const chunks: Chunk[] = [];
@@ -40,7 +42,11 @@ export function chunkText(text: string, options: ChunkOptions = {}): Chunk[] {
   while (first < units.length) {
     const last = chunkEnd(text, units, first, maxChars);
     const start = (units[first] as Span).start;
-    chunks.push({ content: text.slice(start, (units[last] as Span).end), position: chunks.length, startOffset: start });
+    chunks.push({
+      content: text.slice(start, (units[last] as Span).end),
+      position: chunks.length,
+      startOffset: start,
+    });
     if (last === units.length - 1) break;
     first = nextStart(units, first, last, overlap, maxChars);
   }

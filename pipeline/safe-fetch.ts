@@ -107,7 +107,7 @@ export async function fetchUrl(url: string, options: FetchUrlOptions = {}): Prom
       }
       const status = response.statusCode ?? 0;
       if (status < 200 || status > 299) {
-        response.resume();
+        response.destroy(); // an error page is not worth downloading
         const text = response.statusMessage ? ` ${response.statusMessage}` : "";
         throw new FetchFailedError(current, `HTTP ${status}${text}`, status);
       }
@@ -149,7 +149,10 @@ function parseTarget(raw: string): Target {
     throw new FetchRefusedError(raw, "not a valid URL");
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new FetchRefusedError(raw, `scheme ${url.protocol.replace(/:$/, "")} is not allowed (only http and https)`);
+    throw new FetchRefusedError(
+      raw,
+      `scheme ${url.protocol.replace(/:$/, "")} is not allowed (only http and https)`,
+    );
   }
   if (url.username || url.password) throw new FetchRefusedError(raw, "URLs with credentials are not allowed");
   // URL already normalises odd IPv4 spellings (0x7f.1, 2130706433) to dotted quads.
@@ -181,7 +184,8 @@ async function resolveChecked(target: Target, options: FetchUrlOptions): Promise
   }
   if (addresses.length === 0) throw new FetchFailedError(raw, `${target.hostname} has no addresses`);
   const allowed =
-    options.isAllowedAddress ?? (options.allowPrivateNetwork ? (a: string) => ipaddr.isValid(a) : isPublicAddress);
+    options.isAllowedAddress ??
+    (options.allowPrivateNetwork ? (a: string) => ipaddr.isValid(a) : isPublicAddress);
   // Refuse if any answer is forbidden: a name that also points inside is not trustworthy.
   for (const { address } of addresses) {
     if (!allowed(address)) {

@@ -9,7 +9,7 @@ import type { Embedder } from "./types.ts";
 export interface UseLiteOptions {
   /** Worker threads, each holding its own copy of the model (~300 MB). Default 1 (2-core machines). */
   threads?: number;
-  /** Texts per task handed to a thread; smaller spreads a call over more threads. Default 8. */
+  /** Most texts per task handed to a thread. Default 8; a call is also split evenly across threads. */
   textsPerTask?: number;
 }
 
@@ -21,11 +21,13 @@ export class UseLiteEmbedder implements Embedder {
   readonly dimension = USE_LITE_DIMENSION;
   private readonly pool: Piscina<string[], Float32Array[]>;
   private readonly textsPerTask: number;
+  private readonly threads: number;
   private closed = false;
 
   constructor(options: UseLiteOptions = {}) {
     const threads = options.threads ?? 1;
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
+    this.threads = threads;
     this.textsPerTask = options.textsPerTask ?? 8;
     const filename = workerFile();
     this.pool = new Piscina({
@@ -44,10 +46,14 @@ export class UseLiteEmbedder implements Embedder {
 
   async embed(texts: string[]): Promise<number[][]> {
     if (this.closed) throw new Error("the embedder is closed");
+    // The model's tokenizer yields no tokens for "" and TensorFlow then fails with an opaque shape
+    // error from inside the thread; say what is wrong instead.
+    const empty = texts.indexOf("");
+    if (empty !== -1) throw new RangeError(`cannot embed an empty text (index ${empty})`);
+    // Even a small call (one document's 8 chunks) keeps every thread busy.
+    const perTask = Math.max(1, Math.min(this.textsPerTask, Math.ceil(texts.length / this.threads)));
     const tasks: Promise<Float32Array[]>[] = [];
-    for (let i = 0; i < texts.length; i += this.textsPerTask) {
-      tasks.push(this.pool.run(texts.slice(i, i + this.textsPerTask)));
-    }
+    for (let i = 0; i < texts.length; i += perTask) tasks.push(this.pool.run(texts.slice(i, i + perTask)));
     const results = await Promise.all(tasks);
     return results.flat().map((vector) => Array.from(vector));
   }

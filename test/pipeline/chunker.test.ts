@@ -53,7 +53,10 @@ describe("chunkText", () => {
       maxChars: 40,
       overlapSentences: 0,
     });
-    expect(small.map((c) => c.content)).toEqual(["He was also\ninfluenced by Graham Taylor.", "Roberts joined Watford."]);
+    expect(small.map((c) => c.content)).toEqual([
+      "He was also\ninfluenced by Graham Taylor.",
+      "Roberts joined Watford.",
+    ]);
   });
 
   it("cuts at sentence boundaries and overlaps one sentence", () => {
@@ -78,7 +81,9 @@ describe("chunkText", () => {
     expectWellFormed(text, chunks, 300);
     for (let i = 1; i < chunks.length; i++) {
       const previous = chunks[i - 1] as Chunk;
-      expect((chunks[i] as Chunk).startOffset).toBeGreaterThanOrEqual(previous.startOffset + previous.content.length);
+      expect((chunks[i] as Chunk).startOffset).toBeGreaterThanOrEqual(
+        previous.startOffset + previous.content.length,
+      );
     }
   });
 

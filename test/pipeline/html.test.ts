@@ -51,7 +51,9 @@ describe("htmlToText on real pages", () => {
   it("extracts the essay from an old table-layout page with stray scripts", () => {
     const { title, text } = htmlToText(fixture("ideas-page.html"));
     expect(title).toBe("How to Get New Ideas");
-    expect(text).toContain("The way to get new ideas is to notice anomalies: what seems strange, or missing, or broken?");
+    expect(text).toContain(
+      "The way to get new ideas is to notice anomalies: what seems strange, or missing, or broken?",
+    );
     expect(text).toContain("In the best case, exploring such gaps yields whole new fractal buds.");
     for (const junk of ["csell", "YStore", "storeCheckoutDomain", "TOK_STORE_ID", "new Image"]) {
       expect(text, junk).not.toContain(junk);
@@ -108,8 +110,19 @@ describe("htmlToText on real pages", () => {
     expect(text).toContain("My first paragraph.\n\nSome text with CP1252-specific characters:");
     // Each <pre> line stays a line of its own.
     const lines = text.split("\n");
-    const starts = ["Die schöne Frau", "L'été était très chaud", "El niño comió", "Kvinnan åt", "O João", "De vrouw"];
-    for (const start of starts) expect(lines.filter((l) => l.startsWith(start)), start).toHaveLength(1);
+    const starts = [
+      "Die schöne Frau",
+      "L'été était très chaud",
+      "El niño comió",
+      "Kvinnan åt",
+      "O João",
+      "De vrouw",
+    ];
+    for (const start of starts)
+      expect(
+        lines.filter((l) => l.startsWith(start)),
+        start,
+      ).toHaveLength(1);
     expect(lines.find((l) => l.startsWith("De vrouw"))).toMatch(/Het kind vroeg: "Mag ik ook wat\?"$/);
   });
 });
@@ -131,7 +144,10 @@ describe("htmlToText edge cases", () => {
 
   it("handles fragments, plain text, entities and empty input", () => {
     expect(htmlToText("")).toEqual({ title: null, text: "" });
-    expect(htmlToText("<html><head><title> T </title></head><body>  </body></html>")).toEqual({ title: "T", text: "" });
+    expect(htmlToText("<html><head><title> T </title></head><body>  </body></html>")).toEqual({
+      title: "T",
+      text: "",
+    });
     expect(htmlToText("plain &amp; simple").text).toBe("plain & simple");
     expect(htmlToText("<html><p>x &amp; y</p>tail &lt;b&gt;</html>").text).toBe("x & y\n\ntail <b>");
   });

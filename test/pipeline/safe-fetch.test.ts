@@ -1,5 +1,11 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import tls from "node:tls";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -56,6 +62,9 @@ beforeAll(async () => {
     } else if (path === "/gzip") {
       res.writeHead(200, { "content-type": "text/plain", "content-encoding": "gzip" });
       res.end(gzipSync("compressed hello"));
+    } else if (path === "/stall-body") {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.write("the start of a body that never ends");
     } else if (path === "/hang") {
       // Headers never arrive; only the deadline ends this.
     } else if (path === "/missing") {
@@ -140,11 +149,15 @@ describe("fetchUrl refusals", () => {
   });
 
   it("refuses private, link-local, CGNAT and mapped addresses", async () => {
-    expect((await refusal(fetchUrl("http://10.0.0.1/"))).reason).toBe("10.0.0.1 is a private-network address");
+    expect((await refusal(fetchUrl("http://10.0.0.1/"))).reason).toBe(
+      "10.0.0.1 is a private-network address",
+    );
     expect((await refusal(fetchUrl("http://169.254.169.254/latest/meta-data"))).reason).toBe(
       "169.254.169.254 is a link-local address",
     );
-    expect((await refusal(fetchUrl("http://100.64.1.1/"))).reason).toBe("100.64.1.1 is a carrier-grade NAT address");
+    expect((await refusal(fetchUrl("http://100.64.1.1/"))).reason).toBe(
+      "100.64.1.1 is a carrier-grade NAT address",
+    );
     expect((await refusal(fetchUrl("http://[::ffff:7f00:1]/"))).reason).toMatch(/loopback/);
     expect((await refusal(fetchUrl("http://[fd12::1]/"))).reason).toMatch(/unique-local/);
     // Decimal spelling of 127.0.0.1: URL parsing normalises it before the check.
@@ -174,7 +187,9 @@ describe("fetchUrl refusals", () => {
     const v6 = await refusal(fetchUrl(`${base}/redirect-loopback-v6`, { isAllowedAddress: onlyThisHost }));
     expect(v6.reason).toBe("::1 is a loopback address");
     expect(v6.url).toBe(`http://[::1]:${port}/page`);
-    const other = await refusal(fetchUrl(`${base}/redirect-other-loopback`, { isAllowedAddress: onlyThisHost }));
+    const other = await refusal(
+      fetchUrl(`${base}/redirect-other-loopback`, { isAllowedAddress: onlyThisHost }),
+    );
     expect(other.reason).toBe("127.0.0.2 is a loopback address");
   });
 
@@ -214,9 +229,69 @@ describe("fetchUrl on an allowed private network", () => {
       calls.push(host);
       return [{ address: "127.0.0.1", family: 4 }];
     };
-    const result = await fetchUrl(`http://pinned.invalid:${port}/page`, { allowPrivateNetwork: true, resolve });
+    const result = await fetchUrl(`http://pinned.invalid:${port}/page`, {
+      allowPrivateNetwork: true,
+      resolve,
+    });
     expect(result.body.toString()).toContain(`hello from pinned.invalid:${port}`);
     expect(calls).toEqual(["pinned.invalid"]);
+  });
+
+  it("speaks TLS to the pinned address with the host name as SNI", async () => {
+    // A self-signed certificate for the name: the handshake reaches our server (proving https goes
+    // through the pinned address) and verification then fails, as it must for an untrusted cert.
+    const dir = mkdtempSync(join(tmpdir(), "safe-fetch-tls-"));
+    try {
+      execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-days",
+          "1",
+          "-subj",
+          "/CN=pinned.invalid",
+          "-addext",
+          "subjectAltName=DNS:pinned.invalid",
+          "-keyout",
+          join(dir, "key.pem"),
+          "-out",
+          join(dir, "cert.pem"),
+        ],
+        { stdio: "ignore" },
+      );
+      const context = tls.createSecureContext({
+        key: readFileSync(join(dir, "key.pem")),
+        cert: readFileSync(join(dir, "cert.pem")),
+      });
+      const servernames: string[] = [];
+      const tlsServer = https.createServer({
+        SNICallback: (name, done) => {
+          servernames.push(name);
+          done(null, context);
+        },
+      });
+      await new Promise<void>((resolve) => tlsServer.listen(0, "127.0.0.1", resolve));
+      const tlsPort = (tlsServer.address() as AddressInfo).port;
+      try {
+        const resolve: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
+        const error = await failure(
+          fetchUrl(`https://pinned.invalid:${tlsPort}/`, { allowPrivateNetwork: true, resolve }),
+        );
+        expect(error.reason).toBe("self-signed TLS certificate");
+        expect(servernames).toEqual(["pinned.invalid"]);
+      } finally {
+        tlsServer.closeAllConnections();
+        await new Promise((resolve) => tlsServer.close(resolve));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("decompresses gzip bodies", async () => {
@@ -227,19 +302,25 @@ describe("fetchUrl on an allowed private network", () => {
 
 describe("fetchUrl limits and failures", () => {
   it("rejects a body over maxBytes by declared length", async () => {
-    const error = await failure(fetchUrl(`${base}/big-declared`, { allowPrivateNetwork: true, maxBytes: 1000 }));
+    const error = await failure(
+      fetchUrl(`${base}/big-declared`, { allowPrivateNetwork: true, maxBytes: 1000 }),
+    );
     expect(error.reason).toBe("body is 2048 bytes, over the 1000-byte limit");
   });
 
   it("rejects a streamed body once it passes maxBytes", async () => {
-    const error = await failure(fetchUrl(`${base}/big-chunked`, { allowPrivateNetwork: true, maxBytes: 10_000 }));
+    const error = await failure(
+      fetchUrl(`${base}/big-chunked`, { allowPrivateNetwork: true, maxBytes: 10_000 }),
+    );
     expect(error.reason).toBe("body exceeds the 10000-byte limit");
     const ok = await fetchUrl(`${base}/big-chunked`, { allowPrivateNetwork: true, maxBytes: 64 * 1024 });
     expect(ok.body.length).toBe(64 * 1024);
   });
 
   it("measures the limit after decompression", async () => {
-    const error = await failure(fetchUrl(`${base}/gzip-bomb`, { allowPrivateNetwork: true, maxBytes: 100_000 }));
+    const error = await failure(
+      fetchUrl(`${base}/gzip-bomb`, { allowPrivateNetwork: true, maxBytes: 100_000 }),
+    );
     expect(error.reason).toBe("body exceeds the 100000-byte limit");
   });
 
@@ -254,6 +335,11 @@ describe("fetchUrl limits and failures", () => {
     const error = await failure(fetchUrl(`${base}/hang`, { allowPrivateNetwork: true, timeoutMs: 300 }));
     expect(error.reason).toBe("timed out after 300 ms");
     expect(performance.now() - started).toBeLessThan(5000);
+    // Also while the body is still arriving.
+    const stalled = await failure(
+      fetchUrl(`${base}/stall-body`, { allowPrivateNetwork: true, timeoutMs: 300 }),
+    );
+    expect(stalled.reason).toBe("timed out after 300 ms");
   });
 
   it("reports a refused connection", async () => {
