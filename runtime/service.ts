@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { serve } from "@hono/node-server";
 import { Client, Connection } from "@temporalio/client";
-import { NativeConnection, type Worker } from "@temporalio/worker";
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from "@temporalio/worker";
 import { createCpuPool } from "../activities/cpu-pool.ts";
 import { ensureAdminKey } from "../api/admin-key.ts";
 import { createApp } from "../api/app.ts";
@@ -64,6 +64,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE);
 
     if (roles.includes("worker")) {
+      installTemporalLogger(log);
       const cpu = createCpuPool(1);
       stops.push(() => cpu.close());
       const workerConnection = await NativeConnection.connect({ address: temporalAddress });
@@ -119,4 +120,21 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     await stop();
     throw error;
   }
+}
+
+let temporalLoggerInstalled = false;
+
+/** The SDK logs every worker state change at INFO; route its warnings and errors to our logger instead. */
+function installTemporalLogger(log: Logger) {
+  if (temporalLoggerInstalled) return;
+  temporalLoggerInstalled = true;
+  const level = log.isLevelEnabled("debug") ? "DEBUG" : "WARN";
+  Runtime.install({
+    logger: new DefaultLogger(level, (entry) => {
+      const fields = { temporal: entry.meta };
+      if (entry.level === "ERROR") log.error(fields, entry.message);
+      else if (entry.level === "WARN") log.warn(fields, entry.message);
+      else log.debug(fields, entry.message);
+    }),
+  });
 }
