@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
+
+// The HTTP contract beyond what the SDK shows: OpenAPI, auth on every route, one error shape.
+describe("HTTP contract", () => {
+  let service: TestService;
+  const call = (path: string, init: RequestInit = {}, key: string | null = TEST_ADMIN_KEY) =>
+    fetch(`${service.url}${path}`, {
+      ...init,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(init.body ? { "content-type": "application/json" } : {}),
+        ...init.headers,
+      },
+    });
+
+  beforeAll(async () => {
+    service = await startTestService({ env: { MAX_CONTENT_BYTES: "4096" } });
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("serves an OpenAPI 3.1 document describing the routes", async () => {
+    const res = await call("/openapi.json", {}, null);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toBe("3.1.0");
+    for (const p of ["/v3/documents", "/v3/documents/list", "/v3/documents/{id}", "/v3/documents/bulk", "/v3/search"]) {
+      expect(Object.keys(doc.paths)).toContain(p);
+    }
+    expect(Object.keys(doc.paths["/v3/documents/{id}"] ?? {}).sort()).toEqual(["delete", "get", "patch"]);
+    expect(JSON.stringify(doc)).toContain("containerTagsOperator");
+  });
+
+  it("requires a bearer key on every API route", async () => {
+    for (const [method, path] of [
+      ["POST", "/v3/documents"],
+      ["POST", "/v3/documents/list"],
+      ["GET", "/v3/documents/processing"],
+      ["GET", "/v3/documents/x"],
+      ["POST", "/v3/search"],
+      ["POST", "/v3/memories/list"],
+    ] as const) {
+      const res = await call(path, { method, body: method === "POST" ? "{}" : undefined }, null);
+      expect(res.status, `${method} ${path}`).toBe(401);
+      expect(await res.json()).toMatchObject({ error: { code: "unauthorized" } });
+    }
+    const bad = await call("/v3/documents/list", { method: "POST", body: "{}" }, "sm_not_a_key");
+    expect(bad.status).toBe(401);
+  });
+
+  it("answers bad input with 400 naming the field, and never with a crash", async () => {
+    const cases: [string, string, object | string, string][] = [
+      ["POST", "/v3/documents", { content: 42 }, "content"],
+      ["POST", "/v3/documents", { content: "x", containerTag: "bad tag!" }, "containerTag"],
+      ["POST", "/v3/documents", { content: "x", metadata: { nested: { a: 1 } } }, "metadata.nested"],
+      ["POST", "/v3/documents/list", { sort: "title" }, "sort"],
+      ["POST", "/v3/documents/list", { page: 0 }, "page"],
+      ["POST", "/v3/search", { q: "" }, "q"],
+      ["POST", "/v3/search", { q: "x", chunkThreshold: 2 }, "chunkThreshold"],
+      ["POST", "/v3/search", { q: "x", rerank: true }, "rerank"],
+      ["DELETE", "/v3/documents/bulk", { ids: ["a"], containerTags: ["b"] }, "ids"],
+      ["POST", "/v3/documents/list", { filters: "{not json" }, "filters"],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const res = await call(path, { method, body: JSON.stringify(body) });
+      expect(res.status, `${method} ${path} ${JSON.stringify(body)}`).toBe(400);
+      const json = (await res.json()) as { error: { code: string; field: string; message: string } };
+      expect(json.error.field, JSON.stringify(json)).toBe(field);
+      expect(json.error.message.length).toBeGreaterThan(0);
+    }
+    const malformed = await call("/v3/documents", { method: "POST", body: "{oops" });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ error: { code: expect.any(String) } });
+  });
+
+  it("refuses bodies over the configured size with 413", async () => {
+    const res = await call("/v3/documents", { method: "POST", body: JSON.stringify({ content: "x".repeat(10_000) }) });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ error: { code: "payload_too_large" } });
+  });
+
+  it("answers unknown ids and routes with 404 in the same shape", async () => {
+    for (const [method, path] of [
+      ["GET", "/v3/documents/nope"],
+      ["PATCH", "/v3/documents/nope"],
+      ["DELETE", "/v3/documents/nope"],
+      ["GET", "/v3/nothing-here"],
+    ] as const) {
+      const res = await call(path, { method, body: method === "PATCH" ? JSON.stringify({ title: "t" }) : undefined });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(await res.json()).toMatchObject({ error: { code: "not_found" } });
+    }
+  });
+
+  it("lists with several container tags in any or all mode", async () => {
+    const add = async (tags: string[]) =>
+      ((await (await call("/v3/documents", { method: "POST", body: JSON.stringify({ content: tags.join(" "), containerTags: tags }) })).json()) as { id: string }).id;
+    const a = await add(["mode-a"]);
+    const ab = await add(["mode-a", "mode-b"]);
+    const list = async (op?: string) => {
+      const res = await call("/v3/documents/list", {
+        method: "POST",
+        body: JSON.stringify({ containerTags: ["mode-a", "mode-b"], containerTagsOperator: op, order: "asc" }),
+      });
+      return ((await res.json()) as { memories: { id: string }[] }).memories.map((m) => m.id);
+    };
+    expect(await list()).toEqual([a, ab]);
+    expect(await list("any")).toEqual([a, ab]);
+    expect(await list("all")).toEqual([ab]);
+  });
+});
