@@ -13,7 +13,12 @@ export interface CpuPool {
 }
 
 export function createCpuPool(threads = 1): CpuPool {
-  const pool = new Piscina({ filename, minThreads: 1, maxThreads: threads, execArgv: threadExecArgv(filename) });
+  const pool = new Piscina({
+    filename,
+    minThreads: 1,
+    maxThreads: threads,
+    execArgv: threadExecArgv(filename),
+  });
   return {
     htmlToText: (html, url) => pool.run({ op: "html", html, url }),
     chunk: (text, opts) => pool.run({ op: "chunk", text, ...opts }),

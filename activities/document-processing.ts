@@ -43,7 +43,8 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         await setStatus(db, ref, "extracting");
         const doc = await loadRun(db, ref);
         const extracted = await extractFromSource(doc, deps, () => Context.current().heartbeat());
-        if (!extracted.content.trim()) throw new UnprocessableContentError("no text could be extracted from the content");
+        if (!extracted.content.trim())
+          throw new UnprocessableContentError("no text could be extracted from the content");
         await saveExtraction(db, ref, {
           ...extracted,
           contentHash: createHash("sha256").update(extracted.content).digest("hex"),
@@ -107,7 +108,11 @@ async function translateErrors<T>(work: () => Promise<T>): Promise<T> {
       throw ApplicationFailure.create({ type: SUPERSEDED, message: error.message, nonRetryable: true });
     }
     if (error instanceof UnprocessableContentError) {
-      throw ApplicationFailure.create({ type: EXTRACTION_FAILED, message: error.message, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: EXTRACTION_FAILED,
+        message: error.message,
+        nonRetryable: true,
+      });
     }
     throw error;
   }

@@ -32,7 +32,11 @@ export async function extractFromSource(
   const mime = (response.contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
   const charset = /charset=([\w-]+)/i.exec(response.contentType ?? "")?.[1];
   const text = decode(response.body, charset);
-  if (mime === "text/html" || mime === "application/xhtml+xml" || (!mime && /^\s*<(!doctype|html)/i.test(text))) {
+  if (
+    mime === "text/html" ||
+    mime === "application/xhtml+xml" ||
+    (!mime && /^\s*<(!doctype|html)/i.test(text))
+  ) {
     const page = await deps.cpu.htmlToText(text, response.finalUrl);
     return { content: page.text, title: page.title ?? titleFromText(page.text), type: "webpage" };
   }
@@ -50,7 +54,12 @@ async function fetchSource(url: string, deps: ExtractDeps) {
   } catch (error) {
     if (error instanceof FetchRefusedError) throw new UnprocessableContentError(error.message);
     // A 4xx will answer the same next time (except for throttling); 5xx and network errors may not.
-    if (error instanceof FetchFailedError && error.status && error.status < 500 && ![408, 429].includes(error.status)) {
+    if (
+      error instanceof FetchFailedError &&
+      error.status &&
+      error.status < 500 &&
+      ![408, 429].includes(error.status)
+    ) {
       throw new UnprocessableContentError(error.message);
     }
     throw error;

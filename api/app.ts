@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import { sql } from "drizzle-orm";
+import { bodyLimit } from "hono/body-limit";
 import { bearerAuth } from "./auth.ts";
 import type { ApiDeps, AppEnv } from "./deps.ts";
 import { documentsApp } from "./documents/index.ts";
@@ -25,7 +25,8 @@ export function createApp(deps: ApiDeps) {
     info: {
       title: "Document memory service",
       version: "0.1.0",
-      description: "Self-hosted document memory: ingest, process durably, search. Compatible with the supermemory SDK.",
+      description:
+        "Self-hosted document memory: ingest, process durably, search. Compatible with the supermemory SDK.",
     },
   });
 
@@ -35,7 +36,11 @@ export function createApp(deps: ApiDeps) {
     bodyLimit({
       maxSize: deps.config.MAX_CONTENT_BYTES,
       onError: () => {
-        throw new ApiError(413, "payload_too_large", `request body is larger than ${deps.config.MAX_CONTENT_BYTES} bytes`);
+        throw new ApiError(
+          413,
+          "payload_too_large",
+          `request body is larger than ${deps.config.MAX_CONTENT_BYTES} bytes`,
+        );
       },
     }),
   );

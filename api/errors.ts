@@ -28,7 +28,8 @@ export class ApiError extends Error {
 }
 
 export const notFound = (what: string) => new ApiError(404, "not_found", `${what} not found`);
-export const badRequest = (message: string, field?: string) => new ApiError(400, "invalid_request", message, field);
+export const badRequest = (message: string, field?: string) =>
+  new ApiError(400, "invalid_request", message, field);
 
 export function errorBody(code: string, message: string, extra: Partial<ErrorBody["error"]> = {}): ErrorBody {
   return { error: { code, message, ...extra } };

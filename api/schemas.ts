@@ -24,10 +24,7 @@ const FilterCondition = z.object({
   negate: boolish.optional(),
 });
 
-type FilterNodeIn =
-  | z.infer<typeof FilterCondition>
-  | { AND: FilterNodeIn[] }
-  | { OR: FilterNodeIn[] };
+type FilterNodeIn = z.infer<typeof FilterCondition> | { AND: FilterNodeIn[] } | { OR: FilterNodeIn[] };
 
 export const FilterNode: z.ZodType<FilterNodeIn> = z.lazy(() =>
   z.union([
@@ -68,7 +65,10 @@ export const ErrorResponse = z
 
 export const errorResponses = {
   400: { description: "Invalid request", content: { "application/json": { schema: ErrorResponse } } },
-  401: { description: "Missing or invalid API key", content: { "application/json": { schema: ErrorResponse } } },
+  401: {
+    description: "Missing or invalid API key",
+    content: { "application/json": { schema: ErrorResponse } },
+  },
 } as const;
 
 export const notFoundResponse = {

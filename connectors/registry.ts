@@ -9,7 +9,8 @@ export interface Connector {
 const registry = new Map<string, Connector>();
 
 export function registerConnector(connector: Connector): void {
-  if (registry.has(connector.provider)) throw new Error(`connector ${connector.provider} is already registered`);
+  if (registry.has(connector.provider))
+    throw new Error(`connector ${connector.provider} is already registered`);
   registry.set(connector.provider, connector);
 }
 

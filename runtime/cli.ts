@@ -16,7 +16,9 @@ export async function runFromCommandLine(roles: Role[]): Promise<void> {
   }
   const log = createLogger(config.LOG_LEVEL);
   if (roles.length === 1 && !config.DATABASE_URL) {
-    log.warn("running the API or the worker alone needs DATABASE_URL (PGlite is owned by one process); use `npm start` otherwise");
+    log.warn(
+      "running the API or the worker alone needs DATABASE_URL (PGlite is owned by one process); use `npm start` otherwise",
+    );
   }
   const service = await startService(config, log, roles);
   log.info(

@@ -125,7 +125,16 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     const port = options.port || (await findFreePort());
     const uiPort = options.uiPort || (await findFreePort());
     // "default" is always created; naming it again is accepted, so pass the namespace unconditionally.
-    const args = ["server", "start-dev", "--ip", "127.0.0.1", "--port", String(port), "--ui-port", String(uiPort)];
+    const args = [
+      "server",
+      "start-dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--ui-port",
+      String(uiPort),
+    ];
     args.push("--namespace", namespace, "--db-filename", join(dataDir, "temporal.db"), "--log-level", "warn");
     const child = spawn(cli, args, { stdio: ["ignore", "pipe", "pipe"] });
     const tail = captureOutput(child, log);
@@ -143,7 +152,10 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
       stopped ??= (async () => {
         if (running()) {
           child.kill("SIGTERM");
-          const exitedInTime = await Promise.race([exited.then(() => true), sleep(10_000, false, { ref: false })]);
+          const exitedInTime = await Promise.race([
+            exited.then(() => true),
+            sleep(10_000, false, { ref: false }),
+          ]);
           if (!exitedInTime) {
             child.kill("SIGKILL");
             await exited;
@@ -206,10 +218,14 @@ async function waitUntilServing(
   const deadline = Date.now() + timeoutMs;
   while (!(await canConnect(port))) {
     if (!running()) throw new Error("exited during startup");
-    if (Date.now() > deadline) throw new Error(`port ${port} did not accept connections within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`port ${port} did not accept connections within ${timeoutMs} ms`);
     await sleep(100);
   }
-  const connection = await Connection.connect({ address, connectTimeout: Math.max(1000, deadline - Date.now()) });
+  const connection = await Connection.connect({
+    address,
+    connectTimeout: Math.max(1000, deadline - Date.now()),
+  });
   try {
     for (;;) {
       try {
@@ -217,7 +233,8 @@ async function waitUntilServing(
         return;
       } catch (err) {
         if (!running()) throw new Error("exited during startup");
-        if (Date.now() > deadline) throw new Error(`namespace ${namespace} not ready: ${(err as Error).message}`);
+        if (Date.now() > deadline)
+          throw new Error(`namespace ${namespace} not ready: ${(err as Error).message}`);
         await sleep(200);
       }
     }

@@ -92,10 +92,14 @@ async function ensureNodeModules() {
     log("node_modules: up to date");
     return;
   }
-  log(installed === undefined ? "node_modules: missing, running npm ci" : "node_modules: stale, running npm ci");
+  log(
+    installed === undefined ? "node_modules: missing, running npm ci" : "node_modules: stale, running npm ci",
+  );
   const t0 = Date.now();
   // onnxruntime-node's postinstall downloads CUDA files, which fails offline and is not needed on CPU.
-  await run("npm", ["ci", "--no-audit", "--no-fund"], { env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" } });
+  await run("npm", ["ci", "--no-audit", "--no-fund"], {
+    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" },
+  });
   log(`node_modules: installed in ${seconds(t0)}`);
 }
 
@@ -242,7 +246,8 @@ async function ensureTemporalCli() {
       logFile,
       heartbeat: "still building the Temporal CLI",
     });
-    if (!temporalCliReady(binary, stampFile, go)) fail(`go install finished but ${binary} is not a ${target} build`);
+    if (!temporalCliReady(binary, stampFile, go))
+      fail(`go install finished but ${binary} is not a ${target} build`);
     log(`temporal: built in ${seconds(t0)}`);
   });
 }
@@ -295,7 +300,8 @@ async function ensurePostgres() {
     return;
   }
   const python = findPython();
-  if (!python) fail("Python 3.10+ with the venv module is needed to install PostgreSQL for the tests (python3).");
+  if (!python)
+    fail("Python 3.10+ with the venv module is needed to install PostgreSQL for the tests (python3).");
   fs.mkdirSync(cache, { recursive: true });
   await withLock(path.join(cache, ".pgserver-install.lock"), async () => {
     const current = readText(record);
@@ -323,7 +329,10 @@ async function ensurePostgres() {
     // find_spec locates the package without importing it (its __init__ needs the skipped dependencies).
     const located = spawnSync(
       venvPython,
-      ["-c", `import importlib.util; print(importlib.util.find_spec("${PG_MODULE}").submodule_search_locations[0])`],
+      [
+        "-c",
+        `import importlib.util; print(importlib.util.find_spec("${PG_MODULE}").submodule_search_locations[0])`,
+      ],
       { encoding: "utf8" },
     );
     if (located.status !== 0) fail(`could not locate ${PG_MODULE} in ${venv}: ${located.stderr}`);

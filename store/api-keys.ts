@@ -68,6 +68,9 @@ export async function hasAdminKey(db: Database): Promise<boolean> {
 }
 
 export async function keyExistsForSecret(db: Database, secret: string): Promise<boolean> {
-  const rows = await db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.keyHash, hashKey(secret)));
+  const rows = await db
+    .select({ id: apiKeys.id })
+    .from(apiKeys)
+    .where(eq(apiKeys.keyHash, hashKey(secret)));
   return rows.length > 0;
 }

@@ -1,4 +1,17 @@
-import { and, arrayContains, arrayOverlaps, asc, count, desc, eq, inArray, notInArray, or, type SQL, sql } from "drizzle-orm";
+import {
+  and,
+  arrayContains,
+  arrayOverlaps,
+  asc,
+  count,
+  desc,
+  eq,
+  inArray,
+  notInArray,
+  or,
+  type SQL,
+  sql,
+} from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import { type DocumentRow, type DocumentStatus, documents, type Metadata } from "./schema/index.ts";
@@ -118,7 +131,9 @@ export async function updateDocument(
     const [row] = await tx
       .update(documents)
       .set({
-        ...(patch.content !== undefined ? { source: patch.content, url: looksLikeUrl(patch.content) ? patch.content : null } : {}),
+        ...(patch.content !== undefined
+          ? { source: patch.content, url: looksLikeUrl(patch.content) ? patch.content : null }
+          : {}),
         ...(patch.metadata ? { metadata: { ...existing.metadata, ...patch.metadata } } : {}),
         ...(patch.containerTags ? { containerTags: patch.containerTags } : {}),
         ...(patch.customId ? { customId: patch.customId } : {}),
@@ -139,7 +154,11 @@ export function looksLikeUrl(text: string): boolean {
 
 export type TagMode = "any" | "all";
 
-export function tagCondition(column: typeof documents.containerTags, tags: string[] | undefined, mode: TagMode) {
+export function tagCondition(
+  column: typeof documents.containerTags,
+  tags: string[] | undefined,
+  mode: TagMode,
+) {
   if (!tags?.length) return undefined;
   return mode === "all" ? arrayContains(column, tags) : arrayOverlaps(column, tags);
 }
@@ -156,7 +175,10 @@ export interface ListQuery {
   where?: SQL;
 }
 
-export async function listDocuments(db: Database, q: ListQuery): Promise<{ rows: DocumentRow[]; total: number }> {
+export async function listDocuments(
+  db: Database,
+  q: ListQuery,
+): Promise<{ rows: DocumentRow[]; total: number }> {
   const where = and(
     tagCondition(documents.containerTags, q.containerTags, q.tagMode),
     q.statuses ? inArray(documents.status, q.statuses) : undefined,

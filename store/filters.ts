@@ -25,7 +25,8 @@ const NUMERIC_OPERATORS = { ">": sql`>`, "<": sql`<`, ">=": sql`>=`, "<=": sql`<
 export function compileFilter(metadata: SQL, node: FilterNode): SQL {
   let conditions = 0;
   const walk = (n: FilterNode, depth: number): SQL => {
-    if (depth > MAX_FILTER_DEPTH) throw new FilterError(`filters are nested deeper than ${MAX_FILTER_DEPTH} levels`);
+    if (depth > MAX_FILTER_DEPTH)
+      throw new FilterError(`filters are nested deeper than ${MAX_FILTER_DEPTH} levels`);
     if ("AND" in n || "OR" in n) {
       const op = "AND" in n ? "AND" : "OR";
       const children = (n as Record<string, FilterNode[]>)[op] ?? [];
@@ -33,7 +34,8 @@ export function compileFilter(metadata: SQL, node: FilterNode): SQL {
       const parts = children.map((c) => walk(c, depth + 1));
       return sql`(${sql.join(parts, op === "AND" ? sql` AND ` : sql` OR `)})`;
     }
-    if (++conditions > MAX_FILTER_CONDITIONS) throw new FilterError(`filters have more than ${MAX_FILTER_CONDITIONS} conditions`);
+    if (++conditions > MAX_FILTER_CONDITIONS)
+      throw new FilterError(`filters have more than ${MAX_FILTER_CONDITIONS} conditions`);
     const condition = compileCondition(metadata, n);
     // A missing key never matches, and its negation always does (NULL would drop both).
     return n.negate ? sql`NOT coalesce(${condition}, FALSE)` : sql`coalesce(${condition}, FALSE)`;
@@ -49,7 +51,8 @@ function compileCondition(metadata: SQL, c: FilterCondition): SQL {
       return c.ignoreCase ? sql`lower(${text}) = lower(${c.value})` : sql`${text} = ${c.value}`;
     case "numeric": {
       const value = Number(c.value);
-      if (!Number.isFinite(value)) throw new FilterError(`filter on "${c.key}": "${c.value}" is not a number`);
+      if (!Number.isFinite(value))
+        throw new FilterError(`filter on "${c.key}": "${c.value}" is not a number`);
       const op = NUMERIC_OPERATORS[c.numericOperator ?? "="];
       return sql`(CASE WHEN jsonb_typeof(${field}) = 'number' THEN (${text})::numeric END) ${op} ${value}`;
     }

@@ -24,7 +24,11 @@ function historyEntry(status: DocumentStatus, run: number) {
   return sql`${documents.statusHistory} || ${JSON.stringify([{ status, at: new Date().toISOString(), run }])}::jsonb`;
 }
 
-async function guardedUpdate(db: Database, ref: RunRef, values: Partial<DocumentRow> | Record<string, unknown>) {
+async function guardedUpdate(
+  db: Database,
+  ref: RunRef,
+  values: Partial<DocumentRow> | Record<string, unknown>,
+) {
   const rows = await db
     .update(documents)
     .set(values as Partial<DocumentRow>)

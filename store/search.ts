@@ -47,7 +47,9 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     q.documentFilter,
   ].filter((c): c is SQL => Boolean(c));
   const scope = sql.join(conditions, sql` AND `);
-  const rows = await queryRows(db, sql`
+  const rows = await queryRows(
+    db,
+    sql`
     WITH query AS (
       SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq
     ),
@@ -78,7 +80,8 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     FROM fused f JOIN chunks c ON c.id = f.id
     ORDER BY f.fused DESC
     LIMIT ${q.candidates}
-  `);
+  `,
+  );
   return rows.map((r) => ({
     chunkId: String(r.chunk_id),
     documentId: String(r.document_id),
@@ -99,11 +102,14 @@ export interface NeighbourChunk {
 /** Chunks next to the given positions, to show matches in context. */
 export async function chunksAt(db: Database, wanted: { documentId: string; position: number }[]) {
   if (!wanted.length) return [] as NeighbourChunk[];
-  const rows = await queryRows(db, sql`
+  const rows = await queryRows(
+    db,
+    sql`
     SELECT c.document_id, c.position, c.content
     FROM chunks c
     JOIN jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS w(document_id text, position int)
-      ON w.document_id = c.document_id AND w.position = c.position`);
+      ON w.document_id = c.document_id AND w.position = c.position`,
+  );
   return rows.map((r) => ({
     documentId: String(r.document_id),
     position: Number(r.position),

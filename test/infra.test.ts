@@ -146,7 +146,9 @@ describe("native PostgreSQL", () => {
     const postgres = await startNativePostgres();
     const client = new pg.Client({ connectionString: postgres.url });
     await client.connect();
-    const { rows } = await client.query<{ v: string }>("SELECT extversion AS v FROM pg_extension WHERE extname = 'vector'");
+    const { rows } = await client.query<{ v: string }>(
+      "SELECT extversion AS v FROM pg_extension WHERE extname = 'vector'",
+    );
     await client.end();
     expect(rows[0]?.v).toMatch(/^0\.8\./);
     expect(existsSync(postgres.dir)).toBe(true);
@@ -184,7 +186,13 @@ describe("docker-compose.yml", () => {
     expect(check.stderr).toBe("");
     expect(check.status).toBe(0);
     const services = compose(["config", "--services"], { MEMORY_ADMIN_KEY: "test-key" });
-    expect(services.stdout.trim().split("\n").sort()).toEqual(["api", "postgres", "temporal", "temporal-ui", "worker"]);
+    expect(services.stdout.trim().split("\n").sort()).toEqual([
+      "api",
+      "postgres",
+      "temporal",
+      "temporal-ui",
+      "worker",
+    ]);
   });
 
   it("refuses to render without MEMORY_ADMIN_KEY", () => {

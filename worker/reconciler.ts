@@ -8,7 +8,12 @@ import { unfinishedDocuments } from "../store/documents.ts";
  * wait forever. The reconciler starts the workflow of every unfinished document (idempotently:
  * the workflow id is per run, so a running or finished run is not started twice).
  */
-export async function reconcileUnfinished(db: Database, processing: DocumentProcessing, log: Logger, olderThanMs = 0) {
+export async function reconcileUnfinished(
+  db: Database,
+  processing: DocumentProcessing,
+  log: Logger,
+  olderThanMs = 0,
+) {
   const cutoff = Date.now() - olderThanMs;
   let started = 0;
   for (const doc of await unfinishedDocuments(db)) {

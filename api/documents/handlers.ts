@@ -1,13 +1,13 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { documents } from "../../store/schema/index.ts";
+import { and, eq, type SQL } from "drizzle-orm";
 import * as store from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
-import { and, eq, type SQL } from "drizzle-orm";
+import { documents } from "../../store/schema/index.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { tagsOf } from "../schemas.ts";
-import type * as routes from "./routes.ts";
 import { presentDocument } from "./present.ts";
+import type * as routes from "./routes.ts";
 import { ListBody } from "./schemas.ts";
 
 export function documentFilterSql(filters: FilterNode | undefined): SQL | undefined {
@@ -118,7 +118,10 @@ export function createDocumentHandlers(deps: ApiDeps) {
 
   const listProcessing: RouteHandler<typeof routes.listProcessing, AppEnv> = async (c) => {
     const rows = await store.unfinishedDocuments(db, 500);
-    return c.json({ documents: rows.map((r) => presentDocument(r, { content: false })), totalCount: rows.length }, 200);
+    return c.json(
+      { documents: rows.map((r) => presentDocument(r, { content: false })), totalCount: rows.length },
+      200,
+    );
   };
 
   const getDocument: RouteHandler<typeof routes.getDocument, AppEnv> = async (c) => {
@@ -167,10 +170,23 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const deleted = new Set(await store.deleteDocumentsByIds(db, ids));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));
     return c.json(
-      { success: errors.length === 0, deletedCount: ids.length - errors.length, ...(errors.length ? { errors } : {}) },
+      {
+        success: errors.length === 0,
+        deletedCount: ids.length - errors.length,
+        ...(errors.length ? { errors } : {}),
+      },
       200,
     );
   };
 
-  return { addDocument, batchAdd, listDocuments, listProcessing, getDocument, updateDocument, deleteDocument, deleteBulk };
+  return {
+    addDocument,
+    batchAdd,
+    listDocuments,
+    listProcessing,
+    getDocument,
+    updateDocument,
+    deleteDocument,
+    deleteBulk,
+  };
 }

@@ -1,4 +1,4 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, type z } from "@hono/zod-openapi";
 import { errorResponses, notFoundResponse } from "../schemas.ts";
 import {
   AddDocumentBody,

@@ -38,7 +38,14 @@ export const BatchBody = z
 
 export const BatchResponse = z
   .object({
-    results: z.array(z.object({ id: z.string(), status: z.string(), error: z.string().optional(), details: z.string().optional() })),
+    results: z.array(
+      z.object({
+        id: z.string(),
+        status: z.string(),
+        error: z.string().optional(),
+        details: z.string().optional(),
+      }),
+    ),
     success: z.number(),
     failed: z.number(),
   })
@@ -52,7 +59,8 @@ export const ListBody = z
     page: numberish(1, 1_000_000),
     containerTags: z.array(ContainerTag).max(100).optional(),
     containerTagsOperator: z.enum(["any", "all"]).default("any").openapi({
-      description: "With several containerTags: 'any' lists documents carrying at least one of them (default), 'all' only those carrying every one.",
+      description:
+        "With several containerTags: 'any' lists documents carrying at least one of them (default), 'all' only those carrying every one.",
     }),
     sort: z.enum(["createdAt", "updatedAt"]).default("createdAt"),
     order: z.enum(["desc", "asc"]).default("desc"),
@@ -89,7 +97,12 @@ export const DocumentJson = z
 export const ListResponse = z
   .object({
     memories: z.array(DocumentJson),
-    pagination: z.object({ currentPage: z.number(), totalPages: z.number(), totalItems: z.number(), limit: z.number() }),
+    pagination: z.object({
+      currentPage: z.number(),
+      totalPages: z.number(),
+      totalItems: z.number(),
+      limit: z.number(),
+    }),
   })
   .openapi("DocumentList");
 
@@ -130,4 +143,9 @@ export const BulkDeleteResponse = z
   })
   .openapi("BulkDeleteResult");
 
-export const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: "id", in: "path" } }) });
+export const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: "id", in: "path" } }),
+});

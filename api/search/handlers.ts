@@ -1,8 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { inArray, sql } from "drizzle-orm";
+import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
 import { documents } from "../../store/schema/index.ts";
 import { chunksAt, hybridChunkSearch } from "../../store/search.ts";
-import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest } from "../errors.ts";
 import { tagsOf } from "../schemas.ts";
@@ -51,17 +51,34 @@ export function createSearchHandlers(deps: ApiDeps) {
       if (seen.has(key)) continue;
       seen.add(key);
       const list = byDocument.get(hit.documentId) ?? [];
-      list.push({ content: hit.content, isRelevant: true, score: round(hit.similarity), position: hit.position });
+      list.push({
+        content: hit.content,
+        isRelevant: true,
+        score: round(hit.similarity),
+        position: hit.position,
+      });
       byDocument.set(hit.documentId, list);
     }
     const ranked = [...byDocument.entries()]
-      .map(([documentId, chunks]) => ({ documentId, chunks, score: Math.max(...chunks.map((ch) => ch.score)) }))
+      .map(([documentId, chunks]) => ({
+        documentId,
+        chunks,
+        score: Math.max(...chunks.map((ch) => ch.score)),
+      }))
       .filter((d) => d.score >= body.documentThreshold)
       .slice(0, body.limit);
 
     if (!body.onlyMatchingChunks) await addContext(ranked, seen);
     const docs = ranked.length
-      ? await db.select().from(documents).where(inArray(documents.id, ranked.map((r) => r.documentId)))
+      ? await db
+          .select()
+          .from(documents)
+          .where(
+            inArray(
+              documents.id,
+              ranked.map((r) => r.documentId),
+            ),
+          )
       : [];
     const rows = new Map(docs.map((d) => [d.id, d]));
     const results = ranked.flatMap((r) => {

@@ -6,5 +6,8 @@ import * as routes from "./routes.ts";
 
 export function searchApp(deps: ApiDeps) {
   const h = createSearchHandlers(deps);
-  return new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(routes.searchDocuments, h.searchDocuments);
+  return new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
+    routes.searchDocuments,
+    h.searchDocuments,
+  );
 }

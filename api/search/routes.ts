@@ -10,7 +10,10 @@ export const searchDocuments = createRoute({
   summary: "Hybrid search (vector + full-text, fused by reciprocal rank) over processed documents",
   request: { body: { content: { "application/json": { schema: SearchBody } }, required: true } },
   responses: {
-    200: { description: "Matching documents with their chunks", content: { "application/json": { schema: SearchResponse } } },
+    200: {
+      description: "Matching documents with their chunks",
+      content: { "application/json": { schema: SearchResponse } },
+    },
     ...errorResponses,
   },
 });

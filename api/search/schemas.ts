@@ -11,17 +11,30 @@ export const SearchBody = z
     containerTagsOperator: z.enum(["any", "all"]).default("any"),
     limit: z.number().int().min(1).max(100).default(10),
     chunkThreshold: unit.default(0).openapi({ description: "Minimum cosine similarity of a returned chunk" }),
-    documentThreshold: unit.default(0).openapi({ description: "Minimum score (best chunk similarity) of a document" }),
-    docId: z.string().min(1).optional().openapi({ description: "Search inside one document (id or customId)" }),
+    documentThreshold: unit
+      .default(0)
+      .openapi({ description: "Minimum score (best chunk similarity) of a document" }),
+    docId: z
+      .string()
+      .min(1)
+      .optional()
+      .openapi({ description: "Search inside one document (id or customId)" }),
     onlyMatchingChunks: z.boolean().default(false).openapi({
-      description: "Only the matching chunks; otherwise each match also brings its neighbours as context (isRelevant: false)",
+      description:
+        "Only the matching chunks; otherwise each match also brings its neighbours as context (isRelevant: false)",
     }),
     includeFullDocs: z.boolean().default(false),
     includeSummary: z.boolean().default(false),
     filters: Filters.optional(),
     filepath: z.string().optional(),
-    rerank: z.literal(false).optional().openapi({ description: "Reranking is not available yet; only false is accepted" }),
-    rewriteQuery: z.literal(false).optional().openapi({ description: "Query rewriting is not available yet; only false is accepted" }),
+    rerank: z
+      .literal(false)
+      .optional()
+      .openapi({ description: "Reranking is not available yet; only false is accepted" }),
+    rewriteQuery: z
+      .literal(false)
+      .optional()
+      .openapi({ description: "Query rewriting is not available yet; only false is accepted" }),
   })
   .strict()
   .openapi("SearchDocuments");

@@ -26,7 +26,13 @@ describe("HTTP contract", () => {
     expect(res.status).toBe(200);
     const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
     expect(doc.openapi).toBe("3.1.0");
-    for (const p of ["/v3/documents", "/v3/documents/list", "/v3/documents/{id}", "/v3/documents/bulk", "/v3/search"]) {
+    for (const p of [
+      "/v3/documents",
+      "/v3/documents/list",
+      "/v3/documents/{id}",
+      "/v3/documents/bulk",
+      "/v3/search",
+    ]) {
       expect(Object.keys(doc.paths)).toContain(p);
     }
     expect(Object.keys(doc.paths["/v3/documents/{id}"] ?? {}).sort()).toEqual(["delete", "get", "patch"]);
@@ -76,7 +82,10 @@ describe("HTTP contract", () => {
   });
 
   it("refuses bodies over the configured size with 413", async () => {
-    const res = await call("/v3/documents", { method: "POST", body: JSON.stringify({ content: "x".repeat(10_000) }) });
+    const res = await call("/v3/documents", {
+      method: "POST",
+      body: JSON.stringify({ content: "x".repeat(10_000) }),
+    });
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ error: { code: "payload_too_large" } });
   });
@@ -88,7 +97,10 @@ describe("HTTP contract", () => {
       ["DELETE", "/v3/documents/nope"],
       ["GET", "/v3/nothing-here"],
     ] as const) {
-      const res = await call(path, { method, body: method === "PATCH" ? JSON.stringify({ title: "t" }) : undefined });
+      const res = await call(path, {
+        method,
+        body: method === "PATCH" ? JSON.stringify({ title: "t" }) : undefined,
+      });
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(await res.json()).toMatchObject({ error: { code: "not_found" } });
     }
@@ -96,13 +108,24 @@ describe("HTTP contract", () => {
 
   it("lists with several container tags in any or all mode", async () => {
     const add = async (tags: string[]) =>
-      ((await (await call("/v3/documents", { method: "POST", body: JSON.stringify({ content: tags.join(" "), containerTags: tags }) })).json()) as { id: string }).id;
+      (
+        (await (
+          await call("/v3/documents", {
+            method: "POST",
+            body: JSON.stringify({ content: tags.join(" "), containerTags: tags }),
+          })
+        ).json()) as { id: string }
+      ).id;
     const a = await add(["mode-a"]);
     const ab = await add(["mode-a", "mode-b"]);
     const list = async (op?: string) => {
       const res = await call("/v3/documents/list", {
         method: "POST",
-        body: JSON.stringify({ containerTags: ["mode-a", "mode-b"], containerTagsOperator: op, order: "asc" }),
+        body: JSON.stringify({
+          containerTags: ["mode-a", "mode-b"],
+          containerTagsOperator: op,
+          order: "asc",
+        }),
       });
       return ((await res.json()) as { memories: { id: string }[] }).memories.map((m) => m.id);
     };

@@ -43,8 +43,13 @@ describe("embedded single-machine mode (main.ts)", () => {
     expect(ui.status).toBe(200);
 
     const client = new Supermemory({ apiKey: key, baseURL: first.url, maxRetries: 0 });
-    const { id } = await client.documents.add({ content: "The embedded mode keeps everything in one process." });
-    await waitFor(async () => ((await client.documents.get(id)).status === "done" ? true : undefined), "done");
+    const { id } = await client.documents.add({
+      content: "The embedded mode keeps everything in one process.",
+    });
+    await waitFor(
+      async () => ((await client.documents.get(id)).status === "done" ? true : undefined),
+      "done",
+    );
 
     // A second process on the same data directory must not open PGlite.
     const second = spawnEntry("main.ts", {

@@ -107,7 +107,11 @@ describe("document processing through Temporal", () => {
   });
 
   it("fails on content types it cannot read yet, without crashing", async () => {
-    site.serve("/blob.bin", { status: 200, type: "application/octet-stream", body: Buffer.from([0, 1, 2, 3]) });
+    site.serve("/blob.bin", {
+      status: 200,
+      type: "application/octet-stream",
+      body: Buffer.from([0, 1, 2, 3]),
+    });
     const { id } = await client.documents.add({ content: site.url("/blob.bin") });
     const doc = await finished(id);
     expect(doc.status).toBe("failed");

@@ -16,7 +16,10 @@ describe("earlier SDK versions", () => {
 
   it("supermemory@3.14.0: add, get, list, update, search, delete", async () => {
     const client = new SupermemoryV3({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
-    const { id } = await client.documents.add({ content: "Otters hold hands while sleeping.", containerTag: "v3" });
+    const { id } = await client.documents.add({
+      content: "Otters hold hands while sleeping.",
+      containerTag: "v3",
+    });
     const doc = await waitFor(async () => {
       const d = await client.documents.get(id);
       return d.status === "done" ? d : undefined;
@@ -34,7 +37,10 @@ describe("earlier SDK versions", () => {
 
   it("supermemory@3.0.0-alpha.26: /v3/memories add, get, list, update, delete", async () => {
     const client = new SupermemoryAlpha({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
-    const { id } = await client.memories.add({ content: "Penguins propose with pebbles.", containerTags: ["alpha"] });
+    const { id } = await client.memories.add({
+      content: "Penguins propose with pebbles.",
+      containerTags: ["alpha"],
+    });
     const doc = await waitFor(async () => {
       const d = await client.memories.get(id);
       return d.status === "done" ? d : undefined;

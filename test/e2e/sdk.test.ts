@@ -48,7 +48,9 @@ describe("official supermemory SDK against the service", () => {
     expect(done.type).toBe("text");
     expect(done.containerTags).toEqual(["user_alice"]);
     expect(done.metadata).toMatchObject({ topic: "durability", priority: 2 });
-    const history = (done as unknown as { statusHistory: { status: string }[] }).statusHistory.map((h) => h.status);
+    const history = (done as unknown as { statusHistory: { status: string }[] }).statusHistory.map(
+      (h) => h.status,
+    );
     expect(history).toEqual(["queued", "extracting", "chunking", "embedding", "done"]);
     expect((await untilFinished(other.id)).status).toBe("done");
 
@@ -59,7 +61,10 @@ describe("official supermemory SDK against the service", () => {
     expect(all.pagination).toMatchObject({ currentPage: 2, totalItems: 2, totalPages: 2 });
     expect(all.memories.map((m) => m.id)).toEqual([other.id]);
 
-    const found = await client.search.documents({ q: "what survives a worker crash?", containerTags: ["user_alice"] });
+    const found = await client.search.documents({
+      q: "what survives a worker crash?",
+      containerTags: ["user_alice"],
+    });
     expect(found.results[0]?.documentId).toBe(added.id);
     expect(found.results[0]?.chunks.some((c) => c.isRelevant && c.content.includes("durable"))).toBe(true);
     expect(found.results.every((r) => r.documentId !== other.id)).toBe(true);
@@ -77,11 +82,17 @@ describe("official supermemory SDK against the service", () => {
     });
     expect(changed.status).toBe("queued");
     expect((await untilFinished(added.id)).content).toContain("WebAssembly");
-    const wasm = await client.search.documents({ q: "postgres in webassembly", containerTags: ["user_alice"] });
+    const wasm = await client.search.documents({
+      q: "postgres in webassembly",
+      containerTags: ["user_alice"],
+    });
     expect(wasm.results[0]?.chunks[0]?.content).toContain("WebAssembly");
 
     // Re-adding the same customId updates the document instead of duplicating it.
-    const again = await client.documents.add({ content: "Second version of the notes.", customId: "alice-notes-1" });
+    const again = await client.documents.add({
+      content: "Second version of the notes.",
+      customId: "alice-notes-1",
+    });
     expect(again.id).toBe(added.id);
     await untilFinished(added.id);
     expect((await client.documents.list({ containerTags: ["user_alice"] })).pagination.totalItems).toBe(1);
@@ -96,7 +107,10 @@ describe("official supermemory SDK against the service", () => {
 
   it("adds a batch and deletes by ids", async () => {
     const batch = await client.documents.batchAdd({
-      documents: [{ content: "First batch item about rivers." }, { content: "Second batch item about mountains." }],
+      documents: [
+        { content: "First batch item about rivers." },
+        { content: "Second batch item about mountains." },
+      ],
       containerTag: "batch",
     });
     expect(batch).toMatchObject({ success: 2, failed: 0 });

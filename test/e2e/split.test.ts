@@ -36,7 +36,10 @@ describe("separate API and worker processes", () => {
     await api.waitFor(/memory service running \(api\)/);
 
     const client = new Supermemory({ apiKey: adminKey, baseURL: `http://127.0.0.1:${port}`, maxRetries: 0 });
-    const { id } = await client.documents.add({ content: "Workers and APIs scale independently.", containerTag: "split" });
+    const { id } = await client.documents.add({
+      content: "Workers and APIs scale independently.",
+      containerTag: "split",
+    });
     const doc = await waitFor(async () => {
       const d = await client.documents.get(id);
       return d.status === "done" ? d : undefined;

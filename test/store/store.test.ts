@@ -5,7 +5,7 @@ import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../sto
 import * as docs from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
 import * as processing from "../../store/processing.ts";
-import { EMBEDDING_DIMENSION, apiKeys, documents } from "../../store/schema/index.ts";
+import { apiKeys, documents, EMBEDDING_DIMENSION } from "../../store/schema/index.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
 import { freshDatabase } from "../support/service.ts";
 
@@ -64,10 +64,18 @@ describe.each(drivers)("store on %s", (_name, open) => {
     await processing.setStatus(store.db, ref, "extracting");
     const updated = await docs.updateDocument(store.db, document.id, { content: "fenced v2" });
     expect(updated?.process).toBe(true);
-    await expect(processing.setStatus(store.db, ref, "chunking")).rejects.toBeInstanceOf(processing.SupersededRunError);
-    await expect(processing.markDone(store.db, ref, "m")).rejects.toBeInstanceOf(processing.SupersededRunError);
+    await expect(processing.setStatus(store.db, ref, "chunking")).rejects.toBeInstanceOf(
+      processing.SupersededRunError,
+    );
+    await expect(processing.markDone(store.db, ref, "m")).rejects.toBeInstanceOf(
+      processing.SupersededRunError,
+    );
     const row = await docs.findDocument(store.db, document.id);
-    expect(row?.statusHistory.map((h) => `${h.status}@${h.run}`)).toEqual(["queued@1", "extracting@1", "queued@2"]);
+    expect(row?.statusHistory.map((h) => `${h.status}@${h.run}`)).toEqual([
+      "queued@1",
+      "extracting@1",
+      "queued@2",
+    ]);
 
     const metaOnly = await docs.updateDocument(store.db, document.id, { metadata: { x: true } });
     expect(metaOnly?.process).toBe(false);
@@ -106,7 +114,11 @@ describe.each(drivers)("store on %s", (_name, open) => {
       { name: "c", metadata: { kind: "mail", score: "12", title: "Gamma" } },
     ];
     const byId = new Map<string, string>();
-    for (const r of rows) byId.set((await add({ source: r.name, containerTags: [tag], metadata: r.metadata })).document.id, r.name);
+    for (const r of rows)
+      byId.set(
+        (await add({ source: r.name, containerTags: [tag], metadata: r.metadata })).document.id,
+        r.name,
+      );
     const run = async (f: FilterNode) => {
       const { rows: found } = await docs.listDocuments(store.db, {
         containerTags: [tag],
@@ -121,10 +133,16 @@ describe.each(drivers)("store on %s", (_name, open) => {
     };
     expect(await run({ AND: [{ key: "kind", value: "note" }] })).toEqual(["b"]);
     expect(await run({ AND: [{ key: "kind", value: "NOTE", ignoreCase: true }] })).toEqual(["a", "b"]);
-    expect(await run({ AND: [{ key: "score", value: "10", filterType: "numeric", numericOperator: ">" }] })).toEqual(["b"]);
-    expect(await run({ AND: [{ key: "labels", value: "y", filterType: "array_contains", ignoreCase: true }] })).toEqual(["a"]);
+    expect(
+      await run({ AND: [{ key: "score", value: "10", filterType: "numeric", numericOperator: ">" }] }),
+    ).toEqual(["b"]);
+    expect(
+      await run({ AND: [{ key: "labels", value: "y", filterType: "array_contains", ignoreCase: true }] }),
+    ).toEqual(["a"]);
     expect(await run({ AND: [{ key: "labels", value: "y", filterType: "array_contains" }] })).toEqual([]);
-    expect(await run({ AND: [{ key: "title", value: "100%", filterType: "string_contains" }] })).toEqual(["a"]);
+    expect(await run({ AND: [{ key: "title", value: "100%", filterType: "string_contains" }] })).toEqual([
+      "a",
+    ]);
     expect(await run({ AND: [{ key: "title", value: "_", filterType: "string_contains" }] })).toEqual(["b"]);
     expect(await run({ AND: [{ key: "kind", value: "mail", negate: true }] })).toEqual(["a", "b"]);
     expect(await run({ AND: [{ key: "missing", value: "x", negate: true }] })).toEqual(["a", "b", "c"]);
@@ -138,7 +156,9 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(await run(deep)).toEqual(["a", "c"]);
     // Injection attempts are just values.
     expect(await run({ AND: [{ key: "kind' OR '1'='1", value: "x' OR '1'='1" }] })).toEqual([]);
-    expect(() => compileFilter(sql`x`, { AND: [{ key: "n", value: "abc", filterType: "numeric" }] })).toThrow(FilterError);
+    expect(() => compileFilter(sql`x`, { AND: [{ key: "n", value: "abc", filterType: "numeric" }] })).toThrow(
+      FilterError,
+    );
     let tooDeep: FilterNode = { key: "k", value: "v" };
     for (let i = 0; i < 10; i++) tooDeep = { AND: [tooDeep] };
     expect(() => compileFilter(sql`x`, tooDeep)).toThrow(/deeper/);
@@ -149,10 +169,23 @@ describe.each(drivers)("store on %s", (_name, open) => {
     const makeDone = async (source: string, pieces: string[], axes: number[]) => {
       const { document } = await add({ source, containerTags: [tag] });
       const ref = { documentId: document.id, run: 1 };
-      await processing.saveExtraction(store.db, ref, { content: source, title: null, type: "text", contentHash: "h" });
-      await processing.replaceChunks(store.db, ref, pieces.map((content, position) => ({ content, position })));
+      await processing.saveExtraction(store.db, ref, {
+        content: source,
+        title: null,
+        type: "text",
+        contentHash: "h",
+      });
+      await processing.replaceChunks(
+        store.db,
+        ref,
+        pieces.map((content, position) => ({ content, position })),
+      );
       // A retry replaces rather than duplicates.
-      await processing.replaceChunks(store.db, ref, pieces.map((content, position) => ({ content, position })));
+      await processing.replaceChunks(
+        store.db,
+        ref,
+        pieces.map((content, position) => ({ content, position })),
+      );
       const pending = await processing.chunksWithoutEmbedding(store.db, document.id, 100);
       expect(pending).toHaveLength(pieces.length);
       await processing.saveEmbeddings(
@@ -200,7 +233,10 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(new Set(inOne.map((h) => h.documentId))).toEqual(new Set([d1]));
 
     await docs.deleteDocument(store.db, d1);
-    const left = await queryRows(store.db, sql`SELECT count(*)::int AS n FROM chunks WHERE document_id = ${d1}`);
+    const left = await queryRows(
+      store.db,
+      sql`SELECT count(*)::int AS n FROM chunks WHERE document_id = ${d1}`,
+    );
     expect(left[0]).toEqual({ n: 0 });
   });
 
@@ -210,7 +246,11 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(JSON.stringify(key)).not.toContain(secret);
     expect((await findActiveKey(store.db, secret))?.id).toBe(key.id);
     expect(await findActiveKey(store.db, `${secret}x`)).toBeUndefined();
-    const expired = await createKey(store.db, { name: "old", kind: "admin", expiresAt: new Date(Date.now() - 1000) });
+    const expired = await createKey(store.db, {
+      name: "old",
+      kind: "admin",
+      expiresAt: new Date(Date.now() - 1000),
+    });
     expect(await findActiveKey(store.db, expired.secret)).toBeUndefined();
     await store.db.update(apiKeys).set({ disabledAt: new Date() }).where(sql`${apiKeys.id} = ${key.id}`);
     expect(await findActiveKey(store.db, secret)).toBeUndefined();

@@ -38,7 +38,9 @@ function runToEnd(cmd: string, args: string[], ids: { uid: number; gid: number }
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} failed (${code}):\n${output}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} failed (${code}):\n${output}`)),
+    );
   });
 }
 
@@ -91,7 +93,9 @@ export async function startNativePostgres(): Promise<NativePostgres> {
     return { url, dir, stop };
   } catch (err) {
     await stop();
-    throw new Error(`native PostgreSQL failed to start: ${(err as Error).message}\n--- server output ---\n${output}`);
+    throw new Error(
+      `native PostgreSQL failed to start: ${(err as Error).message}\n--- server output ---\n${output}`,
+    );
   }
 }
 
@@ -113,7 +117,8 @@ async function waitForConnection(url: string, running: () => boolean, timeoutMs 
       return;
     } catch (err) {
       if (!running()) throw new Error("postgres exited during startup");
-      if (Date.now() > deadline) throw new Error(`no connection within ${timeoutMs} ms: ${(err as Error).message}`);
+      if (Date.now() > deadline)
+        throw new Error(`no connection within ${timeoutMs} ms: ${(err as Error).message}`);
       await sleep(100);
     }
   }

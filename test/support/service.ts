@@ -1,7 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { inject } from "vitest";
 import { loadConfig } from "../../config/env.ts";
@@ -51,7 +51,11 @@ export async function startTestService(
 }
 
 /** Polls until `check` returns a value (not undefined), or fails with the last seen state. */
-export async function waitFor<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined>,
+  what: string,
+  timeoutMs = 90_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
