@@ -42,6 +42,23 @@ export interface SaveResult {
  * duplicating it: new content (or a failed document) is reprocessed, the same content is not.
  */
 export async function saveDocument(db: Database, input: NewDocumentInput): Promise<SaveResult> {
+  try {
+    return await saveDocumentOnce(db, input);
+  } catch (error) {
+    // Two first-time adds of one customId raced; the loser now finds the winner's row and updates it.
+    if (pgErrorCode(error) === "23505" && input.customId) return saveDocumentOnce(db, input);
+    throw error;
+  }
+}
+
+/** The SQLSTATE of a driver error, also when drizzle wrapped it. */
+export function pgErrorCode(error: unknown): string | undefined {
+  const e = error as { code?: unknown; cause?: { code?: unknown } };
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+async function saveDocumentOnce(db: Database, input: NewDocumentInput): Promise<SaveResult> {
   return db.transaction(async (tx) => {
     const existing = input.customId
       ? (await tx.select().from(documents).where(eq(documents.customId, input.customId)).for("update"))[0]
@@ -223,6 +240,14 @@ export async function deleteDocumentsByTags(db: Database, tags: string[]): Promi
     .where(arrayOverlaps(documents.containerTags, tags))
     .returning({ id: documents.id });
   return rows.length;
+}
+
+export async function countUnfinished(db: Database): Promise<number> {
+  const [row] = await db
+    .select({ total: count() })
+    .from(documents)
+    .where(notInArray(documents.status, terminalStatuses));
+  return Number(row?.total ?? 0);
 }
 
 /** Documents whose processing has not finished: used by the list-processing endpoint and the reconciler. */

@@ -37,7 +37,8 @@ const words = (text: string) => text.split(/\s+/).filter(Boolean);
  * abstracts that follow it in the corpus when it is shorter.
  */
 export function ingestDocuments(corpus: Abstract[], count: number, wordCount = 200): string[] {
-  if (count > corpus.length) throw new Error(`--docs ${count}: the corpus has only ${corpus.length} abstracts`);
+  if (count > corpus.length)
+    throw new Error(`--docs ${count}: the corpus has only ${corpus.length} abstracts`);
   const docs: string[] = [];
   for (let i = 0; i < count; i++) {
     const taken: string[] = [];

@@ -57,6 +57,22 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect((await docs.findDocument(store.db, "c-1"))?.id).toBe(first.document.id);
   });
 
+  it("lets concurrent first adds of one customId end in one document", async () => {
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((i) => add({ source: `race ${i}`, customId: "race", containerTags: ["race"] })),
+    );
+    expect(new Set(results.map((r) => r.document.id)).size).toBe(1);
+    const { total } = await docs.listDocuments(store.db, {
+      containerTags: ["race"],
+      tagMode: "any",
+      sort: "createdAt",
+      order: "asc",
+      limit: 10,
+      page: 1,
+    });
+    expect(total).toBe(1);
+  });
+
   it("fences writes of superseded runs and records each transition once", async () => {
     const { document } = await add({ source: "fenced" });
     const ref = { documentId: document.id, run: 1 };

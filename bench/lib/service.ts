@@ -1,0 +1,83 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import Supermemory from "supermemory";
+import { loadConfig } from "../../config/env.ts";
+import { createLogger } from "../../config/logger.ts";
+import { startService } from "../../runtime/service.ts";
+import { startTemporalDevServer } from "../../runtime/temporal-dev-server.ts";
+
+/** Everything the benchmark starts registers its stop here; cleanup runs it in reverse, once. */
+export class Cleanup {
+  private readonly tasks: { what: string; run: () => Promise<void> | void }[] = [];
+
+  add(what: string, run: () => Promise<void> | void): () => Promise<void> {
+    const task = { what, run };
+    this.tasks.push(task);
+    return async () => {
+      const i = this.tasks.indexOf(task);
+      if (i === -1) return;
+      this.tasks.splice(i, 1);
+      await task.run();
+    };
+  }
+
+  async runAll(): Promise<void> {
+    while (this.tasks.length) {
+      const task = this.tasks.pop();
+      if (!task) break;
+      try {
+        await task.run();
+      } catch (error) {
+        process.stderr.write(`cleanup of ${task.what} failed: ${(error as Error).message}\n`);
+      }
+    }
+  }
+}
+
+export function tempDir(cleanup: Cleanup, prefix: string): { dir: string; remove: () => Promise<void> } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  const remove = cleanup.add(`temp dir ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
+  return { dir, remove };
+}
+
+export async function startTemporal(cleanup: Cleanup): Promise<string> {
+  const { dir } = tempDir(cleanup, "memory-bench-temporal-");
+  const dev = await startTemporalDevServer({ dataDir: dir, port: 0, uiPort: 0 });
+  cleanup.add(`Temporal dev server (pid ${dev.pid})`, () => dev.stop());
+  return dev.address;
+}
+
+export interface BenchService {
+  url: string;
+  client: Supermemory;
+  stop: () => Promise<void>;
+}
+
+/**
+ * The real service in this process (store, Temporal worker, API) on the embedded default: PGlite in
+ * `dataDir`, our Temporal dev server, a task queue of its own, the API on a free port.
+ */
+export async function startBenchService(
+  cleanup: Cleanup,
+  opts: { dataDir: string; temporalAddress: string; threads: number },
+): Promise<BenchService> {
+  const apiKey = `sm_bench_${randomBytes(16).toString("hex")}`;
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATA_DIR: opts.dataDir,
+    TEMPORAL_ADDRESS: opts.temporalAddress,
+    TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString("hex")}`,
+    MEMORY_ADMIN_KEY: apiKey,
+    EMBEDDING_THREADS: String(opts.threads),
+    LOG_LEVEL: "warn",
+  });
+  const service = await startService(config, createLogger("warn"), ["api", "worker"]);
+  const stop = cleanup.add("service", () => service.stop());
+  if (!service.url) throw new Error("the service started without an API");
+  // No retries: a retried add would duplicate a document and a retried search would hide its latency.
+  const client = new Supermemory({ apiKey, baseURL: service.url, maxRetries: 0, timeout: 300_000 });
+  return { url: service.url, client, stop };
+}
