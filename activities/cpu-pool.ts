@@ -1,5 +1,5 @@
 import { Piscina } from "piscina";
-import { threadExecArgv } from "../runtime/threads.ts";
+import { threadExecArgv } from "../pipeline/threads.ts";
 
 const filename = new URL("./cpu-tasks.ts", import.meta.url).href;
 

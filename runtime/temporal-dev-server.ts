@@ -206,7 +206,8 @@ function captureOutput(child: ChildProcess, log?: (line: string) => void): () =>
 
 /**
  * The gRPC port opens before the dev server has registered its namespaces, so after the port accepts
- * connections we also wait until the namespace can be described.
+ * connections we also wait until the namespace can be described. Connection.lazy plus close() in `finally`:
+ * Connection.connect() leaks its channel when it fails (e.g. when something else answers on the port).
  */
 async function waitUntilServing(
   address: string,
@@ -218,23 +219,25 @@ async function waitUntilServing(
   const deadline = Date.now() + timeoutMs;
   while (!(await canConnect(port))) {
     if (!running()) throw new Error("exited during startup");
-    if (Date.now() > deadline)
+    if (Date.now() > deadline) {
       throw new Error(`port ${port} did not accept connections within ${timeoutMs} ms`);
+    }
     await sleep(100);
   }
-  const connection = await Connection.connect({
-    address,
-    connectTimeout: Math.max(1000, deadline - Date.now()),
-  });
+  const connection = Connection.lazy({ address });
   try {
     for (;;) {
       try {
-        await connection.workflowService.describeNamespace({ namespace });
+        const attemptDeadline = Math.min(deadline, Date.now() + 2000);
+        await connection.withDeadline(attemptDeadline, () =>
+          connection.workflowService.describeNamespace({ namespace }),
+        );
         return;
       } catch (err) {
         if (!running()) throw new Error("exited during startup");
-        if (Date.now() > deadline)
+        if (Date.now() > deadline) {
           throw new Error(`namespace ${namespace} not ready: ${(err as Error).message}`);
+        }
         await sleep(200);
       }
     }

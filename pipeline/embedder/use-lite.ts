@@ -1,9 +1,9 @@
 // Universal Sentence Encoder (lite, 512-d) shipped inside npm, so it works offline. Runs in worker
 // threads via piscina so embedding never stalls HTTP handling or Temporal activity heartbeats.
 
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
+import { threadExecArgv } from "../threads.ts";
 import type { Embedder } from "./types.ts";
 
 export interface UseLiteOptions {
@@ -35,8 +35,10 @@ export class UseLiteEmbedder implements Embedder {
       minThreads: threads, // started now, so the model loads before the first request
       maxThreads: threads,
       idleTimeout: Number.POSITIVE_INFINITY, // a reload costs ~0.6 s per thread; keep them
-      execArgv: workerExecArgv(filename),
+      execArgv: threadExecArgv(filename),
     });
+    // A thread that dies outside a task must not take the process down; piscina replaces it.
+    this.pool.on("error", (error) => console.error("embedding thread failed:", error));
   }
 
   /** Worker threads currently alive; 0 after close(). */
@@ -69,16 +71,4 @@ export class UseLiteEmbedder implements Embedder {
 function workerFile(): string {
   const self = fileURLToPath(import.meta.url);
   return self.replace(/use-lite\.(ts|js)$/, "use-lite.worker.$1");
-}
-
-/**
- * Worker threads do not inherit tsx's loader hooks, so a .ts worker needs `--import tsx` (as an
- * absolute URL, so it resolves no matter the cwd). Skipped when the parent was already started with
- * it, since tsx passes its flags on through process.execArgv.
- */
-function workerExecArgv(filename: string): string[] {
-  if (!filename.endsWith(".ts")) return [...process.execArgv];
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  if (process.execArgv.includes(tsx)) return [...process.execArgv];
-  return [...process.execArgv, "--import", tsx];
 }
