@@ -20,6 +20,8 @@ export async function runFromCommandLine(roles: Role[]): Promise<void> {
       "running the API or the worker alone needs DATABASE_URL (PGlite is owned by one process); use `npm start` otherwise",
     );
   }
+  // A promise nobody awaited is a bug to log, not a reason to drop every request in flight.
+  process.on("unhandledRejection", (reason) => log.error({ err: reason }, "unhandled promise rejection"));
   const service = await startService(config, log, roles);
   log.info(
     {

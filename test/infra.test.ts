@@ -71,7 +71,8 @@ describe("Temporal dev server", () => {
   });
 
   it("reports the server's own output when it cannot start", async () => {
-    const blocker = createServer();
+    // Something else owns the port. It drops connections at once, so probes against it end quickly.
+    const blocker = createServer((socket) => socket.destroy());
     await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
     const address = blocker.address();
     const port = typeof address === "object" && address ? address.port : 0;
