@@ -97,9 +97,20 @@ async function ensureNodeModules() {
   );
   const t0 = Date.now();
   // onnxruntime-node's postinstall downloads CUDA files, which fails offline and is not needed on CPU.
-  await run("npm", ["ci", "--no-audit", "--no-fund"], {
-    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" },
-  });
+  const env = { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" };
+  try {
+    // Its output goes to a file: when it refuses the lockfile it prints a page of usage text.
+    await run("npm", ["ci", "--no-audit", "--no-fund"], {
+      env,
+      logFile: path.join(os.tmpdir(), "memory-service-npm-ci.log"),
+    });
+  } catch (err) {
+    // npm ci rejects a lockfile that lacks other platforms' optional packages (@swc/core-darwin-*, ...; see
+    // npm/cli#4828), and a registry that serves only this platform's packages can never add them. npm install
+    // installs the same locked versions and leaves package-lock.json's content unchanged.
+    log(`node_modules: npm ci failed, falling back to npm install. ${err.message.split("\n")[0]}`);
+    await run("npm", ["install", "--no-audit", "--no-fund"], { env });
+  }
   log(`node_modules: installed in ${seconds(t0)}`);
 }
 
@@ -197,8 +208,9 @@ async function withLock(lockFile, fn) {
   }
 }
 
-async function ensureTemporalCli() {
-  if (process.env.TEMPORAL_ADDRESS) {
+async function ensureTemporalCli(forTests) {
+  // The tests always run their own dev server, whatever server TEMPORAL_ADDRESS names for the service.
+  if (process.env.TEMPORAL_ADDRESS && !forTests) {
     log(`temporal: TEMPORAL_ADDRESS=${process.env.TEMPORAL_ADDRESS} is set, no local CLI needed`);
     return;
   }
@@ -350,7 +362,7 @@ async function ensurePostgres() {
 async function main() {
   const forTests = process.argv.includes("--test");
   await ensureNodeModules();
-  await ensureTemporalCli();
+  await ensureTemporalCli(forTests);
   if (forTests) await ensurePostgres();
   log(`done in ${seconds(started)}`);
 }
