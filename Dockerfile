@@ -10,17 +10,8 @@ ENV ONNXRUNTIME_NODE_INSTALL=skip \
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-# Source only, listed explicitly so a host node_modules or data dir never lands in the image.
-COPY tsconfig.json *.ts ./
-COPY api ./api
-COPY activities ./activities
-COPY config ./config
-COPY connectors ./connectors
-COPY pipeline ./pipeline
-COPY runtime ./runtime
-COPY store ./store
-COPY worker ./worker
-COPY workflows ./workflows
+# Source (.dockerignore keeps node_modules, data and tests out).
+COPY . .
 
 USER node
 EXPOSE 8787
