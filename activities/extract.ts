@@ -1,56 +1,152 @@
+import { createHash } from "node:crypto";
+import { type BlobStore, fileKey } from "../blobs/index.ts";
+import { detectContentType } from "../pipeline/extract/detect.ts";
+import {
+  type ContentType,
+  type ExtractContext,
+  type ExtractResult,
+  type ScalarMetadata,
+  type Segment,
+  segmentsToText,
+  UnprocessableContentError,
+} from "../pipeline/extract/types.ts";
 import { FetchFailedError, FetchRefusedError, fetchUrl } from "../pipeline/safe-fetch.ts";
 import type { DocumentRow } from "../store/schema/index.ts";
-import type { CpuPool } from "./cpu-pool.ts";
 
-/** The content can never be processed as it is: retrying would not help. */
-export class UnprocessableContentError extends Error {
-  override readonly name = "UnprocessableContentError";
+export { UnprocessableContentError };
+
+/** Runs one extractor; the worker decides where (a CPU thread, or the main thread for subprocess work). */
+export type ExtractionRunner = (
+  type: ContentType,
+  input: { bytes: Buffer; filename?: string; mimeType?: string },
+  ctx: ExtractContext,
+) => Promise<ExtractResult & { attachments?: Attachment[] }>;
+
+export interface Attachment {
+  filename?: string;
+  contentType?: string;
+  bytes: Buffer | Uint8Array;
 }
 
-export interface Extracted {
-  content: string;
-  title: string | null;
-  type: string;
-}
-
-interface ExtractDeps {
-  cpu: CpuPool;
+export interface SourceDeps {
+  blobs: BlobStore;
   fetching: { allowPrivateNetwork: boolean; timeoutMs: number; maxBytes: number };
 }
 
-/** Turns what the caller sent (text, or a URL to fetch) into plain text with a title and a type. */
-export async function extractFromSource(
-  doc: Pick<DocumentRow, "source" | "url">,
-  deps: ExtractDeps,
-  heartbeat: () => void,
-): Promise<Extracted> {
-  if (!doc.url) {
-    return { content: doc.source, title: titleFromText(doc.source), type: "text" };
-  }
-  const response = await fetchSource(doc.url, deps);
-  heartbeat();
-  const mime = (response.contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
-  const charset = /charset=([\w-]+)/i.exec(response.contentType ?? "")?.[1];
-  const text = decode(response.body, charset);
-  if (
-    mime === "text/html" ||
-    mime === "application/xhtml+xml" ||
-    (!mime && /^\s*<(!doctype|html)/i.test(text))
-  ) {
-    const page = await deps.cpu.htmlToText(text, response.finalUrl);
-    return { content: page.text, title: page.title ?? titleFromText(page.text), type: "webpage" };
-  }
-  if (mime.startsWith("text/") || mime === "application/json" || mime === "application/xml" || !mime) {
-    return { content: text, title: titleFromText(text), type: "text" };
-  }
-  throw new UnprocessableContentError(
-    `content type ${mime} at ${doc.url} is not supported yet (text and web pages are; file types come with file extraction)`,
-  );
+export interface ResolvedSource {
+  bytes: Buffer;
+  filename?: string;
+  mimeType?: string;
+  /** Set when the bytes were fetched now and stored: the document should point at them. */
+  stored?: { key: string; size: number; mimeType: string | null; name: string | null };
 }
 
-async function fetchSource(url: string, deps: ExtractDeps) {
+/** The original bytes of a document: its uploaded file, the page or file at its URL, or its inline text. */
+export async function resolveSource(
+  doc: Pick<DocumentRow, "source" | "url" | "fileKey" | "fileName" | "mimeType">,
+  deps: SourceDeps,
+  refetch: boolean,
+): Promise<ResolvedSource> {
+  if (doc.fileKey && !(doc.url && refetch)) {
+    const bytes = await deps.blobs.get(doc.fileKey);
+    return { bytes, filename: doc.fileName ?? undefined, mimeType: doc.mimeType ?? undefined };
+  }
+  if (doc.url) {
+    const response = await fetchSource(doc.url, deps.fetching);
+    const name = decodeURIComponent(new URL(response.finalUrl).pathname.split("/").pop() ?? "") || null;
+    const mimeType = response.contentType;
+    const sha = createHash("sha256").update(response.body).digest("hex");
+    const key = fileKey(sha);
+    await deps.blobs.put(key, response.body, mimeType ?? undefined);
+    return {
+      bytes: response.body,
+      filename: name ?? undefined,
+      mimeType: mimeType ?? undefined,
+      stored: { key, size: response.body.length, mimeType, name },
+    };
+  }
+  return { bytes: Buffer.from(doc.source, "utf8") };
+}
+
+/** Detects the content type from the bytes; a kind we cannot read fails the document with a clear reason. */
+export async function identify(source: ResolvedSource): Promise<{ type: ContentType; mime: string }> {
+  if (!source.bytes.length) throw new UnprocessableContentError("the content is empty");
+  const detected = await detectContentType(source.bytes, {
+    filename: source.filename,
+    mimeType: source.mimeType?.split(";")[0]?.trim(),
+  });
+  if (!detected.type) {
+    throw new UnprocessableContentError(
+      `unsupported content type ${detected.mime}: the service reads text, web pages, PDF, images, audio, video, .docx, .pptx and .eml`,
+    );
+  }
+  return { type: detected.type, mime: detected.mime };
+}
+
+export interface Extracted {
+  type: ContentType;
+  title: string | null;
+  content: string;
+  segments: Segment[];
+  metadata: ScalarMetadata;
+}
+
+/** Extracts text, with a mail's readable attachments appended as segments of their own. */
+export async function extractAll(
+  type: ContentType,
+  source: ResolvedSource,
+  run: ExtractionRunner,
+  ctx: ExtractContext,
+): Promise<Extracted> {
+  const result = await run(
+    type,
+    { bytes: source.bytes, filename: source.filename, mimeType: source.mimeType },
+    ctx,
+  );
+  const segments = result.segments.map(clean);
+  for (const attachment of result.attachments ?? []) {
+    const bytes = Buffer.from(attachment.bytes);
+    const detected = await detectContentType(bytes, {
+      filename: attachment.filename,
+      mimeType: attachment.contentType,
+    });
+    if (!detected.type || detected.type === "email") continue;
+    try {
+      const inner = await run(
+        detected.type,
+        { bytes, filename: attachment.filename, mimeType: detected.mime },
+        ctx,
+      );
+      const label = `attachment:${attachment.filename ?? "unnamed"}`;
+      for (const s of inner.segments) segments.push(clean({ ...s, source: label }));
+    } catch (error) {
+      // One unreadable attachment must not fail the whole mail; its name is still listed in the text.
+      if (!(error instanceof UnprocessableContentError)) throw error;
+    }
+    ctx.heartbeat();
+  }
+  const content = segmentsToText(segments);
+  if (!content.trim())
+    throw new UnprocessableContentError(`no text could be extracted from the ${type} content`);
+  return {
+    type: result.type,
+    title: result.title ?? titleFromText(content),
+    content,
+    segments,
+    metadata: result.metadata,
+  };
+}
+
+/** PostgreSQL text cannot hold NUL characters (some PDFs' text layers contain them). */
+function clean(segment: Segment): Segment {
+  return segment.text.includes("\u0000")
+    ? { ...segment, text: segment.text.replaceAll("\u0000", "") }
+    : segment;
+}
+
+async function fetchSource(url: string, fetching: SourceDeps["fetching"]) {
   try {
-    return await fetchUrl(url, deps.fetching);
+    return await fetchUrl(url, fetching);
   } catch (error) {
     if (error instanceof FetchRefusedError) throw new UnprocessableContentError(error.message);
     // A 4xx will answer the same next time (except for throttling); 5xx and network errors may not.
@@ -63,14 +159,6 @@ async function fetchSource(url: string, deps: ExtractDeps) {
       throw new UnprocessableContentError(error.message);
     }
     throw error;
-  }
-}
-
-function decode(body: Buffer, charset: string | undefined): string {
-  try {
-    return new TextDecoder(charset ?? "utf-8").decode(body);
-  } catch {
-    return new TextDecoder("utf-8").decode(body);
   }
 }
 

@@ -31,19 +31,16 @@ export function createApp(deps: ApiDeps) {
   });
 
   const api = new OpenAPIHono<AppEnv>();
-  api.use(
-    "*",
+  const limit = (maxSize: number) =>
     bodyLimit({
-      maxSize: deps.config.MAX_CONTENT_BYTES,
+      maxSize,
       onError: () => {
-        throw new ApiError(
-          413,
-          "payload_too_large",
-          `request body is larger than ${deps.config.MAX_CONTENT_BYTES} bytes`,
-        );
+        throw new ApiError(413, "payload_too_large", `request body is larger than ${maxSize} bytes`);
       },
-    }),
-  );
+    });
+  const jsonLimit = limit(deps.config.MAX_CONTENT_BYTES);
+  const fileLimit = limit(deps.config.MAX_FILE_BYTES);
+  api.use("*", (c, next) => (c.req.path.endsWith("/file") ? fileLimit(c, next) : jsonLimit(c, next)));
   api.use("*", bearerAuth(deps.db));
   const documents = documentsApp(deps);
   api.route("/v3/documents", documents);

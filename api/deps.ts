@@ -1,3 +1,4 @@
+import type { BlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
@@ -10,6 +11,8 @@ export interface ApiDeps {
   processing: DocumentProcessing;
   /** Embeds search queries; the worker has its own for documents when run apart. */
   embedder: Embedder;
+  /** Uploaded files; the worker reads them back to extract text. */
+  blobs: BlobStore;
   config: Config;
   log: Logger;
 }

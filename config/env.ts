@@ -30,6 +30,22 @@ export const envSchema = z.object({
     .int()
     .min(1024)
     .default(10 * 1024 * 1024),
+  MAX_FILE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(100 * 1024 * 1024),
+  S3_BUCKET: z.string().optional(),
+  S3_PREFIX: z.string().default(""),
+  S3_REGION: z.string().default("us-east-1"),
+  S3_ENDPOINT: z.url().optional(),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  TRANSCRIBER: z.enum(["whisper", "pocketsphinx", "openai"]).default("whisper"),
+  TRANSCRIBE_API_URL: z.url().optional(),
+  TRANSCRIBE_API_KEY: z.string().optional(),
+  TRANSCRIBE_MODEL: z.string().default("whisper-1"),
+  CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),
   FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });

@@ -8,6 +8,8 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? "info"): L
   return pino({
     level,
     base: { service: "memory" },
-    ...(pretty ? { transport: { target: "pino-pretty", options: { colorize: true, ignore: "pid,hostname,service" } } } : {}),
+    ...(pretty
+      ? { transport: { target: "pino-pretty", options: { colorize: true, ignore: "pid,hostname,service" } } }
+      : {}),
   });
 }

@@ -4,11 +4,15 @@ import { serve } from "@hono/node-server";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from "@temporalio/worker";
 import { createCpuPool } from "../activities/cpu-pool.ts";
+import type { ExtractionRunner } from "../activities/extract.ts";
 import { ensureAdminKey } from "../api/admin-key.ts";
 import { createApp } from "../api/app.ts";
+import { createBlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { createEmbedder } from "../pipeline/embedder/index.ts";
+import { createMediaExtractors } from "../pipeline/extract/media.ts";
+import { createTranscriber } from "../pipeline/transcribe/index.ts";
 import { openStore } from "../store/db.ts";
 import { createDocumentWorker } from "../worker/create-worker.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
@@ -55,6 +59,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       temporalUiUrl = dev.uiUrl;
     }
 
+    const blobs = createBlobStore(config);
     const embedder = createEmbedder(config.EMBEDDING_MODEL, { threads: config.EMBEDDING_THREADS });
     stops.push(() => embedder.close());
 
@@ -65,8 +70,17 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
 
     if (roles.includes("worker")) {
       installTemporalLogger(log);
-      const cpu = createCpuPool(1);
+      const cpu = createCpuPool(config.CPU_THREADS);
       stops.push(() => cpu.close());
+      const media = createMediaExtractors({
+        transcriber: createConfiguredTranscriber(config),
+        ocr: (png) => cpu.ocr(png),
+      });
+      const extract: ExtractionRunner = (type, input, ctx) => {
+        if (type === "audio") return media.extractAudio(input, ctx);
+        if (type === "video") return media.extractVideo(input, ctx);
+        return cpu.extract(type, input, ctx.signal);
+      };
       const workerConnection = await NativeConnection.connect({ address: temporalAddress });
       stops.push(() => workerConnection.close());
       const worker: Worker = await createDocumentWorker({
@@ -77,6 +91,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           db: store.db,
           embedder,
           cpu,
+          blobs,
+          extract,
           chunking: { maxChars: config.CHUNK_MAX_CHARS, overlapSentences: config.CHUNK_OVERLAP_SENTENCES },
           fetching: {
             allowPrivateNetwork: config.ALLOW_PRIVATE_NETWORK,
@@ -99,7 +115,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     let url: string | undefined;
     if (roles.includes("api")) {
       await ensureAdminKey(store.db, config, log);
-      const app = createApp({ db: store.db, processing, embedder, config, log });
+      const app = createApp({ db: store.db, processing, embedder, blobs, config, log });
       const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
       await new Promise<void>((resolve, reject) => {
         server.once("listening", resolve);
@@ -137,4 +153,19 @@ function installTemporalLogger(log: Logger) {
       else log.debug(fields, entry.message);
     }),
   });
+}
+
+function createConfiguredTranscriber(config: Config) {
+  if (config.TRANSCRIBER === "openai") {
+    if (!config.TRANSCRIBE_API_URL) throw new Error("TRANSCRIBER=openai needs TRANSCRIBE_API_URL");
+    return createTranscriber({
+      engine: "openai",
+      openai: {
+        baseUrl: config.TRANSCRIBE_API_URL,
+        apiKey: config.TRANSCRIBE_API_KEY,
+        model: config.TRANSCRIBE_MODEL,
+      },
+    });
+  }
+  return createTranscriber({ engine: config.TRANSCRIBER });
 }

@@ -29,6 +29,7 @@ export interface NewDocumentInput {
   title?: string | null;
   filepath?: string | null;
   entityContext?: string | null;
+  file?: { key: string; name: string | null; mimeType: string | null; size: number } | null;
 }
 
 export interface SaveResult {
@@ -74,6 +75,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput): Promise<
           title: input.title ?? null,
           filepath: input.filepath ?? null,
           entityContext: input.entityContext ?? null,
+          ...fileColumns(input),
           containerTags: input.containerTags,
           metadata: input.metadata,
           status: "queued",
@@ -89,6 +91,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput): Promise<
       .set({
         source: input.source,
         url: input.url ?? null,
+        ...fileColumns(input),
         containerTags: input.containerTags.length ? input.containerTags : existing.containerTags,
         metadata: { ...existing.metadata, ...input.metadata },
         ...(input.title ? { title: input.title } : {}),
@@ -101,6 +104,15 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput): Promise<
       .returning();
     return { document: row as DocumentRow, process: reprocess };
   });
+}
+
+function fileColumns(input: NewDocumentInput) {
+  return {
+    fileKey: input.file?.key ?? null,
+    fileName: input.file?.name ?? null,
+    mimeType: input.file?.mimeType ?? null,
+    fileSize: input.file?.size ?? null,
+  };
 }
 
 function requeue(existing: DocumentRow): Partial<DocumentRow> {
@@ -149,7 +161,11 @@ export async function updateDocument(
       .update(documents)
       .set({
         ...(patch.content !== undefined
-          ? { source: patch.content, url: looksLikeUrl(patch.content) ? patch.content : null }
+          ? {
+              source: patch.content,
+              url: looksLikeUrl(patch.content) ? patch.content : null,
+              ...fileColumns({ source: patch.content, containerTags: [], metadata: {} }),
+            }
           : {}),
         ...(patch.metadata ? { metadata: { ...existing.metadata, ...patch.metadata } } : {}),
         ...(patch.containerTags ? { containerTags: patch.containerTags } : {}),

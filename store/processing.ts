@@ -1,7 +1,13 @@
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
-import { chunks, type DocumentRow, type DocumentStatus, documents } from "./schema/index.ts";
+import {
+  chunks,
+  type DocumentRow,
+  type DocumentStatus,
+  documents,
+  type StoredSegment,
+} from "./schema/index.ts";
 
 /** Raised when a newer processing run has replaced the one doing the work: its results must be dropped. */
 export class SupersededRunError extends Error {
@@ -53,16 +59,42 @@ export async function setStatus(db: Database, ref: RunRef, status: DocumentStatu
   if (!rows.length) await loadRun(db, ref);
 }
 
+export async function saveIdentified(
+  db: Database,
+  ref: RunRef,
+  found: { type: string; mimeType: string; stored?: { key: string; size: number; name: string | null } },
+): Promise<void> {
+  await guardedUpdate(db, ref, {
+    type: found.type,
+    mimeType: found.mimeType,
+    ...(found.stored
+      ? { fileKey: found.stored.key, fileSize: found.stored.size, fileName: found.stored.name }
+      : {}),
+  });
+}
+
 export async function saveExtraction(
   db: Database,
   ref: RunRef,
-  extracted: { content: string; title: string | null; type: string; contentHash: string },
+  extracted: {
+    content: string;
+    title: string | null;
+    type: string;
+    contentHash: string;
+    segments?: StoredSegment[] | null;
+    metadata?: Record<string, string | number | boolean>;
+  },
 ): Promise<void> {
   await guardedUpdate(db, ref, {
     content: extracted.content,
+    segments: extracted.segments ?? null,
     title: sql`coalesce(${documents.title}, ${extracted.title})`,
     type: extracted.type,
     contentHash: extracted.contentHash,
+    // Facts about the file (pages, duration, ...) join the metadata; the caller's own keys win.
+    ...(extracted.metadata && Object.keys(extracted.metadata).length
+      ? { metadata: sql`${JSON.stringify(extracted.metadata)}::jsonb || ${documents.metadata}` }
+      : {}),
   });
 }
 
@@ -70,7 +102,7 @@ export async function saveExtraction(
 export async function replaceChunks(
   db: Database,
   ref: RunRef,
-  pieces: { content: string; position: number }[],
+  pieces: { content: string; position: number; metadata?: Record<string, string | number> }[],
 ): Promise<number> {
   return db.transaction(async (tx) => {
     await loadRun(tx as Database, ref);
@@ -83,6 +115,7 @@ export async function replaceChunks(
           documentId: ref.documentId,
           position: p.position,
           content: p.content,
+          metadata: p.metadata ?? {},
         })),
       );
     }

@@ -5,17 +5,31 @@ import { EXTRACTION_FAILED, SUPERSEDED } from "./failure-types.ts";
 
 const nonRetryableErrorTypes = [SUPERSEDED, EXTRACTION_FAILED];
 
-/** Fetching and parsing: network-bound, a few quick retries. */
-const extraction = proxyActivities<DocumentActivities>({
+/** Fetching and identifying: network-bound, a few quick retries. */
+const identification = proxyActivities<DocumentActivities>({
+  startToCloseTimeout: "5 minutes",
+  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 5, nonRetryableErrorTypes },
+});
+
+/** Text, web pages, mail, .docx and .pptx: parsing in a CPU thread, seconds at most. */
+const textExtraction = proxyActivities<DocumentActivities>({
   startToCloseTimeout: "5 minutes",
   heartbeatTimeout: "1 minute",
-  retry: {
-    initialInterval: "1s",
-    backoffCoefficient: 2,
-    maximumInterval: "30s",
-    maximumAttempts: 5,
-    nonRetryableErrorTypes,
-  },
+  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 3, nonRetryableErrorTypes },
+});
+
+/** PDF and images may need OCR: minutes for long scans. */
+const ocrExtraction = proxyActivities<DocumentActivities>({
+  startToCloseTimeout: "30 minutes",
+  heartbeatTimeout: "1 minute",
+  retry: { initialInterval: "2s", backoffCoefficient: 2, maximumInterval: "1 minute", maximumAttempts: 3, nonRetryableErrorTypes },
+});
+
+/** Audio and video: transcription runs at a fraction of real time, so allow hours. */
+const mediaExtraction = proxyActivities<DocumentActivities>({
+  startToCloseTimeout: "3 hours",
+  heartbeatTimeout: "1 minute",
+  retry: { initialInterval: "5s", backoffCoefficient: 2, maximumInterval: "2 minutes", maximumAttempts: 3, nonRetryableErrorTypes },
 });
 
 /** Splitting and indexing: local and fast; retries only cover store hiccups. */
@@ -59,7 +73,12 @@ export type ProcessingOutcome = "done" | "failed" | "superseded";
 
 export async function processDocument(ref: ProcessingRef): Promise<ProcessingOutcome> {
   try {
-    await extraction.extractDocument(ref);
+    const { type } = await identification.identifyContent(ref);
+    if (type === "pdf") await ocrExtraction.extractPdf(ref);
+    else if (type === "image") await ocrExtraction.extractImage(ref);
+    else if (type === "audio") await mediaExtraction.extractAudio(ref);
+    else if (type === "video") await mediaExtraction.extractVideo(ref);
+    else await textExtraction.extractText(ref);
     await local.chunkDocument(ref);
     await embedding.embedDocument(ref);
     await local.indexDocument(ref);

@@ -1,11 +1,13 @@
+import { createHash } from "node:crypto";
 import type { RouteHandler } from "@hono/zod-openapi";
 import { and, eq, type SQL } from "drizzle-orm";
+import { fileKey } from "../../blobs/index.ts";
 import * as store from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
 import { documents } from "../../store/schema/index.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
-import { tagsOf } from "../schemas.ts";
+import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";
 import { presentDocument } from "./present.ts";
 import type * as routes from "./routes.ts";
 import { ListBody } from "./schemas.ts";
@@ -84,6 +86,33 @@ export function createDocumentHandlers(deps: ApiDeps) {
     }
     const failed = results.filter((r) => r.error).length;
     return c.json({ results, success: results.length - failed, failed }, 200);
+  };
+
+  const uploadFile: RouteHandler<typeof routes.uploadFile, AppEnv> = async (c) => {
+    const form = c.req.valid("form");
+    const bytes = Buffer.from(await form.file.arrayBuffer());
+    // An empty file is accepted like any other: processing ends it `failed` ("the content is empty"), visibly.
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    const declaredMime = form.mimeType || form.file.type || null;
+    const key = fileKey(sha256);
+    await deps.blobs.put(key, bytes, declaredMime ?? undefined);
+    const result = await add({
+      // The hash stands for the content: re-uploading the same bytes under a customId is not a change.
+      source: `file:${sha256}`,
+      file: {
+        key,
+        name: form.file.name || null,
+        mimeType: hintedMime(form.fileType) ?? declaredMime,
+        size: bytes.length,
+      },
+      customId: form.customId,
+      containerTags: [
+        ...new Set([...(form.containerTag ? [form.containerTag] : []), ...parseTagList(form.containerTags)]),
+      ],
+      metadata: parseMetadataField(form.metadata),
+      filepath: form.filepath,
+    });
+    return c.json(result, 200);
   };
 
   const listDocuments: RouteHandler<typeof routes.listDocuments, AppEnv> = async (c) => {
@@ -181,6 +210,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
 
   return {
     addDocument,
+    uploadFile,
     batchAdd,
     listDocuments,
     listProcessing,
@@ -189,4 +219,44 @@ export function createDocumentHandlers(deps: ApiDeps) {
     deleteDocument,
     deleteBulk,
   };
+}
+
+/** The SDK's `fileType` names a processing kind; only the text-like kinds need a hint, bytes decide the rest. */
+function hintedMime(fileType: string | undefined): string | null {
+  if (fileType === "webpage") return "text/html";
+  if (fileType === "email") return "message/rfc822";
+  if (fileType === "text") return "text/plain";
+  return null;
+}
+
+/** containerTags arrives as a form field: a JSON array or a comma-separated list. */
+function parseTagList(raw: string | undefined): string[] {
+  if (!raw?.trim()) return [];
+  let tags: unknown;
+  try {
+    tags = raw.trim().startsWith("[")
+      ? JSON.parse(raw)
+      : raw
+          .split(",")
+          .map((t) => t.trim())
+          .filter(Boolean);
+  } catch {
+    throw badRequest("containerTags is not a JSON array", "containerTags");
+  }
+  const parsed = ContainerTag.array().max(100).safeParse(tags);
+  if (!parsed.success) throw badRequest(`containerTags: ${parsed.error.issues[0]?.message}`, "containerTags");
+  return parsed.data;
+}
+
+function parseMetadataField(raw: string | undefined) {
+  if (!raw?.trim()) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw badRequest("metadata is not valid JSON", "metadata");
+  }
+  const parsed = Metadata.safeParse(value);
+  if (!parsed.success) throw badRequest(`metadata: ${parsed.error.issues[0]?.message}`, "metadata");
+  return parsed.data;
 }

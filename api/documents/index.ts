@@ -9,6 +9,7 @@ export function documentsApp(deps: ApiDeps) {
   const h = createDocumentHandlers(deps);
   return new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     .openapi(routes.addDocument, h.addDocument)
+    .openapi(routes.uploadFile, h.uploadFile)
     .openapi(routes.batchAdd, h.batchAdd)
     .openapi(routes.listDocuments, h.listDocuments)
     .openapi(routes.listProcessing, h.listProcessing)

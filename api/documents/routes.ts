@@ -1,5 +1,5 @@
 import { createRoute, type z } from "@hono/zod-openapi";
-import { errorResponses, notFoundResponse } from "../schemas.ts";
+import { ErrorResponse, errorResponses, notFoundResponse } from "../schemas.ts";
 import {
   AddDocumentBody,
   AddDocumentResponse,
@@ -13,6 +13,7 @@ import {
   ListResponse,
   ProcessingResponse,
   UpdateBody,
+  UploadForm,
 } from "./schemas.ts";
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({
@@ -102,4 +103,19 @@ export const deleteDocument = createRoute({
   summary: "Delete a document permanently (by id or customId)",
   request: { params: IdParam },
   responses: { 204: { description: "Deleted" }, ...errorResponses, ...notFoundResponse },
+});
+
+export const uploadFile = createRoute({
+  method: "post",
+  path: "/file",
+  tags,
+  security,
+  summary:
+    "Upload a file (PDF, image, audio, video, docx, pptx, eml, html, text); its type is detected from the bytes",
+  request: { body: { content: { "multipart/form-data": { schema: UploadForm } }, required: true } },
+  responses: {
+    200: json(AddDocumentResponse, "Stored and queued for processing"),
+    413: { description: "File too large", content: { "application/json": { schema: ErrorResponse } } },
+    ...errorResponses,
+  },
 });

@@ -83,6 +83,9 @@ export const DocumentJson = z
     summary: z.string().nullable(),
     url: z.string().nullable(),
     filepath: z.string().nullable(),
+    fileName: z.string().nullable(),
+    mimeType: z.string().nullable(),
+    fileSize: z.number().nullable(),
     containerTags: z.array(z.string()),
     metadata: z.record(z.string(), z.unknown()).nullable(),
     connectionId: z.string().nullable(),
@@ -149,3 +152,26 @@ export const IdParam = z.object({
     .min(1)
     .openapi({ param: { name: "id", in: "path" } }),
 });
+
+/** Multipart fields of POST /v3/documents/file, as the official SDK's documents.uploadFile sends them. */
+export const UploadForm = z
+  .object({
+    file: z.instanceof(File).openapi({ type: "string", format: "binary" }),
+    containerTag: ContainerTag.optional(),
+    containerTags: z
+      .string()
+      .optional()
+      .openapi({ description: 'JSON array (["a","b"]) or comma-separated list of container tags' }),
+    metadata: z.string().optional().openapi({ description: "JSON object of metadata" }),
+    customId: CustomId.optional(),
+    fileType: z
+      .string()
+      .max(50)
+      .optional()
+      .openapi({ description: "Hint for text-like files (text, webpage, email)" }),
+    mimeType: z.string().max(255).optional(),
+    filepath: z.string().max(1000).optional(),
+    taskType: TaskType,
+    useAdvancedProcessing: z.string().optional(),
+  })
+  .openapi("UploadFile");

@@ -42,11 +42,11 @@ export function tempDir(cleanup: Cleanup, prefix: string): { dir: string; remove
   return { dir, remove };
 }
 
-export async function startTemporal(cleanup: Cleanup): Promise<string> {
+export async function startTemporal(cleanup: Cleanup): Promise<{ address: string; pid: number }> {
   const { dir } = tempDir(cleanup, "memory-bench-temporal-");
   const dev = await startTemporalDevServer({ dataDir: dir, port: 0, uiPort: 0 });
   cleanup.add(`Temporal dev server (pid ${dev.pid})`, () => dev.stop());
-  return dev.address;
+  return { address: dev.address, pid: dev.pid };
 }
 
 export interface BenchService {

@@ -1,5 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
-import { customType, index, integer, pgTable, text, timestamp, vector } from "drizzle-orm/pg-core";
+import { customType, index, integer, jsonb, pgTable, text, timestamp, vector } from "drizzle-orm/pg-core";
 import { documents } from "./documents.ts";
 
 /** Dimension of the stored vectors; each chunk also records the model that made it. */
@@ -16,6 +16,8 @@ export const chunks = pgTable(
       .references(() => documents.id, { onDelete: "cascade" }),
     position: integer("position").notNull(),
     content: text("content").notNull(),
+    /** Where in the file the chunk comes from: page, slide, section, start/end seconds, source. */
+    metadata: jsonb("metadata").$type<Record<string, string | number>>().notNull().default({}),
     embedding: vector("embedding", { dimensions: EMBEDDING_DIMENSION }),
     embeddingModel: text("embedding_model"),
     embeddingDimension: integer("embedding_dimension"),

@@ -7,6 +7,16 @@ export type DocumentStatus = (typeof documentStatuses)[number];
 export type MetadataValue = string | number | boolean | string[];
 export type Metadata = Record<string, MetadataValue>;
 
+export interface StoredSegment {
+  text: string;
+  page?: number;
+  slide?: number;
+  section?: string;
+  startSeconds?: number;
+  endSeconds?: number;
+  source?: string;
+}
+
 export interface StatusEvent {
   status: DocumentStatus;
   at: string;
@@ -29,8 +39,15 @@ export const documents = pgTable(
     filepath: text("filepath"),
     /** Caller's hint about whom the content is about; kept for memory extraction. */
     entityContext: text("entity_context"),
+    /** Uploaded or fetched file, by content hash in the blob store (null for inline text). */
+    fileKey: text("file_key"),
+    fileName: text("file_name"),
+    mimeType: text("mime_type"),
+    fileSize: integer("file_size"),
     /** Extracted plain text, filled in by the extract stage. */
     content: text("content"),
+    /** The extracted text in pieces with their place in the file (page, slide, section, time). */
+    segments: jsonb("segments").$type<StoredSegment[]>(),
     summary: text("summary"),
     containerTags: text("container_tags").array().notNull().default(sql`'{}'::text[]`),
     metadata: jsonb("metadata").$type<Metadata>().notNull().default({}),

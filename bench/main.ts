@@ -1,0 +1,147 @@
+// Benchmark of the embedded default (PGlite in a temp DATA_DIR, a Temporal dev server started here,
+// the real worker and API in this process): ingestion throughput and search latency. Prints the
+// figures and writes docs/benchmarks.md. Usage: npm run bench -- [--docs N] [--chunks N] [--searches N]
+// [--threads N] [--skip-ingest] [--skip-search] [--out FILE]
+
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { loadConfig } from "../config/env.ts";
+import { type IngestResult, runIngest } from "./ingest.ts";
+import { readCorpus, readQueries, SCIFACT_DIR } from "./lib/corpus.ts";
+import { log } from "./lib/progress.ts";
+import { renderReport, summaryLines } from "./lib/report.ts";
+import { Cleanup, startTemporal } from "./lib/service.ts";
+import { runSearch, type SearchResult } from "./search.ts";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+function positive(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+/** The commit measured, and whether files outside bench/ and docs/ differ from it. */
+function revision(): string {
+  if (process.env.BENCH_REVISION) return process.env.BENCH_REVISION; // e.g. when run from a `git archive` export
+  const git = (...args: string[]) =>
+    execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  try {
+    const commit = git("rev-parse", "--short", "HEAD").trim();
+    const changed = git("status", "--porcelain")
+      .split("\n")
+      .map((line) => line.slice(3).trim())
+      .filter((file) => file && !file.startsWith("bench/") && !file.startsWith("docs/"));
+    return changed.length ? `${commit} with uncommitted changes to ${changed.length} files` : commit;
+  } catch {
+    return "unknown (not a git checkout)";
+  }
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      docs: { type: "string" },
+      chunks: { type: "string" },
+      searches: { type: "string" },
+      threads: { type: "string" },
+      "skip-ingest": { type: "boolean", default: false },
+      "skip-search": { type: "boolean", default: false },
+      out: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(
+      "npm run bench -- [--docs 200] [--chunks 10000] [--searches 200] [--threads <EMBEDDING_THREADS default>]\n" +
+        "                 [--skip-ingest] [--skip-search] [--out docs/benchmarks.md]\n",
+    );
+    return 0;
+  }
+  const options = {
+    docs: positive("docs", values.docs, 200),
+    chunks: positive("chunks", values.chunks, 10_000),
+    searches: positive("searches", values.searches, 200),
+    threads: positive("threads", values.threads, loadConfig({}).EMBEDDING_THREADS),
+  };
+  const out = path.resolve(root, values.out ?? "docs/benchmarks.md");
+  const command = `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
+
+  const cleanup = new Cleanup();
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = true;
+    log(`${signal}: cleaning up`);
+    cleanup.runAll().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  const rev = revision(); // at the start: worker threads and the workflow bundle load sources from the tree later
+  const started = new Date();
+  const t0 = performance.now();
+  let ingest: IngestResult | undefined;
+  let search: SearchResult | undefined;
+  try {
+    log(`reading ${SCIFACT_DIR}`);
+    const corpus = readCorpus();
+    const queries = readQueries();
+    log("starting a Temporal dev server on free ports");
+    const { address: temporalAddress, pid: temporalPid } = await startTemporal(cleanup);
+    log(`Temporal dev server at ${temporalAddress}`);
+    if (!values["skip-ingest"]) {
+      ingest = await runIngest({
+        cleanup,
+        temporalAddress,
+        temporalPid,
+        corpus,
+        docs: options.docs,
+        threads: options.threads,
+      });
+    }
+    if (!values["skip-search"]) {
+      search = await runSearch({
+        cleanup,
+        temporalAddress,
+        temporalPid,
+        corpus,
+        queries,
+        chunks: options.chunks,
+        searches: options.searches,
+        threads: options.threads,
+      });
+    }
+  } finally {
+    await cleanup.runAll();
+  }
+  const totalMs = performance.now() - t0;
+  const report = {
+    started,
+    totalMs,
+    command,
+    revision: rev,
+    ingest,
+    search,
+    threads: options.threads,
+  };
+  process.stdout.write(`\n${summaryLines(report).join("\n")}\n\n`);
+  writeFileSync(out, renderReport(report));
+  log(`wrote ${path.relative(process.cwd(), out) || out}`);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`bench failed: ${(error as Error).stack ?? error}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,59 @@
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  NoSuchKey,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { BlobNotFoundError, type BlobStore } from "./types.ts";
+
+export interface S3BlobOptions {
+  bucket: string;
+  prefix?: string;
+  region: string;
+  endpoint?: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle?: boolean;
+}
+
+/** Any S3-compatible object store (AWS, MinIO, R2, ...), for deployments with several machines. */
+export function createS3BlobStore(opts: S3BlobOptions): BlobStore {
+  const client = new S3Client({
+    region: opts.region,
+    endpoint: opts.endpoint,
+    forcePathStyle: opts.forcePathStyle ?? Boolean(opts.endpoint),
+    credentials:
+      opts.accessKeyId && opts.secretAccessKey
+        ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey }
+        : undefined,
+    // Checksums only where the protocol demands them: S3-compatible stores differ in what they accept.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
+  const key = (k: string) => `${opts.prefix ?? ""}${k}`;
+  return {
+    kind: "s3",
+    async put(k, bytes, contentType) {
+      await client.send(
+        new PutObjectCommand({ Bucket: opts.bucket, Key: key(k), Body: bytes, ContentType: contentType }),
+      );
+    },
+    async get(k) {
+      try {
+        const out = await client.send(new GetObjectCommand({ Bucket: opts.bucket, Key: key(k) }));
+        return Buffer.from(
+          await (out.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+        );
+      } catch (error) {
+        if (error instanceof NoSuchKey || (error as { name?: string }).name === "NoSuchKey") {
+          throw new BlobNotFoundError(k);
+        }
+        throw error;
+      }
+    },
+    async delete(k) {
+      await client.send(new DeleteObjectCommand({ Bucket: opts.bucket, Key: key(k) }));
+    },
+  };
+}
