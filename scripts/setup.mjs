@@ -359,10 +359,25 @@ async function ensurePostgres() {
   });
 }
 
+/**
+ * ffmpeg, pocketsphinx and the Whisper venv for audio and video (scripts/setup-speech.sh). Tests need them;
+ * a plain start goes on without them (audio and video documents then fail with a reason saying so).
+ */
+async function ensureSpeech(forTests) {
+  if (process.env.MEMORY_SKIP_SPEECH === "1" && !forTests) return log("speech: skipped (MEMORY_SKIP_SPEECH=1)");
+  try {
+    await run("bash", [path.join(ROOT, "scripts", "setup-speech.sh")], { heartbeat: "installing speech tools" });
+  } catch (err) {
+    if (forTests) throw err;
+    log(`speech: not installed (${err.message.split("\n")[0]}); audio and video documents will fail until it is`);
+  }
+}
+
 async function main() {
   const forTests = process.argv.includes("--test");
   await ensureNodeModules();
   await ensureTemporalCli(forTests);
+  await ensureSpeech(forTests);
   if (forTests) await ensurePostgres();
   log(`done in ${seconds(started)}`);
 }
