@@ -19,6 +19,8 @@ export interface ChunkHit {
   documentId: string;
   position: number;
   content: string;
+  /** Where in the file: page, slide, section, start/end seconds. */
+  metadata: Record<string, string | number>;
   /** Cosine similarity of the chunk to the query, 0..1 (0 when only the keyword side matched). */
   similarity: number;
   keywordRank: number | null;
@@ -74,7 +76,7 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
              k.rank AS keyword_rank
       FROM by_vector v FULL OUTER JOIN by_keyword k ON v.id = k.id
     )
-    SELECT c.id AS chunk_id, c.document_id, c.position, c.content,
+    SELECT c.id AS chunk_id, c.document_id, c.position, c.content, c.metadata,
            CASE WHEN c.embedding IS NULL THEN 0 ELSE 1 - (c.embedding <=> ${vector}::vector) END AS similarity,
            f.keyword_rank, f.fused
     FROM fused f JOIN chunks c ON c.id = f.id
@@ -87,6 +89,7 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     documentId: String(r.document_id),
     position: Number(r.position),
     content: String(r.content),
+    metadata: (r.metadata ?? {}) as Record<string, string | number>,
     similarity: Number(r.similarity),
     keywordRank: r.keyword_rank == null ? null : Number(r.keyword_rank),
     fused: Number(r.fused),
@@ -97,6 +100,7 @@ export interface NeighbourChunk {
   documentId: string;
   position: number;
   content: string;
+  metadata: Record<string, string | number>;
 }
 
 /** Chunks next to the given positions, to show matches in context. */
@@ -105,7 +109,7 @@ export async function chunksAt(db: Database, wanted: { documentId: string; posit
   const rows = await queryRows(
     db,
     sql`
-    SELECT c.document_id, c.position, c.content
+    SELECT c.document_id, c.position, c.content, c.metadata
     FROM chunks c
     JOIN jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS w(document_id text, position int)
       ON w.document_id = c.document_id AND w.position = c.position`,
@@ -114,6 +118,7 @@ export async function chunksAt(db: Database, wanted: { documentId: string; posit
     documentId: String(r.document_id),
     position: Number(r.position),
     content: String(r.content),
+    metadata: (r.metadata ?? {}) as Record<string, string | number>,
   }));
 }
 

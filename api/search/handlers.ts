@@ -10,6 +10,7 @@ import type * as routes from "./routes.ts";
 
 interface ChunkOut {
   content: string;
+  metadata: Record<string, string | number>;
   isRelevant: boolean;
   score: number;
   position: number;
@@ -53,6 +54,7 @@ export function createSearchHandlers(deps: ApiDeps) {
       const list = byDocument.get(hit.documentId) ?? [];
       list.push({
         content: hit.content,
+        metadata: hit.metadata,
         isRelevant: true,
         score: round(hit.similarity),
         position: hit.position,
@@ -119,7 +121,7 @@ export function createSearchHandlers(deps: ApiDeps) {
       seen.add(key);
       const target = ranked.find((r) => r.documentId === n.documentId);
       if (target && !target.chunks.some((ch) => ch.position === n.position)) {
-        target.chunks.push({ content: n.content, isRelevant: false, score: 0, position: n.position });
+        target.chunks.push({ content: n.content, metadata: n.metadata, isRelevant: false, score: 0, position: n.position });
       }
     }
   }

@@ -44,7 +44,16 @@ export const SearchResponse = z
     results: z.array(
       z.object({
         documentId: z.string(),
-        chunks: z.array(z.object({ content: z.string(), isRelevant: z.boolean(), score: z.number() })),
+        chunks: z.array(
+          z.object({
+            content: z.string(),
+            isRelevant: z.boolean(),
+            score: z.number(),
+            metadata: z.record(z.string(), z.union([z.string(), z.number()])).openapi({
+              description: "Where the chunk is in its file: page, slide, section, startSeconds/endSeconds, source",
+            }),
+          }),
+        ),
         score: z.number(),
         title: z.string().nullable(),
         type: z.string().nullable(),

@@ -40,6 +40,22 @@ function cpuRow(label: string, c: CpuShares | undefined): string {
   return `| ${label} | ${cores(c.mainThread)} (event loop busy ${(100 * c.mainEventLoop).toFixed(0)} %) | ${cores(c.busiestOtherThreads)} | ${cores(c.otherThreads)} | ${cores(c.temporalServer)} | ${cores(total)} |`;
 }
 
+function machineLoad(r: Report) {
+  const phases: [string, CpuShares | undefined][] = [
+    ["Embedder alone, whole documents", r.ingest?.embedderOnDocs.cpu],
+    ["Embedder alone, chunks", r.ingest?.embedderOnChunks.cpu],
+    ["Ingestion pipeline", r.ingest?.cpu],
+    ["Query embedding", r.search?.cpu.queryEmbedding],
+    ["SQL timings", r.search?.cpu.sql],
+    ["HTTP searches", r.search?.cpu.http],
+  ];
+  const measured = phases.filter((x): x is [string, CpuShares] => Boolean(x[1]));
+  const busy = measured.filter(
+    ([, c]) => c.otherProcesses > OTHER_LOAD_WARNING || c.steal > OTHER_LOAD_WARNING,
+  );
+  return { measured, busy };
+}
+
 /** The headline figures, for the terminal. */
 export function summaryLines(r: Report): string[] {
   const lines = [`Benchmark finished in ${seconds(r.totalMs)} (${r.command})`];
@@ -73,6 +89,12 @@ export function summaryLines(r: Report): string[] {
       `  keyword-only top-10  ${ms(s.keywordSql.p50)} / ${ms(s.keywordSql.p95)} / ${ms(s.keywordSql.mean)}`,
       `  hybrid/vector p50 ${ratio(s.hybridSql.p50, s.vectorSql.p50)}, hybrid/keyword p50 ${ratio(s.hybridSql.p50, s.keywordSql.p50)}, ` +
         `query embedding = ${((100 * s.queryEmbedding.p50) / s.http.p50).toFixed(0)} % of HTTP p50`,
+    );
+  }
+  const { busy } = machineLoad(r);
+  if (busy.length) {
+    lines.push(
+      `WARNING: other work used the CPU during ${busy.map(([label, c]) => `${label.toLowerCase()} (${cores(c.otherProcesses)} cores, steal ${cores(c.steal)})`).join(", ")}: those figures are pessimistic.`,
     );
   }
   return lines;

@@ -203,6 +203,11 @@ interface Slot {
   worker: Promise<Tesseract.Worker> | null;
 }
 
+/** tesseract.js keeps the Node worker thread on the object it returns, without declaring it. */
+function threadOf(worker: Tesseract.Worker): ThreadWorker | undefined {
+  return (worker as unknown as { worker?: ThreadWorker }).worker;
+}
+
 function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
 }
@@ -260,21 +265,45 @@ export function createOcr({ workers = 1 }: { workers?: number } = {}): Ocr {
     return worker;
   }
 
+  /** The slot's worker, started on first use; a worker whose thread dies is forgotten (and replaced next time). */
+  function workerFor(slot: Slot): Promise<Tesseract.Worker> {
+    if (slot.worker) return slot.worker;
+    const starting = startWorker().then(
+      (worker) => {
+        const thread = threadOf(worker);
+        const forget = () => {
+          if (slot.worker === starting) slot.worker = null;
+          started.delete(starting);
+        };
+        // Always listened to: an 'error' event with no listener would be rethrown and end the process.
+        thread?.on("error", () => {
+          forget();
+          void worker.terminate().catch(() => {});
+        });
+        thread?.once("exit", forget);
+        // An idle worker must not keep the process alive; `runOn` refs it while it works.
+        thread?.unref();
+        return worker;
+      },
+      (err: unknown) => {
+        if (slot.worker === starting) slot.worker = null;
+        started.delete(starting);
+        throw new Error(
+          `the OCR engine could not start: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      },
+    );
+    started.add(starting);
+    slot.worker = starting;
+    return starting;
+  }
+
   /** Runs one recognition on a slot's worker; a worker that dies or is aborted is dropped from the slot. */
   async function runOn(slot: Slot, png: Buffer, signal?: AbortSignal): Promise<OcrResult> {
-    if (!slot.worker) {
-      const starting = startWorker();
-      started.add(starting);
-      slot.worker = starting;
-      starting.catch(() => {
-        started.delete(starting);
-        if (slot.worker === starting) slot.worker = null;
-      });
-    }
-    const current = slot.worker;
+    const current = workerFor(slot);
     const worker = await current;
     if (signal?.aborted) throw abortError(signal);
-    const thread = (worker as unknown as { worker?: ThreadWorker }).worker;
+    const thread = threadOf(worker);
     const drop = () => {
       if (slot.worker === current) slot.worker = null;
       started.delete(current);
@@ -282,7 +311,6 @@ export function createOcr({ workers = 1 }: { workers?: number } = {}): Ocr {
     };
     return new Promise<OcrResult>((resolve, reject) => {
       const cleanup = () => {
-        // An idle worker must not keep the process alive; a busy one must.
         thread?.unref();
         thread?.off("error", onError);
         thread?.off("exit", onExit);

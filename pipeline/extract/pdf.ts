@@ -209,7 +209,8 @@ export function createPdfExtractor({
           throwIfAborted(ctx.signal);
           const read = await ocr().recognize(png, { signal: ctx.signal });
           const ocrText = read.text.trim();
-          // Keep whichever says more: a short real text layer beats an OCR of the same words.
+          // Keep whichever has more text: a scan with a stray text stamp gets its OCR, while a short
+          // page of real text keeps its exact text layer when OCR finds nothing more.
           if (forceOcr || nonBlankLength(ocrText) > nonBlankLength(text)) {
             segments.push({ page: n, source: "ocr", text: ocrText });
             ocrPages++;

@@ -1,4 +1,8 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Supermemory, { toFile } from "supermemory";
@@ -83,6 +87,66 @@ describe("every content type, from real files", () => {
 
   it("knows what to expect of every fixture file", () => {
     expect(files.filter((f) => !(f in expected))).toEqual([]);
+  });
+
+  const finished = (id: string) =>
+    waitFor(
+      async () => {
+        const d = await client.documents.get(id);
+        return d.status === "done" || d.status === "failed" ? d : undefined;
+      },
+      id,
+      300_000,
+    );
+
+  it("transcribes and reads a video built from the fixture speech and a page image", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "memory-video-"));
+    try {
+      const video = path.join(dir, "talk.mp4");
+      execFileSync("ffmpeg", [
+        ...["-nostdin", "-v", "error", "-y", "-loop", "1", "-i", path.join(fixtures, "image/DA-1p.png")],
+        ...["-i", path.join(fixtures, "audio/jfk.wav"), "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2"],
+        ...["-c:v", "libx264", "-tune", "stillimage", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", video],
+      ]);
+      const { id } = await client.documents.uploadFile({ file: await toFile(readFileSync(video), "talk.mp4") });
+      const doc = await finished(id);
+      expect(doc.status, (doc as { errorReason?: string }).errorReason ?? "").toBe("done");
+      expect(doc.type).toBe("video");
+      expect(doc.content).toMatch(/country/i);
+      expect(doc.content).toMatch(/maleficar/);
+      expect(Number((doc.metadata as Record<string, unknown>).durationSeconds)).toBeGreaterThan(10);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fetches a PDF given as a URL", async () => {
+    const pdf = readFileSync(path.join(fixtures, "pdf/embedded-link.pdf"));
+    const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end(pdf));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const { id } = await client.documents.add({ content: `http://127.0.0.1:${port}/files/report.pdf` });
+      const doc = await finished(id);
+      expect(doc.status).toBe("done");
+      expect(doc.type).toBe("pdf");
+      expect(doc.content).toContain("This is the link");
+      expect((doc as { fileName?: string }).fileName).toBe("report.pdf");
+    } finally {
+      server.close();
+    }
+  });
+
+  it("keeps pages and slides on the chunks", async () => {
+    const { id } = await client.documents.uploadFile({
+      file: await toFile(readFileSync(path.join(fixtures, "pptx/fake-power-point-table.pptx")), "deck.pptx"),
+      containerTag: "structure",
+    });
+    expect((await finished(id)).status).toBe("done");
+    const found = await client.search.documents({ q: "Tangerine", containerTags: ["structure"], onlyMatchingChunks: true });
+    expect(found.results[0]?.documentId).toBe(id);
+    const hit = found.results[0]?.chunks[0] as { metadata?: { slide?: number } } | undefined;
+    expect(hit?.metadata?.slide).toBe(1);
   });
 
   it.each(files.filter((f) => f in expected))("%s", async (file) => {
