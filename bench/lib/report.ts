@@ -265,7 +265,9 @@ export function renderReport(r: Report): string {
     "- **Embedder alone** is the speed limit set by the model on this machine: the same texts through a fresh `createEmbedder` with the same thread count, after a warm-up, in calls of 32 texts. **Ingestion / embedder** is how much of that speed the pipeline keeps. The pipeline embeds chunks, not whole documents (a 200-word document is split into overlapping chunks by CHUNK_MAX_CHARS and CHUNK_OVERLAP_SENTENCES), so it does more model work per document than the whole-text figure assumes; the per-chunk ratio compares like with like.",
     "- **Per-document latency** comes from `statusHistory` timestamps (written by the worker). With all documents submitted at once, `queued → done` mostly measures the time spent waiting behind other documents; the stage rows show the work itself.",
     "- **Search** figures are latencies of single requests one after another (no concurrency), percentiles over all measured queries (linear interpolation), never a best run. HTTP latency = query embedding + hybrid SQL + fetching documents and neighbouring chunks + HTTP and validation; the rows above let you see each share. The baselines run a single method on the same table: they show what the fusion of both costs on top.",
-    "- Figures depend on the machine, the model and the data; compare runs from the same machine only.",
+    "- **CPU in cores** (ingestion) shows where the machine's capacity went: if the embedding thread is far below 1.00 per thread while the pipeline runs, the model is waiting for the rest of the pipeline (Temporal hand-overs, store writes on the main thread) rather than the other way round.",
+    "- **Machine load** shows CPU used outside the benchmark during each phase. The benchmark cannot make a busy machine idle; it only says when its figures were taken next to other work.",
+    "- Figures depend on the machine, the model and the data, and vary between runs even on an idle virtual machine: compare several runs from the same machine before drawing conclusions.",
     "",
   );
   return out.join("\n");

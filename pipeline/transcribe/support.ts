@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import type { TranscriptSegment } from "./types.ts";
 
 export interface RunOptions {
@@ -71,6 +72,7 @@ export function runProcess(command: string, args: string[], opts: RunOptions): P
     const stdoutChunks: Buffer[] = [];
     let stdoutBytes = 0;
     let pendingLine = "";
+    const decoder = new StringDecoder("utf8");
     let stderr = "";
     let failure: Error | undefined;
 
@@ -92,12 +94,17 @@ export function runProcess(command: string, args: string[], opts: RunOptions): P
       }
       stdoutChunks.push(chunk);
       if (opts.onStdoutLine) {
-        pendingLine += chunk.toString("utf8");
+        pendingLine += decoder.write(chunk);
         const lines = pendingLine.split("\n");
         pendingLine = lines.pop() ?? "";
         for (const line of lines) {
           opts.heartbeat?.({ ...opts.heartbeatDetails });
-          opts.onStdoutLine(line);
+          try {
+            opts.onStdoutLine(line);
+          } catch (err) {
+            kill(err instanceof Error ? err : new Error(String(err)));
+            return;
+          }
         }
       }
     });
@@ -125,7 +132,15 @@ export function runProcess(command: string, args: string[], opts: RunOptions): P
         reject(failure);
         return;
       }
-      if (opts.onStdoutLine && pendingLine) opts.onStdoutLine(pendingLine);
+      pendingLine += decoder.end();
+      if (opts.onStdoutLine && pendingLine) {
+        try {
+          opts.onStdoutLine(pendingLine);
+        } catch (err) {
+          reject(err);
+          return;
+        }
+      }
       resolve({
         code,
         stdout: Buffer.concat(stdoutChunks).toString("utf8"),

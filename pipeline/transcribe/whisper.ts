@@ -117,7 +117,12 @@ export function createWhisperTranscriber(options: WhisperOptions = {}): Transcri
             },
             onStdoutLine: (line) => {
               if (!line.startsWith("{")) return;
-              const msg = JSON.parse(line) as RunnerLine;
+              let msg: RunnerLine;
+              try {
+                msg = JSON.parse(line) as RunnerLine;
+              } catch {
+                return; // not one of ours (a library printing to stdout)
+              }
               if (msg.type === "info") {
                 language = msg.language;
                 duration = msg.duration;
