@@ -364,12 +364,17 @@ async function ensurePostgres() {
  * a plain start goes on without them (audio and video documents then fail with a reason saying so).
  */
 async function ensureSpeech(forTests) {
-  if (process.env.MEMORY_SKIP_SPEECH === "1" && !forTests) return log("speech: skipped (MEMORY_SKIP_SPEECH=1)");
+  if (process.env.MEMORY_SKIP_SPEECH === "1" && !forTests)
+    return log("speech: skipped (MEMORY_SKIP_SPEECH=1)");
   try {
-    await run("bash", [path.join(ROOT, "scripts", "setup-speech.sh")], { heartbeat: "installing speech tools" });
+    await run("bash", [path.join(ROOT, "scripts", "setup-speech.sh")], {
+      heartbeat: "installing speech tools",
+    });
   } catch (err) {
     if (forTests) throw err;
-    log(`speech: not installed (${err.message.split("\n")[0]}); audio and video documents will fail until it is`);
+    log(
+      `speech: not installed (${err.message.split("\n")[0]}); audio and video documents will fail until it is`,
+    );
   }
 }
 

@@ -8,28 +8,52 @@ const nonRetryableErrorTypes = [SUPERSEDED, EXTRACTION_FAILED];
 /** Fetching and identifying: network-bound, a few quick retries. */
 const identification = proxyActivities<DocumentActivities>({
   startToCloseTimeout: "5 minutes",
-  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 5, nonRetryableErrorTypes },
+  retry: {
+    initialInterval: "1s",
+    backoffCoefficient: 2,
+    maximumInterval: "30s",
+    maximumAttempts: 5,
+    nonRetryableErrorTypes,
+  },
 });
 
 /** Text, web pages, mail, .docx and .pptx: parsing in a CPU thread, seconds at most. */
 const textExtraction = proxyActivities<DocumentActivities>({
   startToCloseTimeout: "5 minutes",
   heartbeatTimeout: "30 seconds",
-  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 3, nonRetryableErrorTypes },
+  retry: {
+    initialInterval: "1s",
+    backoffCoefficient: 2,
+    maximumInterval: "30s",
+    maximumAttempts: 3,
+    nonRetryableErrorTypes,
+  },
 });
 
 /** PDF and images may need OCR: minutes for long scans. */
 const ocrExtraction = proxyActivities<DocumentActivities>({
   startToCloseTimeout: "30 minutes",
   heartbeatTimeout: "30 seconds",
-  retry: { initialInterval: "2s", backoffCoefficient: 2, maximumInterval: "1 minute", maximumAttempts: 3, nonRetryableErrorTypes },
+  retry: {
+    initialInterval: "2s",
+    backoffCoefficient: 2,
+    maximumInterval: "1 minute",
+    maximumAttempts: 3,
+    nonRetryableErrorTypes,
+  },
 });
 
 /** Audio and video: transcription runs at a fraction of real time, so allow hours. */
 const mediaExtraction = proxyActivities<DocumentActivities>({
   startToCloseTimeout: "3 hours",
   heartbeatTimeout: "30 seconds",
-  retry: { initialInterval: "5s", backoffCoefficient: 2, maximumInterval: "2 minutes", maximumAttempts: 3, nonRetryableErrorTypes },
+  retry: {
+    initialInterval: "5s",
+    backoffCoefficient: 2,
+    maximumInterval: "2 minutes",
+    maximumAttempts: 3,
+    nonRetryableErrorTypes,
+  },
 });
 
 /** Splitting and indexing: local and fast; retries only cover store hiccups. */

@@ -121,7 +121,13 @@ export function createSearchHandlers(deps: ApiDeps) {
       seen.add(key);
       const target = ranked.find((r) => r.documentId === n.documentId);
       if (target && !target.chunks.some((ch) => ch.position === n.position)) {
-        target.chunks.push({ content: n.content, metadata: n.metadata, isRelevant: false, score: 0, position: n.position });
+        target.chunks.push({
+          content: n.content,
+          metadata: n.metadata,
+          isRelevant: false,
+          score: 0,
+          position: n.position,
+        });
       }
     }
   }

@@ -50,7 +50,8 @@ export const SearchResponse = z
             isRelevant: z.boolean(),
             score: z.number(),
             metadata: z.record(z.string(), z.union([z.string(), z.number()])).openapi({
-              description: "Where the chunk is in its file: page, slide, section, startSeconds/endSeconds, source",
+              description:
+                "Where the chunk is in its file: page, slide, section, startSeconds/endSeconds, source",
             }),
           }),
         ),

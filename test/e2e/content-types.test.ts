@@ -106,9 +106,22 @@ describe("every content type, from real files", () => {
       execFileSync("ffmpeg", [
         ...["-nostdin", "-v", "error", "-y", "-loop", "1", "-i", path.join(fixtures, "image/DA-1p.png")],
         ...["-i", path.join(fixtures, "audio/jfk.wav"), "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2"],
-        ...["-c:v", "libx264", "-tune", "stillimage", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", video],
+        ...[
+          "-c:v",
+          "libx264",
+          "-tune",
+          "stillimage",
+          "-pix_fmt",
+          "yuv420p",
+          "-c:a",
+          "aac",
+          "-shortest",
+          video,
+        ],
       ]);
-      const { id } = await client.documents.uploadFile({ file: await toFile(readFileSync(video), "talk.mp4") });
+      const { id } = await client.documents.uploadFile({
+        file: await toFile(readFileSync(video), "talk.mp4"),
+      });
       const doc = await finished(id);
       expect(doc.status, (doc as { errorReason?: string }).errorReason ?? "").toBe("done");
       expect(doc.type).toBe("video");
@@ -122,7 +135,9 @@ describe("every content type, from real files", () => {
 
   it("fetches a PDF given as a URL", async () => {
     const pdf = readFileSync(path.join(fixtures, "pdf/embedded-link.pdf"));
-    const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end(pdf));
+    const server = createServer((_req, res) =>
+      res.writeHead(200, { "content-type": "application/pdf" }).end(pdf),
+    );
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     try {
       const { port } = server.address() as AddressInfo;
@@ -143,7 +158,11 @@ describe("every content type, from real files", () => {
       containerTag: "structure",
     });
     expect((await finished(id)).status).toBe("done");
-    const found = await client.search.documents({ q: "Tangerine", containerTags: ["structure"], onlyMatchingChunks: true });
+    const found = await client.search.documents({
+      q: "Tangerine",
+      containerTags: ["structure"],
+      onlyMatchingChunks: true,
+    });
     expect(found.results[0]?.documentId).toBe(id);
     const hit = found.results[0]?.chunks[0] as { metadata?: { slide?: number } } | undefined;
     expect(hit?.metadata?.slide).toBe(1);

@@ -41,7 +41,10 @@ describe("worker killed mid-extraction", () => {
     const client = new Supermemory({ apiKey: adminKey, baseURL: `http://127.0.0.1:${port}`, maxRetries: 0 });
     const audio = await toFile(readFileSync(path.join(fixtures, "audio/jfk.mp3")), "jfk.mp3");
     const { id } = await client.documents.uploadFile({ file: audio });
-    await waitFor(async () => ((await client.documents.get(id)).status === "extracting" ? true : undefined), "extracting");
+    await waitFor(
+      async () => ((await client.documents.get(id)).status === "extracting" ? true : undefined),
+      "extracting",
+    );
     // Let the transcription start, then kill the worker without warning.
     await new Promise((r) => setTimeout(r, 1500));
     first.child.kill("SIGKILL");
