@@ -9,6 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/env.ts";
+import { type ExtractionResult, runExtractionBench } from "./extraction.ts";
 import { type IngestResult, runIngest } from "./ingest.ts";
 import { readCorpus, readQueries, SCIFACT_DIR } from "./lib/corpus.ts";
 import { log } from "./lib/progress.ts";
@@ -53,6 +54,7 @@ async function main(): Promise<number> {
       threads: { type: "string" },
       "skip-ingest": { type: "boolean", default: false },
       "skip-search": { type: "boolean", default: false },
+      "skip-extraction": { type: "boolean", default: false },
       out: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -61,7 +63,7 @@ async function main(): Promise<number> {
   if (values.help) {
     process.stdout.write(
       "npm run bench -- [--docs 200] [--chunks 10000] [--searches 200] [--threads <EMBEDDING_THREADS default>]\n" +
-        "                 [--skip-ingest] [--skip-search] [--out docs/benchmarks.md]\n",
+        "                 [--skip-ingest] [--skip-search] [--skip-extraction] [--out docs/benchmarks.md]\n",
     );
     return 0;
   }
@@ -90,6 +92,7 @@ async function main(): Promise<number> {
   const t0 = performance.now();
   let ingest: IngestResult | undefined;
   let search: SearchResult | undefined;
+  let extraction: ExtractionResult | undefined;
   try {
     log(`reading ${SCIFACT_DIR}`);
     const corpus = readCorpus();
@@ -119,6 +122,10 @@ async function main(): Promise<number> {
         threads: options.threads,
       });
     }
+    if (!values["skip-extraction"]) {
+      log("extraction: every fixture file");
+      extraction = await runExtractionBench({ repeats: 3 });
+    }
   } finally {
     await cleanup.runAll();
   }
@@ -130,6 +137,7 @@ async function main(): Promise<number> {
     revision: rev,
     ingest,
     search,
+    extraction,
     threads: options.threads,
   };
   process.stdout.write(`\n${summaryLines(report).join("\n")}\n\n`);

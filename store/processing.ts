@@ -91,10 +91,7 @@ export async function saveExtraction(
     title: sql`coalesce(${documents.title}, ${extracted.title})`,
     type: extracted.type,
     contentHash: extracted.contentHash,
-    // Facts about the file (pages, duration, ...) join the metadata; the caller's own keys win.
-    ...(extracted.metadata && Object.keys(extracted.metadata).length
-      ? { metadata: sql`${JSON.stringify(extracted.metadata)}::jsonb || ${documents.metadata}` }
-      : {}),
+    fileMetadata: extracted.metadata ?? null,
   });
 }
 

@@ -17,6 +17,7 @@ export function presentDocument(row: DocumentRow, opts: { content: boolean; hist
     fileSize: row.fileSize,
     containerTags: row.containerTags,
     metadata: row.metadata,
+    fileMetadata: row.fileMetadata,
     connectionId: row.connectionId,
     errorReason: row.errorReason,
     embeddingModel: row.embeddingModel,

@@ -88,6 +88,12 @@ export const DocumentJson = z
     fileSize: z.number().nullable(),
     containerTags: z.array(z.string()),
     metadata: z.record(z.string(), z.unknown()).nullable(),
+    fileMetadata: z
+      .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+      .nullable()
+      .openapi({
+        description: "Facts read from the file: pages, durationSeconds, codecs, author, encoding, ...",
+      }),
     connectionId: z.string().nullable(),
     errorReason: z.string().nullable(),
     embeddingModel: z.string().nullable(),

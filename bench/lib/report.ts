@@ -1,4 +1,5 @@
 import { cpus, release, totalmem, type } from "node:os";
+import { type ExtractionResult, renderExtraction } from "../extraction.ts";
 import type { IngestResult } from "../ingest.ts";
 import type { SearchResult } from "../search.ts";
 import type { CpuShares } from "./cpu.ts";
@@ -12,6 +13,7 @@ export interface Report {
   threads: number;
   ingest?: IngestResult;
   search?: SearchResult;
+  extraction?: ExtractionResult;
 }
 
 export function machine() {
@@ -245,6 +247,7 @@ export function renderReport(r: Report): string {
   }
 
   p(
+    ...renderExtraction(r.extraction),
     "## How to run",
     "",
     "```sh",

@@ -46,6 +46,8 @@ export const documents = pgTable(
     fileSize: integer("file_size"),
     /** Extracted plain text, filled in by the extract stage. */
     content: text("content"),
+    /** Facts read from the file at extraction (pages, duration, codecs, author, ...); the caller's metadata stays theirs. */
+    fileMetadata: jsonb("file_metadata").$type<Record<string, string | number | boolean>>(),
     /** The extracted text in pieces with their place in the file (page, slide, section, time). */
     segments: jsonb("segments").$type<StoredSegment[]>(),
     summary: text("summary"),

@@ -46,7 +46,7 @@ const expected: Record<string, { type: string; phrase: RegExp } | { failed: RegE
   "image/english-and-korean.png": { type: "image", phrase: /RULES AND INSTRUCTIONS/ },
   // A photograph of a flower: there is no text to read.
   "image/example.jpg": { failed: /no text/i },
-  "image/layout-parser-paper-fast.jpg": { type: "image", phrase: /A Unified Toolkit for Deep Learning/ },
+  "image/layout-parser-paper-fast.jpg": { type: "image", phrase: /A Unified Toolkit for Deep\s+Learning/ },
   "image/table-multi-row-column-cells.png": { type: "image", phrase: /Dexterity/ },
   "pdf/DA-1p.pdf": { type: "pdf", phrase: /tracking the maleficar/ },
   "pdf/a1977-backus-p21.pdf": { type: "pdf", phrase: /functional forms/ },
@@ -127,7 +127,9 @@ describe("every content type, from real files", () => {
       expect(doc.type).toBe("video");
       expect(doc.content).toMatch(/country/i);
       expect(doc.content).toMatch(/maleficar/);
-      expect(Number((doc.metadata as Record<string, unknown>).durationSeconds)).toBeGreaterThan(10);
+      const facts = (doc as unknown as { fileMetadata: Record<string, unknown> }).fileMetadata;
+      expect(Number(facts.durationSeconds)).toBeGreaterThan(10);
+      expect(facts.videoCodec).toBe("h264");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
