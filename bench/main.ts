@@ -93,6 +93,7 @@ async function main(): Promise<number> {
   let ingest: IngestResult | undefined;
   let search: SearchResult | undefined;
   let extraction: ExtractionResult | undefined;
+  let failure: unknown;
   try {
     log(`reading ${SCIFACT_DIR}`);
     const corpus = readCorpus();
@@ -126,6 +127,8 @@ async function main(): Promise<number> {
       log("extraction: every fixture file");
       extraction = await runExtractionBench({ repeats: 3 });
     }
+  } catch (error) {
+    failure = error;
   } finally {
     await cleanup.runAll();
   }
@@ -141,6 +144,11 @@ async function main(): Promise<number> {
     threads: options.threads,
   };
   process.stdout.write(`\n${summaryLines(report).join("\n")}\n\n`);
+  if (failure) {
+    // The figures of the phases that finished are printed above; the report on disk is left as it was.
+    log(`not writing ${path.relative(process.cwd(), out) || out}: a phase failed`);
+    throw failure;
+  }
   writeFileSync(out, renderReport(report));
   log(`wrote ${path.relative(process.cwd(), out) || out}`);
   return 0;

@@ -15,7 +15,7 @@ describe("HTTP contract", () => {
     });
 
   beforeAll(async () => {
-    service = await startTestService({ env: { MAX_CONTENT_BYTES: "4096" } });
+    service = await startTestService({ env: { MAX_CONTENT_BYTES: "4096", MAX_FILE_BYTES: "8192" } });
   });
   afterAll(async () => {
     await service?.stop();
@@ -88,6 +88,36 @@ describe("HTTP contract", () => {
     });
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ error: { code: "payload_too_large" } });
+  });
+
+  it("refuses uploads over MAX_FILE_BYTES with 413 and accepts smaller ones", async () => {
+    const upload = (size: number) => {
+      const form = new FormData();
+      form.append("file", new Blob([Buffer.alloc(size, 65)]), "a.txt");
+      return fetch(`${service.url}/v3/documents/file`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
+        body: form,
+      });
+    };
+    const big = await upload(20_000);
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ error: { code: "payload_too_large" } });
+    const small = await upload(6_000);
+    expect(small.status).toBe(200);
+    expect(await small.json()).toMatchObject({ id: expect.any(String), status: "queued" });
+  });
+
+  it("answers a multipart upload without a file with 400", async () => {
+    const form = new FormData();
+    form.append("containerTag", "x");
+    const res = await fetch(`${service.url}/v3/documents/file`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
+      body: form,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { field: "file" } });
   });
 
   it("answers unknown ids and routes with 404 in the same shape", async () => {

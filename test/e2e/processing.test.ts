@@ -99,6 +99,23 @@ describe("document processing through Temporal", () => {
     expect(doc.content).toContain("Third time lucky");
   });
 
+  it("reads HTML given inline as content like a web page", async () => {
+    const { id } = await client.documents.add({
+      content:
+        '<!doctype html><html><head><title>Inline page</title><meta name="description" content="An inline test page"></head>' +
+        "<body><nav>Home | About</nav><article><h1>Inline page</h1><p>Inline HTML is parsed like any web page, " +
+        "with its title and its metadata kept.</p></article></body></html>",
+    });
+    const doc = await finished(id);
+    expect(doc.status).toBe("done");
+    expect(doc.type).toBe("webpage");
+    expect(doc.title).toBe("Inline page");
+    expect(doc.content).toContain("Inline HTML is parsed like any web page");
+    expect((doc as unknown as { fileMetadata: Record<string, unknown> }).fileMetadata).toMatchObject({
+      description: "An inline test page",
+    });
+  });
+
   it("fails without retrying when there is no text at all", async () => {
     const { id } = await client.documents.add({ content: " \n\t " });
     const doc = await finished(id);
