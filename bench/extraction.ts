@@ -9,6 +9,7 @@ import { threadExtractors } from "../pipeline/extract/registry.ts";
 import type { ContentType, ExtractResult } from "../pipeline/extract/types.ts";
 import { segmentsToText } from "../pipeline/extract/types.ts";
 import { createTranscriber, type TranscriberEngine } from "../pipeline/transcribe/index.ts";
+import { wordAccuracy, wordRecall } from "../pipeline/word-accuracy.ts";
 import { log } from "./lib/progress.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 
@@ -56,36 +57,6 @@ export interface ExtractionResult {
   ocr: OcrAccuracy[];
   speech: SpeechAccuracy[];
   unavailable: string[];
-}
-
-const words = (text: string) =>
-  text
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s']/gu, " ")
-    .split(/\s+/)
-    .filter(Boolean);
-
-/** 1 − word error rate (Levenshtein distance over words / reference length), floored at 0. */
-export function wordAccuracy(reference: string, hypothesis: string): number {
-  const r = words(reference);
-  const h = words(hypothesis);
-  let prev = Array.from({ length: h.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= r.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= h.length; j++) {
-      const cost = r[i - 1] === h[j - 1] ? 0 : 1;
-      cur[j] = Math.min((prev[j] as number) + 1, (cur[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
-    }
-    prev = cur;
-  }
-  return Math.max(0, 1 - (prev[h.length] as number) / Math.max(1, r.length));
-}
-
-/** Share of the reference's distinct words found anywhere in the hypothesis (order-free). */
-function wordRecall(reference: string, hypothesis: string): number {
-  const found = new Set(words(hypothesis));
-  const wanted = [...new Set(words(reference))];
-  return wanted.filter((w) => found.has(w)).length / Math.max(1, wanted.length);
 }
 
 async function timed<T>(repeats: number, fn: () => Promise<T>): Promise<{ value: T; ms: Summary }> {
@@ -243,7 +214,7 @@ export function renderExtraction(r: ExtractionResult | undefined): string[] {
         `| ${s.engine} | ${s.file} | ${pct(s.wordAccuracy)} | ${msText(s.ms.p50)} | ${s.audioSeconds.toFixed(1)} s | ${s.transcript.replace(/\|/g, "\\|")} |`,
     ),
     "",
-    ...(r.unavailable.length ? ["Not measured: " + r.unavailable.join("; "), ""] : []),
+    ...(r.unavailable.length ? [`Not measured: ${r.unavailable.join("; ")}`, ""] : []),
   ];
   return lines;
 }

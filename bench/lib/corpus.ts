@@ -1,9 +1,11 @@
-// Evaluation data is read in place from /work/shared/data/scifact (never copied into the repo).
+// Evaluation data is read in place from ../shared/data/scifact beside the repository (never copied into the repo).
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
-export const SCIFACT_DIR = process.env.BENCH_SCIFACT_DIR ?? "/work/shared/data/scifact";
+export const SCIFACT_DIR =
+  process.env.BENCH_SCIFACT_DIR ?? fileURLToPath(new URL("../../../shared/data/scifact", import.meta.url));
 
 export interface Abstract {
   id: string;

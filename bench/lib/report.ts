@@ -257,7 +257,7 @@ export function renderReport(r: Report): string {
     "npm run bench -- --threads 2       # EMBEDDING_THREADS for the service and the embedder baseline",
     "```",
     "",
-    "- Needs the Temporal CLI (`node scripts/setup.mjs` caches it) and the SciFact files at `/work/shared/data/scifact` (or `BENCH_SCIFACT_DIR`); they are read in place, never copied.",
+    "- Needs the Temporal CLI (`node scripts/setup.mjs` caches it) and the SciFact files at `../shared/data/scifact` beside the repository (or `BENCH_SCIFACT_DIR`); they are read in place, never copied.",
     "- The first run embeds the search corpus (10,000 texts: several minutes on 2 cores) and caches the vectors under `~/.cache/memory-service/bench/` (`<model>-<count>.f32` + `.json`, reused only if the texts are identical); later runs take a few minutes.",
     "- Everything it starts (temporary directories, the Temporal dev server, the service) is stopped and removed at the end, on errors and on Ctrl-C. The command overwrites this file; `--out FILE` writes elsewhere.",
     "- Run it on an otherwise idle machine: the figures are wall-clock times.",

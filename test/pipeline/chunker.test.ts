@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { type Chunk, chunkText } from "../../pipeline/chunker.ts";
+import { FIXTURES_DIR } from "../support/fixtures.ts";
 
-const TEXT = "/work/shared/fixtures/text";
+const TEXT = `${FIXTURES_DIR}/text`;
 const fixture = (name: string) => readFileSync(`${TEXT}/${name}`, "utf8");
 
 /** Properties every chunking must have, whatever the input. */

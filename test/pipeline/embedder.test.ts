@@ -3,13 +3,14 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chunkText } from "../../pipeline/chunker.ts";
 import { createEmbedder, EMBEDDER_NAMES, UseLiteEmbedder } from "../../pipeline/embedder/index.ts";
+import { FIXTURES_DIR } from "../support/fixtures.ts";
 
 const cosine = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * (b[i] as number), 0);
 const norm = (a: number[]) => Math.sqrt(cosine(a, a));
 
 /** ~200-word passages of real prose (a Wikipedia article), as the pipeline would produce them. */
 function passages(count: number): string[] {
-  const text = readFileSync("/work/shared/fixtures/text/norwich-city.txt", "utf8");
+  const text = readFileSync(`${FIXTURES_DIR}/text/norwich-city.txt`, "utf8");
   const chunks = chunkText(text, { maxChars: 1450, overlapSentences: 0 }).map((c) => c.content);
   return Array.from({ length: count }, (_, i) => chunks[i % chunks.length] as string);
 }

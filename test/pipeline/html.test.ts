@@ -3,8 +3,9 @@ import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
 import { describe, expect, it } from "vitest";
 import { htmlToText } from "../../pipeline/html.ts";
+import { FIXTURES_DIR } from "../support/fixtures.ts";
 
-const FIXTURES = "/work/shared/fixtures/html";
+const FIXTURES = `${FIXTURES_DIR}/html`;
 const fixture = (name: string) => readFileSync(`${FIXTURES}/${name}`, "utf8");
 
 /** Every line is trimmed and has single spaces; paragraphs are separated by exactly one blank line. */

@@ -7,8 +7,9 @@ import {
   segmentsToText,
   UnprocessableContentError,
 } from "../../../pipeline/extract/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const DIR = "/work/shared/fixtures/docx";
+const DIR = `${FIXTURES_DIR}/docx`;
 const FIXTURES = readdirSync(DIR)
   .filter((f) => f.endsWith(".docx"))
   .sort();

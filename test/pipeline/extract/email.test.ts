@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { type EmailExtractResult, extractEmail } from "../../../pipeline/extract/email.ts";
 import { segmentsToText, UnprocessableContentError } from "../../../pipeline/extract/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const DIR = "/work/shared/fixtures/email";
+const DIR = `${FIXTURES_DIR}/email`;
 const FIXTURES = readdirSync(DIR)
   .filter((f) => f.endsWith(".eml"))
   .sort();

@@ -3,8 +3,9 @@ import iconv from "iconv-lite";
 import { describe, expect, it } from "vitest";
 import { extractHtml } from "../../../pipeline/extract/html.ts";
 import { type ExtractResult, segmentsToText } from "../../../pipeline/extract/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const DIR = "/work/shared/fixtures/html";
+const DIR = `${FIXTURES_DIR}/html`;
 const FIXTURES = readdirSync(DIR)
   .filter((f) => /\.html?$/.test(f))
   .sort();

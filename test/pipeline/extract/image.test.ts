@@ -4,8 +4,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { extractImage } from "../../../pipeline/extract/image.ts";
 import { closeSharedOcr, createOcr, sniffImageFormat } from "../../../pipeline/extract/ocr.ts";
 import { type ExtractContext, UnprocessableContentError } from "../../../pipeline/extract/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const FIXTURES = "/work/shared/fixtures/image";
+const FIXTURES = `${FIXTURES_DIR}/image`;
 const fixture = (name: string) => readFileSync(`${FIXTURES}/${name}`);
 /** The table fixture: small and quick to OCR, so it is the one converted to other formats. */
 const TABLE = fixture("table-multi-row-column-cells.png");

@@ -6,34 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMediaExtractors, keyframeTimes } from "../../../pipeline/extract/media.ts";
 import { type ExtractContext, UnprocessableContentError } from "../../../pipeline/extract/types.ts";
 import { createTranscriber } from "../../../pipeline/transcribe/index.ts";
+import { wordAccuracy, words } from "../../../pipeline/word-accuracy.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
 // Needs scripts/setup-speech.sh (ffmpeg, ffprobe, the Whisper venv and model).
-const AUDIO = "/work/shared/fixtures/audio";
+const AUDIO = `${FIXTURES_DIR}/audio`;
 const REFERENCE =
   "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country";
-
-const words = (text: string) =>
-  text
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s']/gu, " ")
-    .split(/\s+/)
-    .filter(Boolean);
-
-/** 1 − word error rate (Levenshtein over words). */
-function wordAccuracy(reference: string, hypothesis: string): number {
-  const ref = words(reference);
-  const hyp = words(hypothesis);
-  let prev = Array.from({ length: hyp.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= ref.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= hyp.length; j++) {
-      const sub = (prev[j - 1] as number) + (ref[i - 1] === hyp[j - 1] ? 0 : 1);
-      row.push(Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, sub));
-    }
-    prev = row;
-  }
-  return 1 - (prev[hyp.length] as number) / ref.length;
-}
 
 function context(signal = new AbortController().signal) {
   const beats: unknown[] = [];

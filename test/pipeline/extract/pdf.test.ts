@@ -7,8 +7,9 @@ import {
   segmentsToText,
   UnprocessableContentError,
 } from "../../../pipeline/extract/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const FIXTURES = "/work/shared/fixtures";
+const FIXTURES = FIXTURES_DIR;
 const fixture = (name: string) => readFileSync(`${FIXTURES}/pdf/${name}`);
 
 function context(signal = new AbortController().signal) {

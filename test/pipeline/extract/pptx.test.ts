@@ -8,8 +8,9 @@ import {
   segmentsToText,
   UnprocessableContentError,
 } from "../../../pipeline/extract/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const DIR = "/work/shared/fixtures/pptx";
+const DIR = `${FIXTURES_DIR}/pptx`;
 const FIXTURES = readdirSync(DIR)
   .filter((f) => f.endsWith(".pptx"))
   .sort();

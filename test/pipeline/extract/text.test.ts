@@ -7,8 +7,9 @@ import {
   segmentsToText,
   UnprocessableContentError,
 } from "../../../pipeline/extract/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const DIR = "/work/shared/fixtures/text";
+const DIR = `${FIXTURES_DIR}/text`;
 const FIXTURES = readdirSync(DIR).sort();
 const ctx = () => ({ heartbeat() {}, signal: new AbortController().signal });
 const read = (name: string) => readFileSync(`${DIR}/${name}`);

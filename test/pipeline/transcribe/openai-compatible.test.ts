@@ -6,8 +6,9 @@ import { createTranscriber, TranscriberUnavailableError } from "../../../pipelin
 import { languageCode } from "../../../pipeline/transcribe/openai-compatible.ts";
 import { parseWav } from "../../../pipeline/transcribe/support.ts";
 import type { TranscribeContext } from "../../../pipeline/transcribe/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
-const JFK = readFileSync("/work/shared/fixtures/audio/jfk.wav");
+const JFK = readFileSync(`${FIXTURES_DIR}/audio/jfk.wav`);
 const ctx = (signal = new AbortController().signal): TranscribeContext => ({ heartbeat() {}, signal });
 
 interface Received {
@@ -126,7 +127,7 @@ describe("OpenAI-compatible transcriber", () => {
       engine: "openai",
       openai: { baseUrl, apiKey: "k", model: "whisper-1", maxSecondsPerRequest: 4 },
     });
-    const result = await t.transcribe("/work/shared/fixtures/audio/jfk.wav", ctx());
+    const result = await t.transcribe(`${FIXTURES_DIR}/audio/jfk.wav`, ctx());
     // 11 s in pieces of 4 s: 4 + 4 + 3; every piece is itself a valid WAV.
     expect(received.map((r) => parseWav(r.file)?.data.length)).toEqual([128_000, 128_000, 96_000]);
     const original = parseWav(JFK)?.data as Buffer;

@@ -8,9 +8,10 @@ import {
   parsePocketsphinxOutput,
 } from "../../../pipeline/transcribe/pocketsphinx.ts";
 import type { TranscribeContext } from "../../../pipeline/transcribe/types.ts";
+import { FIXTURES_DIR } from "../../support/fixtures.ts";
 
 // Needs Debian's pocketsphinx and pocketsphinx-en-us (scripts/setup-speech.sh).
-const AUDIO = "/work/shared/fixtures/audio";
+const AUDIO = `${FIXTURES_DIR}/audio`;
 const ctx = (signal = new AbortController().signal): TranscribeContext => ({ heartbeat() {}, signal });
 const words = (text: string) => text.toLowerCase().split(/\s+/).filter(Boolean);
 
