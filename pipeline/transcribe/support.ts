@@ -266,3 +266,24 @@ export function wavFile(layout: Omit<WavLayout, "data" | "dataOffset">, pcm: Buf
   header.writeUInt32LE(pcm.length, 40);
   return Buffer.concat([header, pcm]);
 }
+
+/**
+ * A worker killed mid-job (SIGKILL) cannot remove its temp dirs; the next worker removes those old enough
+ * that no activity can still be using them (the longest media activity is 3 h).
+ */
+export async function sweepStaleTempDirs(prefixes: string[], olderThanMs = 4 * 3600_000): Promise<number> {
+  const { readdir, stat } = await import("node:fs/promises");
+  let removed = 0;
+  for (const name of await readdir(tmpdir())) {
+    if (!prefixes.some((p) => name.startsWith(p))) continue;
+    const dir = join(tmpdir(), name);
+    try {
+      if (Date.now() - (await stat(dir)).mtimeMs < olderThanMs) continue;
+      await rm(dir, { recursive: true, force: true });
+      removed++;
+    } catch {
+      // Gone already, or not ours to remove: either way nothing to do.
+    }
+  }
+  return removed;
+}
