@@ -163,3 +163,40 @@ describe("private network protection", () => {
     expect(doc.content ?? "").not.toContain("internal secret");
   });
 });
+
+describe("a stage that takes too long", () => {
+  let service: TestService;
+  let client: Supermemory;
+  let hanging: Server;
+  let url = "";
+
+  beforeAll(async () => {
+    // A server that accepts the request and never answers.
+    hanging = createServer(() => {});
+    await new Promise<void>((r) => hanging.listen(0, "127.0.0.1", r));
+    url = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/slow`;
+    service = await startTestService({ env: { FETCH_TIMEOUT_MS: "300" } });
+    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await service?.stop();
+    hanging?.closeAllConnections();
+    hanging?.close();
+  });
+
+  it("times out, is retried, and ends failed with the reason instead of staying in extracting", async () => {
+    const { id } = await client.documents.add({ content: url });
+    const doc = await waitFor(
+      async () => {
+        const d = await client.documents.get(id);
+        return d.status === "failed" || d.status === "done" ? d : undefined;
+      },
+      "timeout failure",
+      120_000,
+    );
+    expect(doc.status).toBe("failed");
+    expect((doc as { errorReason?: string }).errorReason).toMatch(
+      /timed out after 300 ms.*gave up after retries/,
+    );
+  });
+});
