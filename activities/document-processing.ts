@@ -19,6 +19,7 @@ import {
   saveIdentified,
   setStatus,
 } from "../store/processing.ts";
+import { readSettings } from "../store/settings.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "../workflows/failure-types.ts";
 import type { CpuPool } from "./cpu-pool.ts";
 import {
@@ -103,7 +104,13 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         await setStatus(db, ref, "chunking");
         const doc = await loadRun(db, ref);
         const segments = doc.segments?.length ? doc.segments : [{ text: doc.content ?? "" }];
-        const pieces = await deps.cpu.chunkSegments(segments, deps.chunking);
+        // `chunkSize` from PATCH /v3/settings (characters) overrides CHUNK_MAX_CHARS for new processing runs.
+        const { values } = await readSettings(db);
+        const chunkSize = typeof values.chunkSize === "number" ? values.chunkSize : undefined;
+        const pieces = await deps.cpu.chunkSegments(segments, {
+          ...deps.chunking,
+          maxChars: chunkSize ?? deps.chunking.maxChars,
+        });
         const count = await replaceChunks(db, ref, pieces);
         return { chunks: count };
       });

@@ -1,17 +1,33 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
-import { bearerAuth } from "./auth.ts";
+import { bearerAuth, endpointGuard } from "./auth.ts";
 import type { ApiDeps, AppEnv } from "./deps.ts";
 import { documentsApp } from "./documents/index.ts";
 import { ApiError, errorBody, renderError } from "./errors.ts";
+import { scopedKeysApp } from "./keys/index.ts";
+import { rateLimit } from "./rate-limit.ts";
 import { searchApp } from "./search/index.ts";
+import { settingsApp } from "./settings/index.ts";
 
 /** The HTTP API. Everything under /v3 needs a bearer key; /health and /openapi.json are public. */
 export function createApp(deps: ApiDeps) {
   const app = new OpenAPIHono<AppEnv>();
 
   app.onError((err, c) => renderError(err, c, deps.log));
+  // An error may be answered before the request body was read; the server then drops the rest and
+  // the socket. Saying so lets keep-alive clients open a new connection instead of reusing a dead one.
+  app.use("*", async (c, next) => {
+    await next();
+    if (c.res.status >= 400 && c.req.raw.body !== null) {
+      try {
+        c.res.headers.set("Connection", "close");
+      } catch {
+        c.res = new Response(c.res.body, c.res);
+        c.res.headers.set("Connection", "close");
+      }
+    }
+  });
   app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${c.req.path}`), 404));
 
   app.get("/health", async (c) => {
@@ -42,11 +58,15 @@ export function createApp(deps: ApiDeps) {
   const fileLimit = limit(deps.config.MAX_FILE_BYTES);
   api.use("*", (c, next) => (c.req.path.endsWith("/file") ? fileLimit(c, next) : jsonLimit(c, next)));
   api.use("*", bearerAuth(deps.db));
+  api.use("*", rateLimit(deps.db, deps.config));
+  api.use("*", endpointGuard());
   const documents = documentsApp(deps);
   api.route("/v3/documents", documents);
   // The earlier major version of the SDK calls /v3/memories/* for the same operations.
   api.route("/v3/memories", documents);
   api.route("/v3/search", searchApp(deps));
+  api.route("/v3/auth/scoped-key", scopedKeysApp(deps));
+  api.route("/v3/settings", settingsApp(deps));
   app.route("/", api);
   return app;
 }

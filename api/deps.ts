@@ -4,6 +4,7 @@ import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import type { Database } from "../store/db.ts";
+import type { SecretBox } from "../store/secrets.ts";
 import type { AuthEnv } from "./auth.ts";
 
 export interface ApiDeps {
@@ -15,6 +16,8 @@ export interface ApiDeps {
   blobs: BlobStore;
   config: Config;
   log: Logger;
+  /** Encrypts connector client secrets kept in settings. */
+  secrets: SecretBox;
 }
 
 export type AppEnv = AuthEnv;

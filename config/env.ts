@@ -20,6 +20,11 @@ export const envSchema = z.object({
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   MEMORY_ADMIN_KEY: z.string().min(16).optional(),
+  /** Requests per window for admin keys; 0 = unlimited (scoped keys carry their own limit). */
+  ADMIN_RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  ADMIN_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
+  /** 32 bytes, base64 or hex: encrypts connector secrets in settings. Unset → DATA_DIR/encryption-key. */
+  MEMORY_ENCRYPTION_KEY: z.string().optional(),
   ALLOW_PRIVATE_NETWORK: flag,
   EMBEDDING_MODEL: z.enum(["use-lite"]).default("use-lite"),
   EMBEDDING_THREADS: z.coerce.number().int().min(1).max(64).default(1),

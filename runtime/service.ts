@@ -13,7 +13,9 @@ import type { Logger } from "../config/logger.ts";
 import { createEmbedder } from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
 import { createTranscriber } from "../pipeline/transcribe/index.ts";
+import { sweepStaleTempDirs } from "../pipeline/transcribe/support.ts";
 import { openStore } from "../store/db.ts";
+import { loadSecretBox } from "../store/secrets.ts";
 import { createDocumentWorker } from "../worker/create-worker.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { DocumentProcessing } from "./processing-client.ts";
@@ -70,6 +72,9 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
 
     if (roles.includes("worker")) {
       installTemporalLogger(log);
+      sweepStaleTempDirs(["memory-media-", "memory-speech-"])
+        .then((removed) => removed && log.info({ removed }, "removed temp dirs left by a killed worker"))
+        .catch((err) => log.warn({ err }, "could not sweep old temp dirs"));
       const cpu = createCpuPool(config.CPU_THREADS);
       stops.push(() => cpu.close());
       const media = createMediaExtractors({
@@ -115,7 +120,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     let url: string | undefined;
     if (roles.includes("api")) {
       await ensureAdminKey(store.db, config, log);
-      const app = createApp({ db: store.db, processing, embedder, blobs, config, log });
+      const secrets = loadSecretBox({ envKey: config.MEMORY_ENCRYPTION_KEY, dataDir: config.dataDir });
+      const app = createApp({ db: store.db, processing, embedder, blobs, config, log, secrets });
       const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
       await new Promise<void>((resolve, reject) => {
         server.once("listening", resolve);

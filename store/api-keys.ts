@@ -74,3 +74,13 @@ export async function keyExistsForSecret(db: Database, secret: string): Promise<
     .where(eq(apiKeys.keyHash, hashKey(secret)));
   return rows.length > 0;
 }
+
+/** Disables a scoped key (its documents and tags stay); false when there is no such active scoped key. */
+export async function disableScopedKey(db: Database, id: string): Promise<boolean> {
+  const rows = await db
+    .update(apiKeys)
+    .set({ disabledAt: new Date() })
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.kind, "scoped"), isNull(apiKeys.disabledAt)))
+    .returning({ id: apiKeys.id });
+  return rows.length > 0;
+}

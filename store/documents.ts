@@ -15,6 +15,7 @@ import {
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import { type DocumentRow, type DocumentStatus, documents, type Metadata } from "./schema/index.ts";
+import { inScope, type TagScope } from "./scope.ts";
 
 export type { DocumentRow, DocumentStatus, Metadata };
 
@@ -25,6 +26,8 @@ export interface NewDocumentInput {
   url?: string | null;
   customId?: string | null;
   containerTags: string[];
+  /** Tags a new document gets when `containerTags` is empty (a scoped key's first tag); an existing one keeps its own. */
+  defaultTags?: string[];
   metadata: Metadata;
   title?: string | null;
   filepath?: string | null;
@@ -42,13 +45,24 @@ export interface SaveResult {
  * Creates a document, or, when the customId already exists, updates that document instead of
  * duplicating it: new content (or a failed document) is reprocessed, the same content is not.
  */
-export async function saveDocument(db: Database, input: NewDocumentInput): Promise<SaveResult> {
+export async function saveDocument(
+  db: Database,
+  input: NewDocumentInput,
+  scope: TagScope = null,
+): Promise<SaveResult> {
   try {
-    return await saveDocumentOnce(db, input);
+    return await saveDocumentOnce(db, input, scope);
   } catch (error) {
     // Two first-time adds of one customId raced; the loser now finds the winner's row and updates it.
-    if (pgErrorCode(error) === "23505" && input.customId) return saveDocumentOnce(db, input);
+    if (pgErrorCode(error) === "23505" && input.customId) return saveDocumentOnce(db, input, scope);
     throw error;
+  }
+}
+
+/** A customId is unique across the service; one held by a document outside the caller's scope cannot be reused. */
+export class CustomIdTakenError extends Error {
+  constructor(readonly customId: string) {
+    super(`customId '${customId}' is already in use`);
   }
 }
 
@@ -59,11 +73,14 @@ export function pgErrorCode(error: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
-async function saveDocumentOnce(db: Database, input: NewDocumentInput): Promise<SaveResult> {
+async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: TagScope): Promise<SaveResult> {
   return db.transaction(async (tx) => {
     const existing = input.customId
       ? (await tx.select().from(documents).where(eq(documents.customId, input.customId)).for("update"))[0]
       : undefined;
+    if (existing && scope && !existing.containerTags.some((t) => scope.includes(t))) {
+      throw new CustomIdTakenError(existing.customId ?? "");
+    }
     if (!existing) {
       const [row] = await tx
         .insert(documents)
@@ -76,7 +93,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput): Promise<
           filepath: input.filepath ?? null,
           entityContext: input.entityContext ?? null,
           ...fileColumns(input),
-          containerTags: input.containerTags,
+          containerTags: input.containerTags.length ? input.containerTags : (input.defaultTags ?? []),
           metadata: input.metadata,
           status: "queued",
           processingRun: 1,
@@ -126,11 +143,15 @@ function requeue(existing: DocumentRow): Partial<DocumentRow> {
 }
 
 /** Looks a document up by its id or, failing that, its customId. */
-export async function findDocument(db: Database, idOrCustomId: string): Promise<DocumentRow | undefined> {
+export async function findDocument(
+  db: Database,
+  idOrCustomId: string,
+  scope: TagScope = null,
+): Promise<DocumentRow | undefined> {
   const rows = await db
     .select()
     .from(documents)
-    .where(or(eq(documents.id, idOrCustomId), eq(documents.customId, idOrCustomId)))
+    .where(and(or(eq(documents.id, idOrCustomId), eq(documents.customId, idOrCustomId)), inScope(scope)))
     .orderBy(sql`(${documents.id} = ${idOrCustomId}) DESC`)
     .limit(1);
   return rows[0];
@@ -150,9 +171,10 @@ export async function updateDocument(
   db: Database,
   idOrCustomId: string,
   patch: DocumentPatch,
+  scope: TagScope = null,
 ): Promise<SaveResult | undefined> {
   return db.transaction(async (tx) => {
-    const found = await findDocument(tx as Database, idOrCustomId);
+    const found = await findDocument(tx as Database, idOrCustomId, scope);
     if (!found) return undefined;
     const [existing] = await tx.select().from(documents).where(eq(documents.id, found.id)).for("update");
     if (!existing) return undefined;
@@ -206,6 +228,7 @@ export interface ListQuery {
   statuses?: DocumentStatus[];
   excludeStatuses?: DocumentStatus[];
   where?: SQL;
+  scope?: TagScope;
 }
 
 export async function listDocuments(
@@ -217,6 +240,7 @@ export async function listDocuments(
     q.statuses ? inArray(documents.status, q.statuses) : undefined,
     q.excludeStatuses ? notInArray(documents.status, q.excludeStatuses) : undefined,
     q.where,
+    inScope(q.scope),
   );
   const sortColumn = q.sort === "updatedAt" ? documents.updatedAt : documents.createdAt;
   const direction = q.order === "asc" ? asc : desc;
@@ -233,27 +257,39 @@ export async function listDocuments(
   return { rows, total: Number(totals[0]?.total ?? 0) };
 }
 
-export async function deleteDocument(db: Database, idOrCustomId: string): Promise<DocumentRow | undefined> {
-  const found = await findDocument(db, idOrCustomId);
+export async function deleteDocument(
+  db: Database,
+  idOrCustomId: string,
+  scope: TagScope = null,
+): Promise<DocumentRow | undefined> {
+  const found = await findDocument(db, idOrCustomId, scope);
   if (!found) return undefined;
   const [row] = await db.delete(documents).where(eq(documents.id, found.id)).returning();
   return row;
 }
 
-export async function deleteDocumentsByIds(db: Database, ids: string[]): Promise<string[]> {
+export async function deleteDocumentsByIds(
+  db: Database,
+  ids: string[],
+  scope: TagScope = null,
+): Promise<string[]> {
   if (!ids.length) return [];
   const rows = await db
     .delete(documents)
-    .where(or(inArray(documents.id, ids), inArray(documents.customId, ids)))
+    .where(and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), inScope(scope)))
     .returning({ id: documents.id, customId: documents.customId });
   return rows.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]);
 }
 
-export async function deleteDocumentsByTags(db: Database, tags: string[]): Promise<number> {
+export async function deleteDocumentsByTags(
+  db: Database,
+  tags: string[],
+  scope: TagScope = null,
+): Promise<number> {
   if (!tags.length) return 0;
   const rows = await db
     .delete(documents)
-    .where(arrayOverlaps(documents.containerTags, tags))
+    .where(and(arrayOverlaps(documents.containerTags, tags), inScope(scope)))
     .returning({ id: documents.id });
   return rows.length;
 }
@@ -267,11 +303,15 @@ export async function countUnfinished(db: Database): Promise<number> {
 }
 
 /** Documents whose processing has not finished: used by the list-processing endpoint and the reconciler. */
-export function unfinishedDocuments(db: Database, limit = 1000): Promise<DocumentRow[]> {
+export function unfinishedDocuments(
+  db: Database,
+  limit = 1000,
+  scope: TagScope = null,
+): Promise<DocumentRow[]> {
   return db
     .select()
     .from(documents)
-    .where(notInArray(documents.status, terminalStatuses))
+    .where(and(notInArray(documents.status, terminalStatuses), inScope(scope)))
     .orderBy(asc(documents.createdAt))
     .limit(limit);
 }

@@ -1,12 +1,15 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import type { Metadata } from "./schema/index.ts";
+import type { TagScope } from "./scope.ts";
 
 export interface HybridSearchQuery {
   text: string;
   embedding: number[];
   containerTags?: string[];
   tagMode: "any" | "all";
+  /** The caller's scope: only documents carrying one of these tags (null/undefined: all). */
+  scope?: TagScope;
   documentId?: string;
   /** Extra condition over documents aliased `d` (e.g. a compiled metadata filter). */
   documentFilter?: SQL;
@@ -42,8 +45,15 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
         sql`, `,
       )}]::text[]`
     : undefined;
+  const scopeTags = q.scope
+    ? sql`ARRAY[${sql.join(
+        q.scope.map((t) => sql`${t}`),
+        sql`, `,
+      )}]::text[]`
+    : undefined;
   const conditions = [
     sql`d.status = 'done'`,
+    scopeTags && sql`d.container_tags && ${scopeTags}`,
     tags && (q.tagMode === "all" ? sql`d.container_tags @> ${tags}` : sql`d.container_tags && ${tags}`),
     q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
     q.documentFilter,

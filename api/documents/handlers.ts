@@ -8,6 +8,7 @@ import { documents } from "../../store/schema/index.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";
+import type { Scope } from "../scope.ts";
 import { presentDocument } from "./present.ts";
 import type * as routes from "./routes.ts";
 import { ListBody } from "./schemas.ts";
@@ -39,19 +40,22 @@ export function createDocumentHandlers(deps: ApiDeps) {
     }
   }
 
-  async function add(input: store.NewDocumentInput) {
-    const before = input.customId ? await store.findDocument(db, input.customId) : undefined;
-    const saved = await store.saveDocument(db, {
-      ...input,
-      url: store.looksLikeUrl(input.source) ? input.source.trim() : null,
-    });
+  /** Every write goes through here: the tags are checked against the caller's scope (403 outside it). */
+  async function add(scope: Scope, input: store.NewDocumentInput) {
+    const defaultTags = scope.writeTags(input.containerTags);
+    const before = input.customId ? await store.findDocument(db, input.customId, scope.tags) : undefined;
+    const saved = await store.saveDocument(
+      db,
+      { ...input, defaultTags, url: store.looksLikeUrl(input.source) ? input.source.trim() : null },
+      scope.tags,
+    );
     if (saved.process) await startProcessing(saved.document, before?.processingRun);
     return { id: saved.document.id, status: saved.document.status };
   }
 
   const addDocument: RouteHandler<typeof routes.addDocument, AppEnv> = async (c) => {
     const body = c.req.valid("json");
-    const result = await add({
+    const result = await add(c.get("scope"), {
       source: body.content,
       customId: body.customId,
       containerTags: tagsOf(body),
@@ -65,13 +69,17 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const batchAdd: RouteHandler<typeof routes.batchAdd, AppEnv> = async (c) => {
     const body = c.req.valid("json");
     const sharedTags = tagsOf(body);
+    const scope = c.get("scope");
+    // Refuse the whole batch up front if it names a foreign tag anywhere.
+    scope.check(sharedTags);
+    for (const item of body.documents) if (typeof item !== "string") scope.check(tagsOf(item));
     const results: { id: string; status: string; error?: string }[] = [];
     for (const item of body.documents) {
       const doc = typeof item === "string" ? { content: item } : item;
       try {
         const itemTags = typeof item === "string" ? [] : tagsOf(item);
         results.push(
-          await add({
+          await add(scope, {
             source: doc.content,
             customId: typeof item === "string" ? undefined : item.customId,
             containerTags: itemTags.length ? itemTags : sharedTags,
@@ -96,7 +104,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const declaredMime = form.mimeType || form.file.type || null;
     const key = fileKey(sha256);
     await deps.blobs.put(key, bytes, declaredMime ?? undefined);
-    const result = await add({
+    const result = await add(c.get("scope"), {
       // The hash stands for the content: re-uploading the same bytes under a customId is not a change.
       source: `file:${sha256}`,
       file: {
@@ -118,6 +126,8 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const listDocuments: RouteHandler<typeof routes.listDocuments, AppEnv> = async (c) => {
     // The body is optional: parse again so defaults apply when it was left out.
     const q = ListBody.parse(c.req.valid("json") ?? {});
+    const scope = c.get("scope");
+    scope.check(q.containerTags ?? []);
     const where = and(
       documentFilterSql(q.filters as FilterNode | undefined),
       q.filepath ? eq(documents.filepath, q.filepath) : undefined,
@@ -130,6 +140,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       limit: q.limit,
       page: q.page,
       where,
+      scope: scope.tags,
     });
     return c.json(
       {
@@ -146,7 +157,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
   };
 
   const listProcessing: RouteHandler<typeof routes.listProcessing, AppEnv> = async (c) => {
-    const rows = await store.unfinishedDocuments(db, 500);
+    const rows = await store.unfinishedDocuments(db, 500, c.get("scope").tags);
     return c.json(
       { documents: rows.map((r) => presentDocument(r, { content: false })), totalCount: rows.length },
       200,
@@ -154,7 +165,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
   };
 
   const getDocument: RouteHandler<typeof routes.getDocument, AppEnv> = async (c) => {
-    const row = await store.findDocument(db, c.req.valid("param").id);
+    const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
     return c.json(presentDocument(row, { content: true, history: true }), 200);
   };
@@ -162,24 +173,37 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const updateDocument: RouteHandler<typeof routes.updateDocument, AppEnv> = async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const tags = tagsOf(body);
-    const before = await store.findDocument(db, id);
+    const scope = c.get("scope");
+    const before = await store.findDocument(db, id, scope.tags);
     if (!before) throw notFound("document");
-    const saved = await store.updateDocument(db, before.id, {
-      content: body.content,
-      metadata: body.metadata,
-      containerTags: tags.length ? tags : undefined,
-      customId: body.customId,
-      title: body.title,
-      filepath: body.filepath,
-    });
+    const tags = tagsOf(body);
+    scope.check(tags);
+    if (body.customId && body.customId !== before.customId) {
+      const holder = await store.findDocument(db, body.customId);
+      if (holder && holder.id !== before.id && holder.customId === body.customId) {
+        throw new store.CustomIdTakenError(body.customId);
+      }
+    }
+    const saved = await store.updateDocument(
+      db,
+      before.id,
+      {
+        content: body.content,
+        metadata: body.metadata,
+        containerTags: tags.length ? tags : undefined,
+        customId: body.customId,
+        title: body.title,
+        filepath: body.filepath,
+      },
+      scope.tags,
+    );
     if (!saved) throw notFound("document");
     if (saved.process) await startProcessing(saved.document, before.processingRun);
     return c.json({ id: saved.document.id, status: saved.document.status }, 200);
   };
 
   const deleteDocument: RouteHandler<typeof routes.deleteDocument, AppEnv> = async (c) => {
-    const row = await store.deleteDocument(db, c.req.valid("param").id);
+    const row = await store.deleteDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
     if (!store.terminalStatuses.includes(row.status)) {
       await processing
@@ -191,12 +215,14 @@ export function createDocumentHandlers(deps: ApiDeps) {
 
   const deleteBulk: RouteHandler<typeof routes.deleteBulk, AppEnv> = async (c) => {
     const body = c.req.valid("json");
+    const scope = c.get("scope");
     if (body.containerTags) {
-      const deletedCount = await store.deleteDocumentsByTags(db, body.containerTags);
+      scope.check(body.containerTags);
+      const deletedCount = await store.deleteDocumentsByTags(db, body.containerTags, scope.tags);
       return c.json({ success: true, deletedCount, containerTags: body.containerTags }, 200);
     }
     const ids = [...new Set(body.ids ?? [])];
-    const deleted = new Set(await store.deleteDocumentsByIds(db, ids));
+    const deleted = new Set(await store.deleteDocumentsByIds(db, ids, scope.tags));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));
     return c.json(
       {

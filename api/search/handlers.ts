@@ -22,6 +22,9 @@ export function createSearchHandlers(deps: ApiDeps) {
   const searchDocuments: RouteHandler<typeof routes.searchDocuments, AppEnv> = async (c) => {
     const started = performance.now();
     const body = c.req.valid("json");
+    const scope = c.get("scope");
+    const requestedTags = tagsOf(body);
+    scope.check(requestedTags);
     let documentFilter = body.filepath ? sql`d.filepath = ${body.filepath}` : undefined;
     if (body.filters) {
       try {
@@ -36,7 +39,8 @@ export function createSearchHandlers(deps: ApiDeps) {
     const hits = await hybridChunkSearch(db, {
       text: body.q,
       embedding: embedding as number[],
-      containerTags: tagsOf(body),
+      containerTags: requestedTags,
+      scope: scope.tags,
       tagMode: body.containerTagsOperator,
       documentId: body.docId,
       documentFilter,

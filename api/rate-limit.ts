@@ -1,0 +1,50 @@
+import { createMiddleware } from "hono/factory";
+import type { Config } from "../config/env.ts";
+import type { Database } from "../store/db.ts";
+import { hitRateLimit } from "../store/rate-limits.ts";
+import type { AuthEnv } from "./auth.ts";
+import { ApiError } from "./errors.ts";
+
+/**
+ * Per-key fixed-window limit, counted in the database so several API processes share it. Scoped
+ * keys use their own `rateLimitMax` per `rateLimitWindowMs`; admin keys `ADMIN_RATE_LIMIT_MAX` per
+ * `ADMIN_RATE_LIMIT_WINDOW_MS` (0 = unlimited, the default: no counting, no headers). Every
+ * response to a limited key carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds);
+ * a refused one is 429 `rate_limited` with `Retry-After` (seconds).
+ */
+export function rateLimit(db: Database, config: Config) {
+  return createMiddleware<AuthEnv>(async (c, next) => {
+    const key = c.get("apiKey");
+    const max = key.kind === "admin" ? config.ADMIN_RATE_LIMIT_MAX : (key.rateLimitMax ?? 500);
+    const windowMs =
+      key.kind === "admin" ? config.ADMIN_RATE_LIMIT_WINDOW_MS : (key.rateLimitWindowMs ?? 60_000);
+    if (!max) return next();
+    const state = await hitRateLimit(db, key.id, max, windowMs);
+    const headers = {
+      "X-RateLimit-Limit": String(state.limit),
+      "X-RateLimit-Remaining": String(state.remaining),
+      "X-RateLimit-Reset": String(Math.ceil(state.resetAt / 1000)),
+    };
+    if (!state.allowed) {
+      const retryAfter = Math.max(1, Math.ceil((state.resetAt - Date.now()) / 1000));
+      throw new ApiError(
+        429,
+        "rate_limited",
+        `rate limit of ${max} requests per ${windowMs} ms reached`,
+        undefined,
+        {
+          ...headers,
+          "Retry-After": String(retryAfter),
+        },
+      );
+    }
+    await next();
+    try {
+      for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+    } catch {
+      // Immutable headers (a response built elsewhere): copy it once.
+      c.res = new Response(c.res.body, c.res);
+      for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+    }
+  });
+}

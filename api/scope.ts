@@ -1,0 +1,51 @@
+import type { TagScope } from "../store/scope.ts";
+import { ApiError } from "./errors.ts";
+
+/** Path prefixes a scoped key may call; everything else is 403 `forbidden`. */
+export const SCOPED_KEY_ENDPOINTS = [
+  "/v3/documents",
+  "/v3/memories",
+  "/v4/memories",
+  "/v3/search",
+  "/v4/search",
+  "/v4/profile",
+] as const;
+
+export function endpointAllowed(path: string, allowed: readonly string[]): boolean {
+  return allowed.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+}
+
+const foreignTag = (tags: string[]) =>
+  new ApiError(
+    403,
+    "forbidden",
+    `this key may not use container tag${tags.length > 1 ? "s" : ""} ${tags.map((t) => `'${t}'`).join(", ")}`,
+    "containerTags",
+  );
+
+/**
+ * The caller's reach, set on the request by auth: an admin key sees everything (`tags: null`), a
+ * scoped key only documents carrying one of its container tags. Handlers pass `tags` to every store
+ * query (reads are filtered in SQL, other tenants' ids are simply not found), `check` the tags a
+ * request names (403 for a foreign one) and ask `writeTags` which tags a new document gets.
+ */
+export class Scope {
+  constructor(readonly tags: TagScope) {}
+
+  static readonly all = new Scope(null);
+
+  /** Tags a write stores: the requested ones if all are the key's (403 otherwise); none → the key's first tag. */
+  writeTags(requested: string[]): string[] {
+    if (!this.tags) return requested;
+    this.check(requested);
+    return requested.length ? requested : [this.tags[0] as string];
+  }
+
+  /** Refuses (403) any tag outside the scope. */
+  check(requested: string[]): void {
+    const scope = this.tags;
+    if (!scope) return;
+    const foreign = requested.filter((t) => !scope.includes(t));
+    if (foreign.length) throw foreignTag(foreign);
+  }
+}

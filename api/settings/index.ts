@@ -1,0 +1,127 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { readSettings, type StoredSettings, updateSettings } from "../../store/settings.ts";
+import { requireAdmin } from "../auth.ts";
+import type { ApiDeps, AppEnv } from "../deps.ts";
+import { ErrorResponse, errorResponses } from "../schemas.ts";
+import { validationHook } from "../validation.ts";
+
+const PROVIDERS = ["googleDrive", "notion", "onedrive", "github"] as const;
+const SECRET_FIELDS = PROVIDERS.map((p) => `${p}ClientSecret`);
+
+const AnyJson = z.union([
+  z.string(),
+  z.number(),
+  z.boolean(),
+  z.record(z.string(), z.unknown()),
+  z.array(z.unknown()),
+]);
+
+const plainShape = {
+  chunkSize: z.number().int().min(200).max(20_000).nullable().optional().openapi({
+    description: "Largest chunk in characters for documents processed from now on (null: CHUNK_MAX_CHARS)",
+  }),
+  excludeItems: AnyJson.nullable().optional(),
+  includeItems: AnyJson.nullable().optional(),
+  filterPrompt: z.string().max(10_000).nullable().optional(),
+  shouldLLMFilter: z.boolean().nullable().optional(),
+  ...Object.fromEntries(
+    PROVIDERS.flatMap((p) => [
+      [`${p}CustomKeyEnabled`, z.boolean().nullable().optional()],
+      [`${p}ClientId`, z.string().max(1000).nullable().optional()],
+    ]),
+  ),
+} as Record<string, z.ZodType>;
+
+const secretShape = Object.fromEntries(
+  SECRET_FIELDS.map((f) => [f, z.string().min(1).max(4000).nullable().optional()]),
+) as Record<string, z.ZodType>;
+
+export const SettingsPatch = z
+  .object({ ...plainShape, ...secretShape })
+  .strict()
+  .openapi("SettingsUpdate", {
+    description: "Fields left out are unchanged; null clears. Client secrets are stored encrypted.",
+  });
+
+/** Secrets come back as null with `<field>Set: true|false`; the clear value never leaves the server. */
+const SettingsJson = z
+  .object({
+    ...Object.fromEntries(Object.keys(plainShape).map((k) => [k, z.unknown().optional()])),
+    ...Object.fromEntries(
+      SECRET_FIELDS.flatMap((f) => [
+        [f, z.null()],
+        [`${f}Set`, z.boolean()],
+      ]),
+    ),
+  })
+  .openapi("Settings");
+
+function present(stored: StoredSettings) {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(plainShape)) out[k] = stored.values[k] ?? null;
+  for (const f of SECRET_FIELDS) {
+    out[f] = null;
+    out[`${f}Set`] = stored.secretsSet.includes(f);
+  }
+  return out;
+}
+
+const security = [{ bearer: [] }];
+const tags = ["settings"];
+const forbidden = {
+  403: { description: "Not an admin key", content: { "application/json": { schema: ErrorResponse } } },
+} as const;
+
+const getSettings = createRoute({
+  method: "get",
+  path: "/",
+  tags,
+  security,
+  summary: "Service settings (admin only)",
+  responses: {
+    200: { description: "Settings", content: { "application/json": { schema: SettingsJson } } },
+    ...errorResponses,
+    ...forbidden,
+  },
+});
+
+const patchSettings = createRoute({
+  method: "patch",
+  path: "/",
+  tags,
+  security,
+  summary: "Update service settings (admin only)",
+  request: { body: { content: { "application/json": { schema: SettingsPatch } }, required: true } },
+  responses: {
+    200: {
+      description: "What the settings are now",
+      content: {
+        "application/json": {
+          schema: z.object({ orgId: z.string(), orgSlug: z.string(), updated: SettingsJson }),
+        },
+      },
+    },
+    ...errorResponses,
+    ...forbidden,
+  },
+});
+
+/** Mounted at /v3/settings; the shapes are the SDK's `settings` resource. One organisation: `default`. */
+export function settingsApp(deps: ApiDeps) {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.use("*", requireAdmin());
+  return app
+    .openapi(getSettings, async (c) => c.json(present(await readSettings(deps.db)), 200))
+    .openapi(patchSettings, async (c) => {
+      const body = c.req.valid("json") as Record<string, unknown>;
+      const values: Record<string, unknown> = {};
+      const secrets: Record<string, string | null> = {};
+      for (const [k, v] of Object.entries(body)) {
+        if (v === undefined) continue;
+        if (SECRET_FIELDS.includes(k)) secrets[k] = v as string | null;
+        else values[k] = v;
+      }
+      const stored = await updateSettings(deps.db, deps.secrets, { values, secrets });
+      return c.json({ orgId: "default", orgSlug: "default", updated: present(stored) }, 200);
+    });
+}

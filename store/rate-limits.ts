@@ -1,0 +1,41 @@
+import { sql } from "drizzle-orm";
+import { type Database, queryRows } from "./db.ts";
+
+export interface RateLimitState {
+  limit: number;
+  remaining: number;
+  /** When the current window ends (ms since the epoch). */
+  resetAt: number;
+  allowed: boolean;
+}
+
+/**
+ * Counts one request of `keyId` in a fixed window of `windowMs`. One atomic statement, so every
+ * API process sharing the database shares the counter: a new window restarts at 1, otherwise +1.
+ */
+export async function hitRateLimit(
+  db: Database,
+  keyId: string,
+  max: number,
+  windowMs: number,
+  now = Date.now(),
+): Promise<RateLimitState> {
+  const windowStart = now - (now % windowMs);
+  const [row] = await queryRows(
+    db,
+    sql`
+    INSERT INTO rate_limits (key_id, window_start, count) VALUES (${keyId}, ${windowStart}, 1)
+    ON CONFLICT (key_id) DO UPDATE SET
+      count = CASE WHEN rate_limits.window_start = EXCLUDED.window_start THEN rate_limits.count + 1 ELSE 1 END,
+      window_start = EXCLUDED.window_start
+    RETURNING count, window_start`,
+  );
+  const count = Number(row?.count ?? 1);
+  const start = Number(row?.window_start ?? windowStart);
+  return {
+    limit: max,
+    remaining: Math.max(0, max - count),
+    resetAt: start + windowMs,
+    allowed: count <= max,
+  };
+}

@@ -1,0 +1,12 @@
+import { bigint, integer, pgTable, text } from "drizzle-orm/pg-core";
+
+/**
+ * One fixed-window counter per API key, shared by every API process: a request is one atomic
+ * `INSERT ... ON CONFLICT DO UPDATE ... RETURNING` that starts a new window or counts in the current one.
+ */
+export const rateLimits = pgTable("rate_limits", {
+  keyId: text("key_id").primaryKey(),
+  /** Start of the current window, in milliseconds since the epoch. */
+  windowStart: bigint("window_start", { mode: "number" }).notNull(),
+  count: integer("count").notNull(),
+});

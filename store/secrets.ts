@@ -1,0 +1,53 @@
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+/** AES-256-GCM with a 32-byte key; each value gets a fresh 96-bit IV and is authenticated. */
+export class SecretBox {
+  private constructor(private readonly key: Buffer) {}
+
+  static fromKey(key: Buffer): SecretBox {
+    if (key.length !== 32) throw new Error("the encryption key must be 32 bytes");
+    return new SecretBox(key);
+  }
+
+  encrypt(clear: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+    const data = Buffer.concat([cipher.update(clear, "utf8"), cipher.final()]);
+    const tag = cipher.getAuthTag();
+    return ["v1", iv, tag, data].map((p) => (typeof p === "string" ? p : p.toString("base64url"))).join(":");
+  }
+
+  decrypt(sealed: string): string {
+    const [version, iv, tag, data] = sealed.split(":");
+    if (version !== "v1" || !iv || !tag || data === undefined) throw new Error("not a sealed secret");
+    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));
+    decipher.setAuthTag(Buffer.from(tag, "base64url"));
+    return Buffer.concat([decipher.update(Buffer.from(data, "base64url")), decipher.final()]).toString(
+      "utf8",
+    );
+  }
+}
+
+/** A 32-byte key from base64 or hex text. */
+export function parseEncryptionKey(text: string): Buffer {
+  const t = text.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, "hex") : Buffer.from(t, "base64");
+  if (key.length !== 32) throw new Error("MEMORY_ENCRYPTION_KEY must be 32 bytes, base64 or hex encoded");
+  return key;
+}
+
+/**
+ * MEMORY_ENCRYPTION_KEY if set; otherwise DATA_DIR/encryption-key, generated at first start (mode
+ * 0600). With several API processes, set MEMORY_ENCRYPTION_KEY to the same value in each.
+ */
+export function loadSecretBox(opts: { envKey?: string; dataDir: string }): SecretBox {
+  if (opts.envKey) return SecretBox.fromKey(parseEncryptionKey(opts.envKey));
+  const file = path.join(opts.dataDir, "encryption-key");
+  if (!existsSync(file)) {
+    mkdirSync(opts.dataDir, { recursive: true });
+    writeFileSync(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" });
+  }
+  return SecretBox.fromKey(parseEncryptionKey(readFileSync(file, "utf8")));
+}
