@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Supermemory, { toFile } from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
+import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 
 const fixtures = fileURLToPath(new URL("../../../shared/fixtures/", import.meta.url));
 
@@ -89,15 +89,7 @@ describe("every content type, from real files", () => {
     expect(files.filter((f) => !(f in expected))).toEqual([]);
   });
 
-  const finished = (id: string) =>
-    waitFor(
-      async () => {
-        const d = await client.documents.get(id);
-        return d.status === "done" || d.status === "failed" ? d : undefined;
-      },
-      id,
-      300_000,
-    );
+  const finished = (id: string) => untilProcessed((i) => client.documents.get(i), id, 300_000);
 
   it("transcribes and reads a video built from the fixture speech and a page image", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "memory-video-"));
@@ -176,14 +168,7 @@ describe("every content type, from real files", () => {
     // The name gives nothing away: detection must work from the bytes.
     const upload = await toFile(bytes, "upload.bin");
     const { id } = await client.documents.uploadFile({ file: upload, containerTag: "fixtures" });
-    const doc = await waitFor(
-      async () => {
-        const d = await client.documents.get(id);
-        return d.status === "done" || d.status === "failed" ? d : undefined;
-      },
-      file,
-      300_000,
-    );
+    const doc = await finished(id);
     const reason = (doc as { errorReason?: string | null }).errorReason ?? "";
     if ("failed" in want) {
       expect(doc.status, `${file} should fail, content: ${doc.content?.slice(0, 200)}`).toBe("failed");

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
+import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 
 const fixtures = new URL("../../../shared/fixtures/", import.meta.url);
 const ideasPage = readFileSync(new URL("html/ideas-page.html", fixtures));
@@ -47,14 +47,7 @@ describe("document processing through Temporal", () => {
   });
 
   const finished = (id: string, timeoutMs?: number) =>
-    waitFor(
-      async () => {
-        const doc = await client.documents.get(id);
-        return doc.status === "done" || doc.status === "failed" ? doc : undefined;
-      },
-      `document ${id}`,
-      timeoutMs,
-    );
+    untilProcessed((i) => client.documents.get(i), id, timeoutMs);
   const reason = (doc: object) => (doc as { errorReason: string | null }).errorReason ?? "";
 
   it("fetches a web page, extracts its article text and title", async () => {
@@ -154,10 +147,7 @@ describe("private network protection", () => {
   it("refuses to fetch loopback addresses unless configured", async () => {
     site.serve("/secret", { status: 200, type: "text/plain", body: "internal secret" });
     const { id } = await client.documents.add({ content: site.url("/secret") });
-    const doc = await waitFor(async () => {
-      const d = await client.documents.get(id);
-      return d.status === "failed" || d.status === "done" ? d : undefined;
-    }, "refusal");
+    const doc = await untilProcessed((i) => client.documents.get(i), id);
     expect(doc.status).toBe("failed");
     expect((doc as { errorReason?: string }).errorReason).toMatch(/refused/);
     expect(doc.content ?? "").not.toContain("internal secret");
@@ -186,14 +176,7 @@ describe("a stage that takes too long", () => {
 
   it("times out, is retried, and ends failed with the reason instead of staying in extracting", async () => {
     const { id } = await client.documents.add({ content: url });
-    const doc = await waitFor(
-      async () => {
-        const d = await client.documents.get(id);
-        return d.status === "failed" || d.status === "done" ? d : undefined;
-      },
-      "timeout failure",
-      120_000,
-    );
+    const doc = await untilProcessed((i) => client.documents.get(i), id, 120_000);
     expect(doc.status).toBe("failed");
     expect((doc as { errorReason?: string }).errorReason).toMatch(
       /timed out after 300 ms.*gave up after retries/,

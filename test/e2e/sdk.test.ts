@@ -1,6 +1,6 @@
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
+import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 
 // The whole flow through the official SDK (4.25.x), unchanged, against the running service.
 describe("official supermemory SDK against the service", () => {
@@ -15,11 +15,7 @@ describe("official supermemory SDK against the service", () => {
     await service?.stop();
   });
 
-  const untilFinished = (id: string) =>
-    waitFor(async () => {
-      const doc = await client.documents.get(id);
-      return doc.status === "done" || doc.status === "failed" ? doc : undefined;
-    }, `document ${id} to finish`);
+  const untilFinished = (id: string) => untilProcessed((i) => client.documents.get(i), id);
 
   it("adds, processes, lists, reads, updates, searches and deletes documents", async () => {
     const added = await client.documents.add({

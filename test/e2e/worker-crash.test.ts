@@ -7,7 +7,7 @@ import Supermemory, { toFile } from "supermemory";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { findFreePort } from "../../runtime/temporal-dev-server.ts";
 import { type Spawned, spawnEntry } from "../support/processes.ts";
-import { freshDatabase, waitFor } from "../support/service.ts";
+import { freshDatabase, untilProcessed, waitFor } from "../support/service.ts";
 
 const fixtures = fileURLToPath(new URL("../../../shared/fixtures/", import.meta.url));
 
@@ -54,14 +54,7 @@ describe("worker killed mid-extraction", () => {
     const second = spawnEntry("worker/main.ts", env);
     running.push(second);
     await second.waitFor(/memory service running \(worker\)/);
-    const doc = await waitFor(
-      async () => {
-        const d = await client.documents.get(id);
-        return d.status === "done" || d.status === "failed" ? d : undefined;
-      },
-      "document after the crash",
-      180_000,
-    );
+    const doc = await untilProcessed((i) => client.documents.get(i), id, 180_000);
     expect(doc.status, (doc as { errorReason?: string }).errorReason ?? "").toBe("done");
     expect(doc.content).toMatch(/country/i);
     await second.stop("SIGTERM");

@@ -80,3 +80,19 @@ export async function freshDatabase(): Promise<string> {
   base.pathname = `/${name}`;
   return base.toString();
 }
+
+/** Polls a document (through any SDK version's `get`) until processing has finished, done or failed. */
+export function untilProcessed<D extends { status: string }>(
+  get: (id: string) => Promise<D>,
+  id: string,
+  timeoutMs = 90_000,
+): Promise<D & { errorReason?: string | null }> {
+  return waitFor(
+    async () => {
+      const doc = await get(id);
+      return doc.status === "done" || doc.status === "failed" ? doc : undefined;
+    },
+    `document ${id} to finish processing`,
+    timeoutMs,
+  );
+}
