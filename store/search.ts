@@ -59,9 +59,14 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     q.documentFilter,
   ].filter((c): c is SQL => Boolean(c));
   const scope = sql.join(conditions, sql` AND `);
-  const rows = await queryRows(
-    db,
-    sql`
+  // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
+  // raise it for this statement only. SET takes no parameters: the value is a checked integer.
+  const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
+  const rows = await db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
+    return queryRows(
+      tx as Database,
+      sql`
     WITH query AS (
       SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq
     ),
@@ -93,7 +98,8 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     ORDER BY f.fused DESC
     LIMIT ${q.candidates}
   `,
-  );
+    );
+  });
   return rows.map((r) => ({
     chunkId: String(r.chunk_id),
     documentId: String(r.document_id),
