@@ -42,7 +42,8 @@ function cpuRow(label: string, c: CpuShares | undefined): string {
   return `| ${label} | ${cores(c.mainThread)} (event loop busy ${(100 * c.mainEventLoop).toFixed(0)} %) | ${cores(c.busiestOtherThreads)} | ${cores(c.otherThreads)} | ${cores(c.temporalServer)} | ${cores(total)} |`;
 }
 
-function machineLoad(r: Report) {
+/** The phases that ran in this report, each with the CPU it measured. */
+function measuredPhases(r: Report): [string, CpuShares][] {
   const phases: [string, CpuShares | undefined][] = [
     ["Embedder alone, whole documents", r.ingest?.embedderOnDocs.cpu],
     ["Embedder alone, chunks", r.ingest?.embedderOnChunks.cpu],
@@ -51,7 +52,11 @@ function machineLoad(r: Report) {
     ["SQL timings", r.search?.cpu.sql],
     ["HTTP searches", r.search?.cpu.http],
   ];
-  const measured = phases.filter((x): x is [string, CpuShares] => Boolean(x[1]));
+  return phases.filter((x): x is [string, CpuShares] => Boolean(x[1]));
+}
+
+function machineLoad(r: Report) {
+  const measured = measuredPhases(r);
   const busy = measured.filter(
     ([, c]) => c.otherProcesses > OTHER_LOAD_WARNING || c.steal > OTHER_LOAD_WARNING,
   );
@@ -217,15 +222,7 @@ export function renderReport(r: Report): string {
     );
   }
 
-  const phases: [string, CpuShares | undefined][] = [
-    ["Embedder alone, whole documents", r.ingest?.embedderOnDocs.cpu],
-    ["Embedder alone, chunks", r.ingest?.embedderOnChunks.cpu],
-    ["Ingestion pipeline", r.ingest?.cpu],
-    ["Query embedding", r.search?.cpu.queryEmbedding],
-    ["SQL timings", r.search?.cpu.sql],
-    ["HTTP searches", r.search?.cpu.http],
-  ];
-  const measured = phases.filter((x): x is [string, CpuShares] => Boolean(x[1]));
+  const measured = measuredPhases(r);
   if (measured.length) {
     const busy = measured.filter(
       ([, c]) => c.otherProcesses > OTHER_LOAD_WARNING || c.steal > OTHER_LOAD_WARNING,
