@@ -2,7 +2,9 @@ import type { BlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
+import type { ChatModel } from "../pipeline/llm/chat.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import type { Reranker } from "../services/search-documents.ts";
 import type { Database } from "../store/db.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { AuthEnv } from "./auth.ts";
@@ -18,6 +20,12 @@ export interface ApiDeps {
   log: Logger;
   /** Encrypts connector client secrets kept in settings. */
   secrets: SecretBox;
+  /** Second-stage scorer for `rerank: true`; absent when no model is installed. */
+  reranker?: Reranker;
+  /** Why `reranker` is absent, told to callers who ask for reranking. */
+  rerankerUnavailable?: string;
+  /** OpenAI-compatible chat model when LLM_BASE_URL is set. */
+  llm?: ChatModel;
 }
 
 export type AppEnv = AuthEnv;

@@ -15,6 +15,7 @@ import {
   saveExtraction,
 } from "../store/processing.ts";
 import { hybridChunkSearch } from "../store/search.ts";
+import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { type Abstract, searchDocuments } from "./lib/corpus.ts";
 import { type CpuShares, cpuMeter } from "./lib/cpu.ts";
 import { log, progress } from "./lib/progress.ts";
@@ -163,6 +164,8 @@ export async function runSearch(opts: {
   const closeStore = cleanup.add("bench store", () => store.close());
   const { db } = store;
   const model = { name: queryEmbedder.model, dimension: queryEmbedder.dimension };
+  const space = { model: model.name, dimension: model.dimension };
+  await ensureVectorIndexes(db, space);
   const loadStarted = performance.now();
   const bar = progress("search: loading chunks into PGlite", texts.length, 10_000);
   let loaded = 0;
@@ -216,6 +219,7 @@ export async function runSearch(opts: {
     hybridChunkSearch(db, {
       text: p.q,
       embedding: p.v,
+      space,
       containerTags: [TAG],
       tagMode: "any",
       candidates: CANDIDATES,

@@ -28,6 +28,11 @@ export const envSchema = z.object({
   ALLOW_PRIVATE_NETWORK: flag,
   EMBEDDING_MODEL: z.enum(["use-lite"]).default("use-lite"),
   EMBEDDING_THREADS: z.coerce.number().int().min(1).max(64).default(1),
+  /** OpenAI-compatible chat endpoint (…/v1) for query rewriting and memory extraction; unset = no LLM. */
+  LLM_BASE_URL: z.url().optional(),
+  LLM_MODEL: z.string().min(1).default("gpt-4o-mini"),
+  LLM_API_KEY: z.string().optional(),
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   CHUNK_MAX_CHARS: z.coerce.number().int().min(200).max(20_000).default(1200),
   CHUNK_OVERLAP_SENTENCES: z.coerce.number().int().min(0).max(10).default(1),
   MAX_CONTENT_BYTES: z.coerce

@@ -12,10 +12,12 @@ import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { createEmbedder } from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
+import { createChatModel } from "../pipeline/llm/chat.ts";
 import { createTranscriber } from "../pipeline/transcribe/index.ts";
 import { sweepStaleTempDirs } from "../pipeline/transcribe/support.ts";
 import { openStore } from "../store/db.ts";
 import { loadSecretBox } from "../store/secrets.ts";
+import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { createDocumentWorker } from "../worker/create-worker.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { DocumentProcessing } from "./processing-client.ts";
@@ -64,6 +66,10 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const blobs = createBlobStore(config);
     const embedder = createEmbedder(config.EMBEDDING_MODEL, { threads: config.EMBEDDING_THREADS });
     stops.push(() => embedder.close());
+    // Each model has its own vector index; building it over existing rows can take a while.
+    const indexStarted = Date.now();
+    await ensureVectorIndexes(store.db, { model: embedder.model, dimension: embedder.dimension });
+    log.info({ model: embedder.model, ms: Date.now() - indexStarted }, "embedding model ready");
 
     const connection = await Connection.connect({ address: temporalAddress });
     stops.push(() => connection.close());
@@ -121,7 +127,15 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     if (roles.includes("api")) {
       await ensureAdminKey(store.db, config, log);
       const secrets = loadSecretBox({ envKey: config.MEMORY_ENCRYPTION_KEY, dataDir: config.dataDir });
-      const app = createApp({ db: store.db, processing, embedder, blobs, config, log, secrets });
+      const llm = config.LLM_BASE_URL
+        ? createChatModel({
+            baseUrl: config.LLM_BASE_URL,
+            model: config.LLM_MODEL,
+            apiKey: config.LLM_API_KEY,
+            timeoutMs: config.LLM_TIMEOUT_MS,
+          })
+        : undefined;
+      const app = createApp({ db: store.db, processing, embedder, blobs, config, log, secrets, llm });
       const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
       await new Promise<void>((resolve, reject) => {
         server.once("listening", resolve);

@@ -32,6 +32,8 @@ export interface NewDocumentInput {
   title?: string | null;
   filepath?: string | null;
   entityContext?: string | null;
+  /** The end user of the caller's application who added it. */
+  endUserId?: string | null;
   file?: { key: string; name: string | null; mimeType: string | null; size: number } | null;
 }
 
@@ -92,6 +94,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
           title: input.title ?? null,
           filepath: input.filepath ?? null,
           entityContext: input.entityContext ?? null,
+          endUserId: input.endUserId ?? null,
           ...fileColumns(input),
           containerTags: input.containerTags.length ? input.containerTags : (input.defaultTags ?? []),
           metadata: input.metadata,
@@ -114,6 +117,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
         ...(input.title ? { title: input.title } : {}),
         ...(input.filepath ? { filepath: input.filepath } : {}),
         ...(input.entityContext ? { entityContext: input.entityContext } : {}),
+        ...(input.endUserId ? { endUserId: input.endUserId } : {}),
         updatedAt: new Date(),
         ...(reprocess ? requeue(existing) : {}),
       })

@@ -2,10 +2,19 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
+import { type VectorSpace, vectorTerms } from "./vector-index.ts";
+
+/** Which retrievers run: both fused (the default), or one alone (for evaluation and comparison). */
+export type Retrieval = "hybrid" | "vector" | "keyword";
 
 export interface HybridSearchQuery {
   text: string;
+  /** The query's vector and the model that made it; only chunks embedded by that model are compared. */
   embedding: number[];
+  space: VectorSpace;
+  retrieval?: Retrieval;
+  /** Only documents added for this end user. */
+  endUserId?: string;
   containerTags?: string[];
   tagMode: "any" | "all";
   /** The caller's scope: only documents carrying one of these tags (null/undefined: all). */
@@ -56,9 +65,32 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     scopeTags && sql`d.container_tags && ${scopeTags}`,
     tags && (q.tagMode === "all" ? sql`d.container_tags @> ${tags}` : sql`d.container_tags && ${tags}`),
     q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
+    q.endUserId && sql`d.end_user_id = ${q.endUserId}`,
     q.documentFilter,
   ].filter((c): c is SQL => Boolean(c));
   const scope = sql.join(conditions, sql` AND `);
+  // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
+  // raise it for this statement only. SET takes no parameters: the value is a checked integer.
+  const retrieval = q.retrieval ?? "hybrid";
+  const v = vectorTerms("c", q.space);
+  const queryVector = sql`${vector}${v.cast}`;
+  const none = sql`SELECT NULL::text AS id, NULL::bigint AS rank WHERE FALSE`;
+  const byVector =
+    retrieval === "keyword"
+      ? none
+      : sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE ${v.inSpace} AND ${scope}
+      ORDER BY ${v.column} <=> ${queryVector}
+      LIMIT ${q.candidates}`;
+  const byKeyword =
+    retrieval === "vector"
+      ? none
+      : sql`SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC) AS rank
+      FROM chunks c JOIN documents d ON d.id = c.document_id, query
+      WHERE c.tsv @@ query.tsq AND ${scope}
+      ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC
+      LIMIT ${q.candidates}`;
   // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
   // raise it for this statement only. SET takes no parameters: the value is a checked integer.
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
@@ -70,21 +102,8 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     WITH query AS (
       SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq
     ),
-    by_vector AS (
-      SELECT c.id, 1 - (c.embedding <=> ${vector}::vector) AS similarity,
-             row_number() OVER (ORDER BY c.embedding <=> ${vector}::vector) AS rank
-      FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.embedding IS NOT NULL AND ${scope}
-      ORDER BY c.embedding <=> ${vector}::vector
-      LIMIT ${q.candidates}
-    ),
-    by_keyword AS (
-      SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC) AS rank
-      FROM chunks c JOIN documents d ON d.id = c.document_id, query
-      WHERE c.tsv @@ query.tsq AND ${scope}
-      ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC
-      LIMIT ${q.candidates}
-    ),
+    by_vector AS (${byVector}),
+    by_keyword AS (${byKeyword}),
     fused AS (
       SELECT coalesce(v.id, k.id) AS id,
              coalesce(1.0 / (${RRF_K} + v.rank), 0) + coalesce(1.0 / (${RRF_K} + k.rank), 0) AS fused,
@@ -92,7 +111,7 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
       FROM by_vector v FULL OUTER JOIN by_keyword k ON v.id = k.id
     )
     SELECT c.id AS chunk_id, c.document_id, c.position, c.content, c.metadata,
-           CASE WHEN c.embedding IS NULL THEN 0 ELSE 1 - (c.embedding <=> ${vector}::vector) END AS similarity,
+           CASE WHEN ${v.inSpace} THEN 1 - (${v.column} <=> ${queryVector}) ELSE 0 END AS similarity,
            f.keyword_rank, f.fused
     FROM fused f JOIN chunks c ON c.id = f.id
     ORDER BY f.fused DESC

@@ -62,6 +62,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       metadata: body.metadata ?? {},
       filepath: body.filepath,
       entityContext: body.entityContext,
+      endUserId: body.endUserId,
     });
     return c.json(result, 200);
   };
@@ -85,6 +86,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
             containerTags: itemTags.length ? itemTags : sharedTags,
             metadata: { ...body.metadata, ...(typeof item === "string" ? {} : item.metadata) },
             filepath: (typeof item === "string" ? undefined : item.filepath) ?? body.filepath,
+            endUserId: (typeof item === "string" ? undefined : item.endUserId) ?? body.endUserId,
           }),
         );
       } catch (err) {
@@ -119,6 +121,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       ],
       metadata: parseMetadataField(form.metadata),
       filepath: form.filepath,
+      endUserId: form.endUserId,
     });
     return c.json(result, 200);
   };

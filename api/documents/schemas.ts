@@ -3,6 +3,10 @@ import { documentStatuses } from "../../store/schema/documents.ts";
 import { ContainerTag, Filters, Metadata } from "../schemas.ts";
 
 const CustomId = z.string().min(1).max(255);
+const EndUserId = z.string().min(1).max(255).openapi({
+  description:
+    "Which end user of your application added this (e.g. your user's id); search can be limited to one end user with endUserId",
+});
 const TaskType = z.enum(["memory", "superrag"]).optional().openapi({
   description: "Accepted for SDK compatibility; both values process the document the same way here.",
 });
@@ -16,6 +20,7 @@ export const AddDocumentBody = z
     metadata: Metadata.optional(),
     filepath: z.string().max(1000).optional(),
     entityContext: z.string().max(10_000).optional(),
+    endUserId: EndUserId.optional(),
     taskType: TaskType,
   })
   .openapi("AddDocument");
@@ -31,6 +36,7 @@ export const BatchBody = z
     containerTags: z.array(ContainerTag).max(100).optional(),
     metadata: Metadata.optional(),
     filepath: z.string().max(1000).optional(),
+    endUserId: EndUserId.optional(),
     taskType: TaskType,
     content: z.null().optional(),
   })
@@ -177,6 +183,7 @@ export const UploadForm = z
       .openapi({ description: "Hint for text-like files (text, webpage, email)" }),
     mimeType: z.string().max(255).optional(),
     filepath: z.string().max(1000).optional(),
+    endUserId: EndUserId.optional(),
     taskType: TaskType,
     useAdvancedProcessing: z.string().optional(),
   })

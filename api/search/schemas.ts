@@ -27,14 +27,25 @@ export const SearchBody = z
     includeSummary: z.boolean().default(false),
     filters: Filters.optional(),
     filepath: z.string().optional(),
+    endUserId: z.string().min(1).max(255).optional().openapi({
+      description: "Only documents added with this endUserId (see POST /v3/documents)",
+    }),
     rerank: z
-      .literal(false)
-      .optional()
-      .openapi({ description: "Reranking is not available yet; only false is accepted" }),
-    rewriteQuery: z
-      .literal(false)
-      .optional()
-      .openapi({ description: "Query rewriting is not available yet; only false is accepted" }),
+      .boolean()
+      .default(false)
+      .openapi({
+        description:
+          "Rescore the best 50 fused chunks with the cross-encoder; scores are then the reranker's (0..1). " +
+          "The response says whether it happened (reranked, rerankModel) and why not (warnings)",
+      }),
+    rewriteQuery: z.boolean().default(false).openapi({
+      description:
+        "Let the configured LLM rewrite the query first (LLM_BASE_URL); see rewrittenQuery and warnings",
+    }),
+    retrieval: z.enum(["hybrid", "vector", "keyword"]).default("hybrid").openapi({
+      description:
+        "Extension: which retrievers run. hybrid (default) fuses vector and full-text search by reciprocal rank",
+    }),
   })
   .strict()
   .openapi("SearchDocuments");
@@ -68,5 +79,12 @@ export const SearchResponse = z
     ),
     timing: z.number().openapi({ description: "Milliseconds spent" }),
     total: z.number(),
+    reranked: z.boolean().openapi({ description: "True only when a reranker reordered these results" }),
+    rerankModel: z.string().optional(),
+    rewrittenQuery: z.string().optional().openapi({ description: "The query as the LLM rewrote it" }),
+    warnings: z
+      .array(z.string())
+      .optional()
+      .openapi({ description: "Options asked for that could not be honoured, and why" }),
   })
   .openapi("SearchResult");

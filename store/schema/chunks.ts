@@ -1,9 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
-import { customType, index, integer, jsonb, pgTable, text, timestamp, vector } from "drizzle-orm/pg-core";
+import { customType, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 import { documents } from "./documents.ts";
-
-/** Dimension of the stored vectors; each chunk also records the model that made it. */
-export const EMBEDDING_DIMENSION = 512;
+import { anyVector } from "./vector.ts";
 
 const tsvector = customType<{ data: string }>({ dataType: () => "tsvector" });
 
@@ -18,7 +16,8 @@ export const chunks = pgTable(
     content: text("content").notNull(),
     /** Where in the file the chunk comes from: page, slide, section, start/end seconds, source. */
     metadata: jsonb("metadata").$type<Record<string, string | number>>().notNull().default({}),
-    embedding: vector("embedding", { dimensions: EMBEDDING_DIMENSION }),
+    /** Made by `embeddingModel`; indexed per model (store/vector-index.ts). */
+    embedding: anyVector("embedding"),
     embeddingModel: text("embedding_model"),
     embeddingDimension: integer("embedding_dimension"),
     tsv: tsvector("tsv").generatedAlwaysAs((): SQL => sql`to_tsvector('english', ${chunks.content})`),
@@ -26,7 +25,7 @@ export const chunks = pgTable(
   },
   (t) => [
     index("chunks_document_idx").on(t.documentId, t.position),
-    index("chunks_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
+    index("chunks_embedding_model_idx").on(t.embeddingModel),
     index("chunks_tsv_gin").using("gin", t.tsv),
   ],
 );

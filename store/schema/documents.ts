@@ -39,6 +39,8 @@ export const documents = pgTable(
     filepath: text("filepath"),
     /** Caller's hint about whom the content is about; kept for memory extraction. */
     entityContext: text("entity_context"),
+    /** Which end user of the caller's application added it (search can be limited to one). */
+    endUserId: text("end_user_id"),
     /** Uploaded or fetched file, by content hash in the blob store (null for inline text). */
     fileKey: text("file_key"),
     fileName: text("file_name"),
@@ -67,6 +69,7 @@ export const documents = pgTable(
     uniqueIndex("documents_custom_id_key").on(t.customId).where(sql`${t.customId} IS NOT NULL`),
     index("documents_container_tags_gin").using("gin", t.containerTags),
     index("documents_status_idx").on(t.status),
+    index("documents_end_user_idx").on(t.endUserId).where(sql`${t.endUserId} IS NOT NULL`),
     index("documents_created_at_idx").on(t.createdAt),
     index("documents_updated_at_idx").on(t.updatedAt),
   ],

@@ -5,9 +5,13 @@ import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../sto
 import * as docs from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
 import * as processing from "../../store/processing.ts";
-import { apiKeys, documents, EMBEDDING_DIMENSION } from "../../store/schema/index.ts";
+import { apiKeys, documents } from "../../store/schema/index.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
+import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
+
+const EMBEDDING_DIMENSION = 16;
+const space = { model: "test-axes", dimension: EMBEDDING_DIMENSION };
 
 /** A unit vector pointing mostly along one axis: distinct, predictable neighbours for search tests. */
 function axis(i: number, noise = 0): number[] {
@@ -182,8 +186,9 @@ describe.each(drivers)("store on %s", (_name, open) => {
 
   it("stores chunks with vectors and finds them by meaning and by keyword", async () => {
     const tag = "search";
-    const makeDone = async (source: string, pieces: string[], axes: number[]) => {
-      const { document } = await add({ source, containerTags: [tag] });
+    await ensureVectorIndexes(store.db, space);
+    const makeDone = async (source: string, pieces: string[], axes: number[], endUserId?: string) => {
+      const { document } = await add({ source, containerTags: [tag], endUserId });
       const ref = { documentId: document.id, run: 1 };
       await processing.saveExtraction(store.db, ref, {
         content: source,
@@ -207,7 +212,7 @@ describe.each(drivers)("store on %s", (_name, open) => {
       await processing.saveEmbeddings(
         store.db,
         ref,
-        { name: "test-axes", dimension: EMBEDDING_DIMENSION },
+        { name: space.model, dimension: space.dimension },
         pending.map((c, i) => ({ id: c.id, embedding: axis(axes[i] as number, 0.01) })),
       );
       expect(await processing.chunksWithoutEmbedding(store.db, document.id, 100)).toHaveLength(0);
@@ -215,12 +220,13 @@ describe.each(drivers)("store on %s", (_name, open) => {
       return document.id;
     };
     const d1 = await makeDone("one", ["the quick brown fox", "jumps over the lazy dog"], [1, 2]);
-    const d2 = await makeDone("two", ["a treatise on zebras"], [3]);
+    const d2 = await makeDone("two", ["a treatise on zebras"], [3], "end-user-7");
     const notDone = (await add({ source: "pending", containerTags: [tag] })).document.id;
 
     const byVector = await hybridChunkSearch(store.db, {
       text: "nothing in common",
       embedding: axis(3),
+      space,
       containerTags: [tag],
       tagMode: "any",
       candidates: 10,
@@ -231,7 +237,8 @@ describe.each(drivers)("store on %s", (_name, open) => {
 
     const byKeyword = await hybridChunkSearch(store.db, {
       text: "lazy dogs",
-      embedding: axis(100),
+      embedding: axis(15),
+      space,
       containerTags: [tag],
       tagMode: "any",
       candidates: 10,
@@ -242,11 +249,50 @@ describe.each(drivers)("store on %s", (_name, open) => {
     const inOne = await hybridChunkSearch(store.db, {
       text: "zebras",
       embedding: axis(3),
+      space,
       documentId: d1,
       tagMode: "any",
       candidates: 10,
     });
     expect(new Set(inOne.map((h) => h.documentId))).toEqual(new Set([d1]));
+
+    // One retriever alone: the vector side ignores keywords, the keyword side ignores meaning.
+    const base = { space, containerTags: [tag], tagMode: "any" as const, candidates: 10 };
+    const vectorOnly = await hybridChunkSearch(store.db, {
+      ...base,
+      text: "lazy dog",
+      embedding: axis(3),
+      retrieval: "vector",
+    });
+    expect(vectorOnly[0]?.content).toBe("a treatise on zebras");
+    expect(vectorOnly.every((h) => h.keywordRank === null)).toBe(true);
+    const keywordOnly = await hybridChunkSearch(store.db, {
+      ...base,
+      text: "lazy dog",
+      embedding: axis(3),
+      retrieval: "keyword",
+    });
+    expect(keywordOnly.map((h) => h.content)).toEqual(["jumps over the lazy dog"]);
+
+    const forEndUser = await hybridChunkSearch(store.db, {
+      ...base,
+      text: "zebras dog fox",
+      embedding: axis(3),
+      endUserId: "end-user-7",
+    });
+    expect(new Set(forEndUser.map((h) => h.documentId))).toEqual(new Set([d2]));
+
+    // Vectors of another model are never compared with this one's query.
+    const otherModel = { model: "test-other", dimension: 4 };
+    await ensureVectorIndexes(store.db, otherModel);
+    const inOtherSpace = await hybridChunkSearch(store.db, {
+      ...base,
+      text: "nothing in common",
+      embedding: [1, 0, 0, 0],
+      space: otherModel,
+      retrieval: "vector",
+    });
+    expect(inOtherSpace).toEqual([]);
 
     await docs.deleteDocument(store.db, d1);
     const left = await queryRows(

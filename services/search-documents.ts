@@ -1,0 +1,303 @@
+// Document search (POST /v3/search): one implementation for the REST API and the MCP server.
+
+import { inArray, type SQL, sql } from "drizzle-orm";
+import type { Embedder } from "../pipeline/embedder/types.ts";
+import type { ChatModel } from "../pipeline/llm/chat.ts";
+import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
+import type { Database } from "../store/db.ts";
+import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
+import { type DocumentRow, documents } from "../store/schema/index.ts";
+import type { TagScope } from "../store/scope.ts";
+import { type ChunkHit, chunksAt, hybridChunkSearch, type Retrieval } from "../store/search.ts";
+
+/** Scores query–passage pairs jointly (a cross-encoder); higher is more relevant, 0..1. */
+export interface Reranker {
+  readonly model: string;
+  score(query: string, passages: string[]): Promise<number[]>;
+}
+
+export interface SearchDeps {
+  db: Database;
+  embedder: Embedder;
+  reranker?: Reranker;
+  /** Why there is no reranker, said to callers who ask for one. */
+  rerankerUnavailable?: string;
+  llm?: ChatModel;
+}
+
+export interface DocumentSearchRequest {
+  q: string;
+  containerTags?: string[];
+  containerTagsOperator: "any" | "all";
+  limit: number;
+  chunkThreshold: number;
+  documentThreshold: number;
+  docId?: string;
+  endUserId?: string;
+  onlyMatchingChunks: boolean;
+  includeFullDocs: boolean;
+  includeSummary: boolean;
+  filters?: FilterNode;
+  filepath?: string;
+  rerank: boolean;
+  rewriteQuery: boolean;
+  retrieval: Retrieval;
+}
+
+export interface ChunkOut {
+  content: string;
+  metadata: Record<string, string | number>;
+  isRelevant: boolean;
+  score: number;
+}
+
+export interface DocumentResult {
+  documentId: string;
+  chunks: ChunkOut[];
+  score: number;
+  title: string | null;
+  type: string | null;
+  metadata: Record<string, unknown> | null;
+  containerTags: string[];
+  createdAt: string;
+  updatedAt: string;
+  content?: string | null;
+  summary?: string | null;
+}
+
+export interface DocumentSearchResponse {
+  results: DocumentResult[];
+  timing: number;
+  total: number;
+  /** True only when a reranker actually reordered these results. */
+  reranked: boolean;
+  rerankModel?: string;
+  /** The query the search ran with, when an LLM rewrote it. */
+  rewrittenQuery?: string;
+  /** Options that were asked for but could not be honoured, and why. */
+  warnings?: string[];
+}
+
+/** A caller error in the request (bad filters), reported as 400 by the API. */
+export class SearchRequestError extends Error {
+  constructor(
+    message: string,
+    readonly field: string,
+  ) {
+    super(message);
+  }
+}
+
+/** How many fused candidates a reranker rescores: enough to reorder, few enough to stay fast. */
+const RERANK_CANDIDATES = 50;
+
+export async function searchDocuments(
+  deps: SearchDeps,
+  request: DocumentSearchRequest,
+  scope: TagScope,
+): Promise<DocumentSearchResponse> {
+  const started = performance.now();
+  const warnings: string[] = [];
+  const documentFilter = documentCondition(request);
+
+  let query = request.q;
+  let rewrittenQuery: string | undefined;
+  if (request.rewriteQuery) {
+    if (!deps.llm)
+      warnings.push("rewriteQuery: no LLM is configured (LLM_BASE_URL); the query was used as given");
+    else {
+      try {
+        rewrittenQuery = await rewriteQuery(deps.llm, request.q);
+        query = rewrittenQuery;
+      } catch (error) {
+        warnings.push(
+          `rewriteQuery: the LLM failed (${(error as Error).message}); the query was used as given`,
+        );
+      }
+    }
+  }
+
+  const [embedding] = await deps.embedder.embed([query], "query");
+  const candidates = Math.max(50, request.limit * 10);
+  let hits = await hybridChunkSearch(deps.db, {
+    // Keywords of both the original and the rewritten query: a rewrite must not lose an exact term.
+    text: rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q,
+    embedding: embedding as number[],
+    space: { model: deps.embedder.model, dimension: deps.embedder.dimension },
+    retrieval: request.retrieval,
+    containerTags: request.containerTags,
+    scope,
+    tagMode: request.containerTagsOperator,
+    documentId: request.docId,
+    endUserId: request.endUserId,
+    documentFilter,
+    candidates,
+  });
+  hits = dedupeByContent(hits);
+
+  let scoreOf = (hit: ChunkHit) => hit.similarity;
+  let reranked = false;
+  if (request.rerank) {
+    if (!deps.reranker) {
+      warnings.push(
+        `rerank: ${deps.rerankerUnavailable ?? "no reranker is installed"}; results are in fused order`,
+      );
+    } else if (hits.length) {
+      const head = hits.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
+      const scores = await deps.reranker.score(
+        request.q,
+        head.map((h) => h.content),
+      );
+      const byChunk = new Map(head.map((h, i) => [h.chunkId, scores[i] as number]));
+      // Chunks beyond the reranked head keep their fused order below every reranked one (score 0).
+      const tail = hits.slice(head.length);
+      hits = [...head.sort((a, b) => (byChunk.get(b.chunkId) ?? 0) - (byChunk.get(a.chunkId) ?? 0)), ...tail];
+      scoreOf = (hit) => byChunk.get(hit.chunkId) ?? 0;
+      reranked = true;
+    }
+  }
+
+  // Group by document in ranked order; a document's score is its best chunk's.
+  const byDocument = new Map<string, { chunks: (ChunkOut & { position: number })[]; score: number }>();
+  for (const hit of hits) {
+    const score = round(scoreOf(hit));
+    if (score < request.chunkThreshold) continue;
+    const entry = byDocument.get(hit.documentId) ?? { chunks: [], score };
+    entry.chunks.push({
+      content: hit.content,
+      metadata: hit.metadata,
+      isRelevant: true,
+      score,
+      position: hit.position,
+    });
+    entry.score = Math.max(entry.score, score);
+    byDocument.set(hit.documentId, entry);
+  }
+  let ranked = [...byDocument.entries()]
+    .map(([documentId, entry]) => ({ documentId, ...entry }))
+    .filter((d) => d.score >= request.documentThreshold);
+  if (reranked) ranked.sort((a, b) => b.score - a.score);
+  ranked = ranked.slice(0, request.limit);
+
+  if (!request.onlyMatchingChunks) await addContext(deps.db, ranked);
+  const rows = new Map<string, DocumentRow>();
+  if (ranked.length) {
+    const found = await deps.db
+      .select()
+      .from(documents)
+      .where(
+        inArray(
+          documents.id,
+          ranked.map((r) => r.documentId),
+        ),
+      );
+    for (const row of found) rows.set(row.id, row);
+  }
+  const results = ranked.flatMap((r): DocumentResult[] => {
+    const doc = rows.get(r.documentId);
+    if (!doc) return [];
+    return [
+      {
+        documentId: r.documentId,
+        chunks: r.chunks.sort((a, b) => a.position - b.position).map(({ position: _, ...ch }) => ch),
+        score: r.score,
+        title: doc.title,
+        type: doc.type,
+        metadata: doc.metadata,
+        containerTags: doc.containerTags,
+        createdAt: doc.createdAt.toISOString(),
+        updatedAt: doc.updatedAt.toISOString(),
+        ...(request.includeFullDocs ? { content: doc.content } : {}),
+        ...(request.includeSummary ? { summary: doc.summary ?? summarize(doc.content) } : {}),
+      },
+    ];
+  });
+  return {
+    results,
+    timing: Math.round(performance.now() - started),
+    total: results.length,
+    reranked,
+    ...(reranked && deps.reranker ? { rerankModel: deps.reranker.model } : {}),
+    ...(rewrittenQuery ? { rewrittenQuery } : {}),
+    ...(warnings.length ? { warnings } : {}),
+  };
+}
+
+function documentCondition(request: DocumentSearchRequest): SQL | undefined {
+  const parts: SQL[] = [];
+  if (request.filepath) {
+    // As in the official API: a path ending in "/" matches everything under it.
+    parts.push(
+      request.filepath.endsWith("/")
+        ? sql`starts_with(d.filepath, ${request.filepath})`
+        : sql`d.filepath = ${request.filepath}`,
+    );
+  }
+  if (request.filters) {
+    try {
+      parts.push(compileFilter(sql`d.metadata`, request.filters));
+    } catch (error) {
+      if (error instanceof FilterError) throw new SearchRequestError(error.message, "filters");
+      throw error;
+    }
+  }
+  return parts.length ? sql.join(parts, sql` AND `) : undefined;
+}
+
+/** Identical chunk text (the same paragraph in two documents) is shown once: its best-ranked copy. */
+function dedupeByContent(hits: ChunkHit[]): ChunkHit[] {
+  const seen = new Set<string>();
+  return hits.filter((hit) => {
+    const key = normalized(hit.content);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+const normalized = (text: string) => text.trim().replace(/\s+/g, " ").toLowerCase();
+
+/** Neighbouring chunks give a match its context; they are marked isRelevant: false. */
+async function addContext(
+  db: Database,
+  ranked: { documentId: string; chunks: (ChunkOut & { position: number })[] }[],
+) {
+  const seen = new Set(ranked.flatMap((r) => r.chunks.map((ch) => normalized(ch.content))));
+  const wanted = ranked.flatMap((r) => {
+    const have = new Set(r.chunks.map((ch) => ch.position));
+    return r.chunks
+      .flatMap((ch) => [ch.position - 1, ch.position + 1])
+      .filter((p) => p >= 0 && !have.has(p))
+      .map((position) => ({ documentId: r.documentId, position }));
+  });
+  for (const n of await chunksAt(db, wanted)) {
+    const key = normalized(n.content);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const target = ranked.find((r) => r.documentId === n.documentId);
+    if (target && !target.chunks.some((ch) => ch.position === n.position)) {
+      target.chunks.push({
+        content: n.content,
+        metadata: n.metadata,
+        isRelevant: false,
+        score: 0,
+        position: n.position,
+      });
+    }
+  }
+}
+
+/**
+ * A document's summary when none was written at processing: its opening sentences, cut at a
+ * sentence end near 300 characters. Said plainly in the README: this is an extract, not an LLM summary.
+ */
+export function summarize(content: string | null): string | null {
+  if (!content) return null;
+  const text = content.replace(/\s+/g, " ").trim();
+  if (text.length <= 300) return text;
+  const cut = text.slice(0, 400);
+  const end = Math.max(cut.lastIndexOf(". ", 300), cut.lastIndexOf("? ", 300), cut.lastIndexOf("! ", 300));
+  return end > 100 ? cut.slice(0, end + 1) : `${text.slice(0, 300).trimEnd()}…`;
+}
+
+const round = (n: number) => Math.round(n * 10_000) / 10_000;

@@ -1,0 +1,73 @@
+import { sql } from "drizzle-orm";
+import { type Database, queryRows } from "./db.ts";
+
+/** The embedding model whose vectors a query compares against: its name and vector length. */
+export interface VectorSpace {
+  model: string;
+  dimension: number;
+}
+
+const TABLES = ["chunks", "memories"] as const;
+
+/**
+ * Model names and dimensions are spliced into SQL (a partial index predicate must be a literal for
+ * the planner to match it), so they are checked here; they come from code, never from requests.
+ */
+export function checkedSpace(space: VectorSpace): VectorSpace {
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(space.model))
+    throw new Error(`unsafe embedding model name "${space.model}"`);
+  if (!Number.isInteger(space.dimension) || space.dimension < 1 || space.dimension > 4096)
+    throw new Error(`bad embedding dimension ${space.dimension}`);
+  return space;
+}
+
+/** `alias.embedding::vector(N)`, the indexed expression of the space, and the predicate that selects its rows. */
+export function vectorTerms(alias: string, space: VectorSpace) {
+  const { model, dimension } = checkedSpace(space);
+  return {
+    column: sql.raw(`${alias}.embedding::vector(${dimension})`),
+    inSpace: sql.raw(`${alias}.embedding_model = '${model}'`),
+    cast: sql.raw(`::vector(${dimension})`),
+  };
+}
+
+function indexName(table: string, model: string) {
+  return `${table}_hnsw_${model.replace(/[^A-Za-z0-9]/g, "_").toLowerCase()}`.slice(0, 63);
+}
+
+/**
+ * One HNSW index per table and model, over the rows of that model only. Created when a model is
+ * first used; a later model gets its own index while the old one serves until its rows are migrated.
+ * An advisory lock keeps two processes starting together from racing on the same CREATE INDEX.
+ */
+export async function ensureVectorIndexes(db: Database, space: VectorSpace): Promise<void> {
+  const { model, dimension } = checkedSpace(space);
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext('memory-service:vector-index'))`);
+    await tx.execute(sql.raw("SET LOCAL maintenance_work_mem = '256MB'"));
+    for (const table of TABLES) {
+      await tx.execute(
+        sql.raw(
+          `CREATE INDEX IF NOT EXISTS ${indexName(table, model)} ON ${table} ` +
+            `USING hnsw ((embedding::vector(${dimension})) vector_cosine_ops) WHERE embedding_model = '${model}'`,
+        ),
+      );
+    }
+  });
+}
+
+/** Drops the per-model indexes of models no row uses any more (after a migration finished). */
+export async function dropUnusedVectorIndexes(db: Database, current: VectorSpace): Promise<string[]> {
+  const keep = new Set(TABLES.map((t) => indexName(t, checkedSpace(current).model)));
+  const rows = await queryRows<{ indexname: string }>(
+    db,
+    sql`SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname ~ '^(chunks|memories)_hnsw_'`,
+  );
+  const dropped: string[] = [];
+  for (const { indexname } of rows) {
+    if (keep.has(indexname)) continue;
+    await db.execute(sql.raw(`DROP INDEX IF EXISTS ${indexname}`));
+    dropped.push(indexname);
+  }
+  return dropped;
+}
