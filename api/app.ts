@@ -6,8 +6,9 @@ import type { ApiDeps, AppEnv } from "./deps.ts";
 import { documentsApp } from "./documents/index.ts";
 import { ApiError, errorBody, renderError } from "./errors.ts";
 import { scopedKeysApp } from "./keys/index.ts";
+import { memoriesApp } from "./memories/index.ts";
 import { rateLimit } from "./rate-limit.ts";
-import { searchApp } from "./search/index.ts";
+import { searchApp, searchV4App } from "./search/index.ts";
 import { settingsApp } from "./settings/index.ts";
 
 /** The HTTP API. Everything under /v3 needs a bearer key; /health and /openapi.json are public. */
@@ -65,6 +66,8 @@ export function createApp(deps: ApiDeps) {
   // The earlier major version of the SDK calls /v3/memories/* for the same operations.
   api.route("/v3/memories", documents);
   api.route("/v3/search", searchApp(deps));
+  api.route("/v4/search", searchV4App(deps));
+  api.route("/v4/memories", memoriesApp(deps));
   api.route("/v3/auth/scoped-key", scopedKeysApp(deps));
   api.route("/v3/settings", settingsApp(deps));
   app.route("/", api);

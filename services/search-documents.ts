@@ -88,6 +88,9 @@ export class SearchRequestError extends Error {
   }
 }
 
+/** The most matching chunks one document shows (each may bring its neighbours as context). */
+export const MATCHING_CHUNKS_PER_DOCUMENT = 3;
+
 /** How many fused candidates a reranker rescores: enough to reorder, few enough to stay fast. */
 const RERANK_CANDIDATES = 50;
 
@@ -163,6 +166,8 @@ export async function searchDocuments(
     const score = round(scoreOf(hit));
     if (score < request.chunkThreshold) continue;
     const entry = byDocument.get(hit.documentId) ?? { chunks: [], score };
+    // Hits arrive best first: a long document shows its few best passages, not every chunk it has.
+    if (entry.chunks.length >= MATCHING_CHUNKS_PER_DOCUMENT) continue;
     entry.chunks.push({
       content: hit.content,
       metadata: hit.metadata,

@@ -146,7 +146,8 @@ export async function chunksAt(db: Database, wanted: { documentId: string; posit
     sql`
     SELECT c.document_id, c.position, c.content, c.metadata
     FROM chunks c
-    JOIN jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS w(document_id text, position int)
+    JOIN jsonb_to_recordset(${JSON.stringify(wanted.map((w) => ({ document_id: w.documentId, position: w.position })))}::jsonb)
+      AS w(document_id text, position int)
       ON w.document_id = c.document_id AND w.position = c.position`,
   );
   return rows.map((r) => ({

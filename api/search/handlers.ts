@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { type SearchDeps, SearchRequestError, searchDocuments } from "../../services/search-documents.ts";
+import { searchMemoriesAndChunks } from "../../services/search-memories.ts";
 import type { FilterNode } from "../../store/filters.ts";
 import type { AppEnv } from "../deps.ts";
 import { badRequest } from "../errors.ts";
@@ -24,5 +25,32 @@ export function createSearchHandlers(deps: SearchDeps) {
       throw error;
     }
   };
-  return { searchDocuments: documents };
+  const memories: RouteHandler<typeof routes.searchMemories, AppEnv> = async (c) => {
+    const body = c.req.valid("json");
+    const scope = c.get("scope");
+    const containerTags = tagsOf(body);
+    scope.check(containerTags);
+    const { chunks, ...include } = body.include;
+    // include.chunks is the deprecated way of asking for document chunks too.
+    const searchMode = body.searchMode ?? (chunks ? "hybrid" : "memories");
+    try {
+      const response = await searchMemoriesAndChunks(
+        deps,
+        {
+          ...body,
+          containerTags,
+          searchMode,
+          include,
+          filters: body.filters as FilterNode | undefined,
+        },
+        scope.tags,
+      );
+      return c.json(response, 200);
+    } catch (error) {
+      if (error instanceof SearchRequestError) throw badRequest(error.message, error.field);
+      throw error;
+    }
+  };
+
+  return { searchDocuments: documents, searchMemories: memories };
 }

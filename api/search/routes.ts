@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { errorResponses } from "../schemas.ts";
-import { SearchBody, SearchResponse } from "./schemas.ts";
+import { SearchBody, SearchMemoriesBody, SearchMemoriesResponse, SearchResponse } from "./schemas.ts";
 
 export const searchDocuments = createRoute({
   method: "post",
@@ -13,6 +13,22 @@ export const searchDocuments = createRoute({
     200: {
       description: "Matching documents with their chunks",
       content: { "application/json": { schema: SearchResponse } },
+    },
+    ...errorResponses,
+  },
+});
+
+export const searchMemories = createRoute({
+  method: "post",
+  path: "/",
+  tags: ["search"],
+  security: [{ bearer: [] }],
+  summary: "Search memories, document chunks (searchMode documents) or both (hybrid)",
+  request: { body: { content: { "application/json": { schema: SearchMemoriesBody } }, required: true } },
+  responses: {
+    200: {
+      description: "Matching memories and chunks, best first",
+      content: { "application/json": { schema: SearchMemoriesResponse } },
     },
     ...errorResponses,
   },

@@ -88,3 +88,89 @@ export const SearchResponse = z
       .openapi({ description: "Options asked for that could not be honoured, and why" }),
   })
   .openapi("SearchResult");
+
+export const SearchMemoriesBody = z
+  .object({
+    q: z.string().trim().min(1).max(10_000),
+    containerTag: ContainerTag.optional(),
+    containerTags: z.array(ContainerTag).max(100).optional(),
+    searchMode: z.enum(["memories", "hybrid", "documents"]).optional().openapi({
+      description:
+        "memories (default): memory entries only; hybrid: memories and document chunks; documents: chunks only",
+    }),
+    threshold: unit.default(0).openapi({ description: "Minimum similarity (or reranker score) of a result" }),
+    limit: z.number().int().min(1).max(100).default(10),
+    include: z
+      .object({
+        documents: z.boolean().default(false),
+        summaries: z.boolean().default(false),
+        relatedMemories: z.boolean().default(false),
+        forgottenMemories: z.boolean().default(false),
+        chunks: z
+          .boolean()
+          .optional()
+          .openapi({ description: "Deprecated: true switches to searchMode hybrid" }),
+      })
+      .strict()
+      .default({ documents: false, summaries: false, relatedMemories: false, forgottenMemories: false }),
+    filters: Filters.optional(),
+    filepath: z.string().optional(),
+    endUserId: z.string().min(1).max(255).optional(),
+    rerank: z.boolean().default(false),
+    rewriteQuery: z.boolean().default(false),
+    aggregate: z
+      .literal(false)
+      .optional()
+      .openapi({ description: "Aggregating memories into new ones is not offered; only false is accepted" }),
+  })
+  .strict()
+  .openapi("SearchMemories");
+
+const Related = z.object({
+  memory: z.string(),
+  relation: z.enum(["updates", "extends", "derives"]),
+  updatedAt: z.string(),
+  metadata: z.record(z.string(), z.unknown()).nullable().optional(),
+  version: z.number().nullable().optional(),
+});
+
+export const SearchMemoriesResponse = z
+  .object({
+    results: z.array(
+      z.object({
+        id: z.string(),
+        similarity: z.number(),
+        metadata: z.record(z.string(), z.unknown()).nullable(),
+        updatedAt: z.string(),
+        memory: z.string().optional(),
+        chunk: z.string().optional(),
+        version: z.number().nullable().optional(),
+        filepath: z.string().nullable().optional(),
+        isAggregated: z.boolean().optional(),
+        isForgotten: z.boolean().optional(),
+        context: z
+          .object({ parents: z.array(Related), children: z.array(Related), related: z.array(Related) })
+          .optional(),
+        documents: z
+          .array(
+            z.object({
+              id: z.string(),
+              createdAt: z.string(),
+              updatedAt: z.string(),
+              title: z.string().optional(),
+              type: z.string().optional(),
+              metadata: z.record(z.string(), z.unknown()).nullable().optional(),
+              summary: z.string().nullable().optional(),
+            }),
+          )
+          .optional(),
+      }),
+    ),
+    timing: z.number(),
+    total: z.number(),
+    reranked: z.boolean(),
+    rerankModel: z.string().optional(),
+    rewrittenQuery: z.string().optional(),
+    warnings: z.array(z.string()).optional(),
+  })
+  .openapi("SearchMemoriesResult");

@@ -65,7 +65,7 @@ describe("HTTP contract", () => {
       ["POST", "/v3/documents/list", { page: 0 }, "page"],
       ["POST", "/v3/search", { q: "" }, "q"],
       ["POST", "/v3/search", { q: "x", chunkThreshold: 2 }, "chunkThreshold"],
-      ["POST", "/v3/search", { q: "x", rerank: true }, "rerank"],
+      ["POST", "/v3/search", { q: "x", retrieval: "magic" }, "retrieval"],
       ["DELETE", "/v3/documents/bulk", { ids: ["a"], containerTags: ["b"] }, "ids"],
       ["POST", "/v3/documents/list", { filters: "{not json" }, "filters"],
     ];

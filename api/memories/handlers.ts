@@ -1,0 +1,105 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import {
+  createMemories,
+  forgetMemory,
+  MemoryAlreadyForgottenError,
+  type MemoryDeps,
+  MemoryNotFoundError,
+  updateMemory,
+} from "../../services/memories.ts";
+import type { AppEnv } from "../deps.ts";
+import { ApiError, notFound } from "../errors.ts";
+import type * as routes from "./routes.ts";
+
+const dateOrNull = (value: string | null | undefined) =>
+  value === undefined ? undefined : value === null ? null : new Date(value);
+
+async function translate<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof MemoryNotFoundError) throw notFound("memory");
+    if (error instanceof MemoryAlreadyForgottenError) throw new ApiError(409, "conflict", error.message);
+    throw error;
+  }
+}
+
+export function createMemoryHandlers(deps: MemoryDeps) {
+  const create: RouteHandler<typeof routes.createMemories, AppEnv> = async (c) => {
+    const body = c.req.valid("json");
+    c.get("scope").check([body.containerTag]);
+    const rows = await createMemories(
+      deps,
+      body.containerTag,
+      body.memories.map((m) => ({ ...m, forgetAfter: dateOrNull(m.forgetAfter) })),
+    );
+    return c.json(
+      {
+        documentId: null,
+        memories: rows.map((m) => ({
+          id: m.id,
+          memory: m.content,
+          isStatic: m.isStatic,
+          createdAt: m.createdAt.toISOString(),
+          forgetAfter: m.forgetAfter?.toISOString() ?? null,
+          version: m.version,
+        })),
+      },
+      200,
+    );
+  };
+
+  const forget: RouteHandler<typeof routes.forgetMemory, AppEnv> = async (c) => {
+    const body = c.req.valid("json");
+    c.get("scope").check([body.containerTag]);
+    const memory = await translate(() =>
+      forgetMemory(deps, body.containerTag, { id: body.id, content: body.content }, body.reason ?? null),
+    );
+    return c.json({ id: memory.id, forgotten: true }, 200);
+  };
+
+  const update: RouteHandler<typeof routes.updateMemory, AppEnv> = async (c) => {
+    const body = c.req.valid("json");
+    c.get("scope").check([body.containerTag]);
+    const metadata =
+      body.metadata || body.temporalContext
+        ? { ...body.metadata, ...(body.temporalContext ? flattenTemporal(body.temporalContext) : {}) }
+        : undefined;
+    const row = await translate(() =>
+      updateMemory(
+        deps,
+        body.containerTag,
+        { id: body.id, content: body.content },
+        {
+          newContent: body.newContent,
+          metadata,
+          forgetAfter: dateOrNull(body.forgetAfter),
+          forgetReason: body.forgetReason,
+        },
+      ),
+    );
+    return c.json(
+      {
+        id: row.id,
+        createdAt: row.createdAt.toISOString(),
+        forgetAfter: row.forgetAfter?.toISOString() ?? null,
+        forgetReason: row.forgetReason,
+        memory: row.content,
+        parentMemoryId: row.parentId,
+        rootMemoryId: row.rootId,
+        version: row.version,
+      },
+      200,
+    );
+  };
+
+  return { create, forget, update };
+}
+
+/** Metadata values are flat (string | number | boolean | string[]); temporal context is stored in that form. */
+function flattenTemporal(t: { documentDate?: string | null; eventDate?: string[] | null }) {
+  return {
+    ...(t.documentDate ? { documentDate: t.documentDate } : {}),
+    ...(t.eventDate ? { eventDate: t.eventDate } : {}),
+  };
+}

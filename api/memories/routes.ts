@@ -1,0 +1,55 @@
+import { createRoute, type z } from "@hono/zod-openapi";
+import { ErrorResponse, errorResponses, notFoundResponse } from "../schemas.ts";
+import {
+  CreateMemoriesBody,
+  CreateMemoriesResponse,
+  ForgetMemoryBody,
+  ForgetMemoryResponse,
+  UpdateMemoryBody,
+  UpdateMemoryResponse,
+} from "./schemas.ts";
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+const body = <T extends z.ZodType>(schema: T) => ({
+  body: { content: { "application/json": { schema } }, required: true },
+});
+const security = [{ bearer: [] }];
+const tags = ["memories"];
+
+export const createMemories = createRoute({
+  method: "post",
+  path: "/",
+  tags,
+  security,
+  summary: "Create 1–100 memories in a container; searchable as soon as this returns",
+  request: body(CreateMemoriesBody),
+  responses: { 200: json(CreateMemoriesResponse, "The memories created"), ...errorResponses },
+});
+
+export const forgetMemory = createRoute({
+  method: "delete",
+  path: "/",
+  tags,
+  security,
+  summary: "Forget a memory (by id or exact content): kept, but left out of search and profiles",
+  request: body(ForgetMemoryBody),
+  responses: {
+    200: json(ForgetMemoryResponse, "Forgotten"),
+    ...errorResponses,
+    ...notFoundResponse,
+    409: json(ErrorResponse, "Already forgotten"),
+  },
+});
+
+export const updateMemory = createRoute({
+  method: "patch",
+  path: "/",
+  tags,
+  security,
+  summary: "Update a memory: a new version linked to the previous one, which stays in history",
+  request: body(UpdateMemoryBody),
+  responses: { 200: json(UpdateMemoryResponse, "The new version"), ...errorResponses, ...notFoundResponse },
+});

@@ -1,0 +1,91 @@
+import { z } from "@hono/zod-openapi";
+import { ContainerTag, Metadata } from "../schemas.ts";
+
+const MemoryContent = z.string().trim().min(1).max(10_000);
+const IsoDate = z.iso.datetime({ offset: true }).openapi({ example: "2026-12-31T00:00:00Z" });
+
+export const NewMemory = z
+  .object({
+    content: MemoryContent,
+    isStatic: z.boolean().optional().openapi({ description: "A long-lived fact (name, preference)" }),
+    metadata: Metadata.optional(),
+    forgetAfter: IsoDate.nullable()
+      .optional()
+      .openapi({ description: "Left out of search and profiles after this time (nothing is deleted)" }),
+    forgetReason: z.string().max(1000).nullable().optional(),
+    endUserId: z.string().min(1).max(255).optional(),
+  })
+  .openapi("NewMemory");
+
+export const CreateMemoriesBody = z
+  .object({
+    containerTag: ContainerTag,
+    memories: z.array(NewMemory).min(1).max(100),
+  })
+  .openapi("CreateMemories");
+
+export const CreateMemoriesResponse = z
+  .object({
+    documentId: z
+      .string()
+      .nullable()
+      .openapi({ description: "Always null: these memories have no source document" }),
+    memories: z.array(
+      z.object({
+        id: z.string(),
+        memory: z.string(),
+        isStatic: z.boolean(),
+        createdAt: z.string(),
+        forgetAfter: z.string().nullable(),
+        version: z.number(),
+      }),
+    ),
+  })
+  .openapi("CreatedMemories");
+
+const Target = {
+  containerTag: ContainerTag,
+  id: z.string().min(1).optional(),
+  content: z.string().min(1).optional(),
+};
+const oneTarget = (b: { id?: string; content?: string }) =>
+  (b.id ? 1 : 0) + (b.content !== undefined ? 1 : 0) === 1;
+
+export const ForgetMemoryBody = z
+  .object({ ...Target, reason: z.string().max(1000).optional() })
+  .refine(oneTarget, { message: "give exactly one of id or content", path: ["id"] })
+  .openapi("ForgetMemory");
+
+export const ForgetMemoryResponse = z
+  .object({ id: z.string(), forgotten: z.boolean() })
+  .openapi("ForgottenMemory");
+
+export const UpdateMemoryBody = z
+  .object({
+    ...Target,
+    newContent: MemoryContent,
+    metadata: Metadata.optional(),
+    forgetAfter: IsoDate.nullable().optional(),
+    forgetReason: z.string().max(1000).nullable().optional(),
+    temporalContext: z
+      .object({
+        documentDate: z.string().nullable().optional(),
+        eventDate: z.array(z.string()).nullable().optional(),
+      })
+      .optional(),
+  })
+  .refine(oneTarget, { message: "give exactly one of id or content", path: ["id"] })
+  .openapi("UpdateMemory");
+
+export const UpdateMemoryResponse = z
+  .object({
+    id: z.string(),
+    createdAt: z.string(),
+    forgetAfter: z.string().nullable(),
+    forgetReason: z.string().nullable(),
+    memory: z.string(),
+    parentMemoryId: z.string().nullable(),
+    rootMemoryId: z.string().nullable(),
+    version: z.number(),
+  })
+  .openapi("UpdatedMemory");

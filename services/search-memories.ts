@@ -1,0 +1,343 @@
+// POST /v4/search: memories, document chunks, or both. One implementation for REST and MCP.
+
+import { inArray, or, sql } from "drizzle-orm";
+import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
+import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
+import { type MemoryHit, memoryVersions, searchMemories } from "../store/memories.ts";
+import { type DocumentRow, documents, type MemoryRow, memories } from "../store/schema/index.ts";
+import type { TagScope } from "../store/scope.ts";
+import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
+import { type SearchDeps, SearchRequestError, summarize } from "./search-documents.ts";
+
+export type SearchMode = "memories" | "hybrid" | "documents";
+
+export interface MemorySearchRequest {
+  q: string;
+  containerTags?: string[];
+  searchMode: SearchMode;
+  threshold: number;
+  limit: number;
+  include: {
+    documents: boolean;
+    summaries: boolean;
+    relatedMemories: boolean;
+    forgottenMemories: boolean;
+  };
+  filters?: FilterNode;
+  filepath?: string;
+  endUserId?: string;
+  rerank: boolean;
+  rewriteQuery: boolean;
+}
+
+interface ContextMemory {
+  memory: string;
+  relation: "updates" | "extends" | "derives";
+  updatedAt: string;
+  metadata: Record<string, unknown> | null;
+  version?: number | null;
+}
+
+export interface V4Result {
+  id: string;
+  similarity: number;
+  metadata: Record<string, unknown> | null;
+  updatedAt: string;
+  memory?: string;
+  chunk?: string;
+  version?: number | null;
+  filepath?: string | null;
+  isAggregated?: boolean;
+  /** Extension: forgotten or expired (only present when include.forgottenMemories brought it in). */
+  isForgotten?: boolean;
+  context?: {
+    parents: ContextMemory[];
+    children: ContextMemory[];
+    related: Omit<ContextMemory, "version">[];
+  };
+  documents?: {
+    id: string;
+    createdAt: string;
+    updatedAt: string;
+    title?: string;
+    type?: string;
+    metadata?: Record<string, unknown> | null;
+    summary?: string | null;
+  }[];
+}
+
+export interface V4Response {
+  results: V4Result[];
+  timing: number;
+  total: number;
+  reranked: boolean;
+  rerankModel?: string;
+  rewrittenQuery?: string;
+  warnings?: string[];
+}
+
+interface Candidate {
+  kind: "memory" | "chunk";
+  id: string;
+  content: string;
+  similarity: number;
+  score: number;
+  memory?: MemoryRow;
+  chunk?: ChunkHit;
+}
+
+const RERANK_CANDIDATES = 50;
+
+export async function searchMemoriesAndChunks(
+  deps: SearchDeps,
+  request: MemorySearchRequest,
+  scope: TagScope,
+): Promise<V4Response> {
+  const started = performance.now();
+  const warnings: string[] = [];
+  const space = { model: deps.embedder.model, dimension: deps.embedder.dimension };
+
+  let query = request.q;
+  let rewrittenQuery: string | undefined;
+  if (request.rewriteQuery) {
+    if (!deps.llm)
+      warnings.push("rewriteQuery: no LLM is configured (LLM_BASE_URL); the query was used as given");
+    else {
+      try {
+        rewrittenQuery = await rewriteQuery(deps.llm, request.q);
+        query = rewrittenQuery;
+      } catch (error) {
+        warnings.push(
+          `rewriteQuery: the LLM failed (${(error as Error).message}); the query was used as given`,
+        );
+      }
+    }
+  }
+  const keywordText = rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q;
+  const [embedding] = await deps.embedder.embed([query], "query");
+  const candidates = Math.max(50, request.limit * 5);
+
+  const compile = (column: ReturnType<typeof sql>) => {
+    if (!request.filters) return undefined;
+    try {
+      return compileFilter(column, request.filters);
+    } catch (error) {
+      if (error instanceof FilterError) throw new SearchRequestError(error.message, "filters");
+      throw error;
+    }
+  };
+
+  const found: Candidate[] = [];
+  if (request.searchMode !== "documents") {
+    const hits: MemoryHit[] = await searchMemories(deps.db, {
+      text: keywordText,
+      embedding: embedding as number[],
+      space,
+      containerTags: request.containerTags,
+      scope,
+      includeForgotten: request.include.forgottenMemories,
+      endUserId: request.endUserId,
+      memoryFilter: compile(sql`m.metadata`),
+      candidates,
+    });
+    for (const h of hits)
+      found.push({
+        kind: "memory",
+        id: h.row.id,
+        content: h.row.content,
+        similarity: h.similarity,
+        score: h.similarity,
+        memory: h.row,
+      });
+  }
+  if (request.searchMode !== "memories") {
+    const documentFilter = [
+      compile(sql`d.metadata`),
+      request.filepath
+        ? request.filepath.endsWith("/")
+          ? sql`starts_with(d.filepath, ${request.filepath})`
+          : sql`d.filepath = ${request.filepath}`
+        : undefined,
+    ].filter((c) => c !== undefined);
+    const hits = await hybridChunkSearch(deps.db, {
+      text: keywordText,
+      embedding: embedding as number[],
+      space,
+      containerTags: request.containerTags,
+      scope,
+      tagMode: "any",
+      endUserId: request.endUserId,
+      documentFilter: documentFilter.length ? sql.join(documentFilter, sql` AND `) : undefined,
+      candidates,
+    });
+    const seen = new Set<string>();
+    for (const h of hits) {
+      const key = h.content.trim().replace(/\s+/g, " ").toLowerCase();
+      if (seen.has(key)) continue;
+      seen.add(key);
+      found.push({
+        kind: "chunk",
+        id: h.chunkId,
+        content: h.content,
+        similarity: h.similarity,
+        score: h.similarity,
+        chunk: h,
+      });
+    }
+  }
+
+  let reranked = false;
+  if (request.rerank) {
+    if (!deps.reranker) {
+      warnings.push(
+        `rerank: ${deps.rerankerUnavailable ?? "no reranker is installed"}; results are ranked by similarity`,
+      );
+    } else if (found.length) {
+      found.sort((a, b) => b.similarity - a.similarity);
+      const head = found.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
+      const scores = await deps.reranker.score(
+        request.q,
+        head.map((c) => c.content),
+      );
+      head.forEach((c, i) => {
+        c.score = scores[i] as number;
+      });
+      for (const c of found.slice(head.length)) c.score = 0;
+      reranked = true;
+    }
+  }
+
+  // Memories and chunks are embedded by one model, so their similarities are comparable and one order serves both.
+  const ranked = found
+    .filter((c) => c.score >= request.threshold)
+    .sort((a, b) => b.score - a.score)
+    .slice(0, request.limit);
+
+  const documentIds = new Set<string>();
+  for (const c of ranked) {
+    if (c.chunk) documentIds.add(c.chunk.documentId);
+    if (c.memory?.sourceDocumentId) documentIds.add(c.memory.sourceDocumentId);
+  }
+  const docs = new Map<string, DocumentRow>();
+  if (documentIds.size) {
+    const rows = await deps.db
+      .select()
+      .from(documents)
+      .where(inArray(documents.id, [...documentIds]));
+    for (const d of rows) docs.set(d.id, d);
+  }
+  const related = request.include.relatedMemories ? await relatedContext(deps, ranked) : undefined;
+
+  const documentOut = (doc: DocumentRow) => ({
+    id: doc.id,
+    createdAt: doc.createdAt.toISOString(),
+    updatedAt: doc.updatedAt.toISOString(),
+    ...(request.include.documents
+      ? { title: doc.title ?? undefined, type: doc.type, metadata: doc.metadata }
+      : {}),
+    ...(request.include.summaries ? { summary: doc.summary ?? summarize(doc.content) } : {}),
+  });
+  const wantDocuments = request.include.documents || request.include.summaries;
+
+  const results = ranked.map((c): V4Result => {
+    const score = round(c.score);
+    if (c.kind === "memory" && c.memory) {
+      const m = c.memory;
+      const source = m.sourceDocumentId ? docs.get(m.sourceDocumentId) : undefined;
+      const forgotten = m.isForgotten || (m.forgetAfter !== null && m.forgetAfter.getTime() <= Date.now());
+      return {
+        id: m.id,
+        memory: m.content,
+        similarity: score,
+        metadata: m.metadata,
+        updatedAt: m.updatedAt.toISOString(),
+        version: m.version,
+        filepath: source?.filepath ?? null,
+        isAggregated: false,
+        ...(forgotten ? { isForgotten: true } : {}),
+        ...(related ? { context: related.get(m.id) ?? { parents: [], children: [], related: [] } } : {}),
+        ...(wantDocuments && source ? { documents: [documentOut(source)] } : {}),
+      };
+    }
+    const chunk = c.chunk as ChunkHit;
+    const doc = docs.get(chunk.documentId);
+    return {
+      id: chunk.chunkId,
+      chunk: chunk.content,
+      similarity: score,
+      metadata: doc?.metadata ?? null,
+      updatedAt: (doc?.updatedAt ?? new Date()).toISOString(),
+      filepath: doc?.filepath ?? null,
+      ...(wantDocuments && doc ? { documents: [documentOut(doc)] } : {}),
+    };
+  });
+
+  return {
+    results,
+    timing: Math.round(performance.now() - started),
+    total: results.length,
+    reranked,
+    ...(reranked && deps.reranker ? { rerankModel: deps.reranker.model } : {}),
+    ...(rewrittenQuery ? { rewrittenQuery } : {}),
+    ...(warnings.length ? { warnings } : {}),
+  };
+}
+
+/** Version history (older = parents, newer = children) and extends/derives links of each memory found. */
+async function relatedContext(deps: SearchDeps, ranked: Candidate[]) {
+  const found = ranked.flatMap((c) => (c.memory ? [c.memory] : []));
+  const chains = await memoryVersions(deps.db, [...new Set(found.map((m) => m.rootId ?? m.id))]);
+  const byRoot = new Map<string, MemoryRow[]>();
+  for (const m of chains) byRoot.set(m.rootId ?? m.id, [...(byRoot.get(m.rootId ?? m.id) ?? []), m]);
+  const linked = await relatedRows(
+    deps,
+    found.map((m) => m.id),
+  );
+  const out = new Map<string, NonNullable<V4Result["context"]>>();
+  for (const m of found) {
+    const chain = byRoot.get(m.rootId ?? m.id) ?? [];
+    const view = (other: MemoryRow, relation: ContextMemory["relation"]) => ({
+      memory: other.content,
+      relation,
+      updatedAt: other.updatedAt.toISOString(),
+      metadata: other.metadata,
+    });
+    out.set(m.id, {
+      parents: chain
+        .filter((o) => o.version < m.version)
+        .reverse()
+        .map((o) => ({ ...view(o, "updates"), version: o.version - m.version })),
+      children: chain
+        .filter((o) => o.version > m.version)
+        .map((o) => ({ ...view(o, "updates"), version: o.version - m.version })),
+      related: linked
+        .filter((o) => o.relatedTo === m.id || o.id === m.relatedTo)
+        .filter((o) => o.relation === "extends" || o.relation === "derives" || o.id === m.relatedTo)
+        .filter((o) => o.id !== m.id && o.rootId !== (m.rootId ?? m.id))
+        .map((o) =>
+          view(o, (o.relatedTo === m.id ? o.relation : m.relation) === "derives" ? "derives" : "extends"),
+        ),
+    });
+  }
+  return out;
+}
+
+/** Memories that extend or derive from the given ones, and those the given ones point at. */
+async function relatedRows(deps: SearchDeps, ids: string[]): Promise<MemoryRow[]> {
+  if (!ids.length) return [];
+  const pointedAt = await deps.db
+    .select({ relatedTo: memories.relatedTo })
+    .from(memories)
+    .where(inArray(memories.id, ids));
+  const targets = pointedAt.flatMap((r) => (r.relatedTo ? [r.relatedTo] : []));
+  return deps.db
+    .select()
+    .from(memories)
+    .where(
+      targets.length
+        ? or(inArray(memories.relatedTo, ids), inArray(memories.id, targets))
+        : inArray(memories.relatedTo, ids),
+    );
+}
+
+const round = (n: number) => Math.round(n * 10_000) / 10_000;

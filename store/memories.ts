@@ -1,0 +1,288 @@
+import { and, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
+import { type Database, queryRows } from "./db.ts";
+import { newId } from "./ids.ts";
+import { type MemoryRow, type Metadata, memories } from "./schema/index.ts";
+import type { TagScope } from "./scope.ts";
+import { type VectorSpace, vectorTerms } from "./vector-index.ts";
+
+export type { MemoryRow };
+
+export interface NewMemory {
+  content: string;
+  isStatic?: boolean;
+  metadata?: Metadata;
+  forgetAfter?: Date | null;
+  forgetReason?: string | null;
+  endUserId?: string | null;
+  sourceDocumentId?: string | null;
+  embedding: number[];
+}
+
+/** Inserts memories of one container in one transaction: all or none. */
+export async function insertMemories(
+  db: Database,
+  containerTag: string,
+  space: VectorSpace,
+  items: NewMemory[],
+): Promise<MemoryRow[]> {
+  if (!items.length) return [];
+  return db.transaction(async (tx) => {
+    const rows: MemoryRow[] = [];
+    for (const item of items) {
+      const id = newId();
+      const [row] = await tx
+        .insert(memories)
+        .values({
+          id,
+          containerTag,
+          content: item.content,
+          isStatic: item.isStatic ?? false,
+          metadata: item.metadata ?? {},
+          forgetAfter: item.forgetAfter ?? null,
+          forgetReason: item.forgetReason ?? null,
+          endUserId: item.endUserId ?? null,
+          sourceDocumentId: item.sourceDocumentId ?? null,
+          rootId: id,
+          embedding: item.embedding,
+          embeddingModel: space.model,
+        })
+        .returning();
+      rows.push(row as MemoryRow);
+    }
+    return rows;
+  });
+}
+
+/** The latest version of a memory in a container, found by id (any version's id) or by exact content. */
+export async function findLatestMemory(
+  db: Database,
+  containerTag: string,
+  by: { id?: string; content?: string },
+): Promise<MemoryRow | undefined> {
+  if (by.id) {
+    const [row] = await db
+      .select()
+      .from(memories)
+      .where(and(eq(memories.id, by.id), eq(memories.containerTag, containerTag)));
+    if (!row) return undefined;
+    if (row.isLatest) return row;
+    const [latest] = await db
+      .select()
+      .from(memories)
+      .where(and(eq(memories.rootId, row.rootId ?? row.id), eq(memories.isLatest, true)));
+    return latest;
+  }
+  if (by.content !== undefined) {
+    const [row] = await db
+      .select()
+      .from(memories)
+      .where(
+        and(
+          eq(memories.containerTag, containerTag),
+          eq(memories.content, by.content),
+          eq(memories.isLatest, true),
+        ),
+      )
+      .orderBy(desc(memories.createdAt))
+      .limit(1);
+    return row;
+  }
+  return undefined;
+}
+
+/** Marks a memory forgotten; returns false when it already was (nothing changes). */
+export async function forgetMemory(db: Database, id: string, reason: string | null): Promise<boolean> {
+  const updated = await db
+    .update(memories)
+    .set({
+      isForgotten: true,
+      forgottenAt: new Date(),
+      ...(reason ? { forgetReason: reason } : {}),
+      updatedAt: new Date(),
+    })
+    .where(and(eq(memories.id, id), eq(memories.isForgotten, false)))
+    .returning({ id: memories.id });
+  return updated.length > 0;
+}
+
+export interface MemoryUpdate {
+  content: string;
+  embedding: number[];
+  metadata?: Metadata;
+  /** undefined inherits the previous version's; null clears it. */
+  forgetAfter?: Date | null;
+  forgetReason?: string | null;
+}
+
+/**
+ * A new version of a memory: inserted with parentId → the previous version, which stops being the
+ * latest. Row-locked so two concurrent updates of one memory chain one after the other.
+ */
+export async function updateMemory(
+  db: Database,
+  previousId: string,
+  space: VectorSpace,
+  update: MemoryUpdate,
+): Promise<MemoryRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [previous] = await tx
+      .select()
+      .from(memories)
+      .where(and(eq(memories.id, previousId), eq(memories.isLatest, true)))
+      .for("update");
+    if (!previous) return undefined;
+    await tx
+      .update(memories)
+      .set({ isLatest: false, updatedAt: new Date() })
+      .where(eq(memories.id, previous.id));
+    const forgetAfter = update.forgetAfter === undefined ? previous.forgetAfter : update.forgetAfter;
+    const forgetReason =
+      update.forgetAfter === null
+        ? null
+        : update.forgetReason === undefined
+          ? previous.forgetReason
+          : update.forgetReason;
+    const [row] = await tx
+      .insert(memories)
+      .values({
+        id: newId(),
+        containerTag: previous.containerTag,
+        content: update.content,
+        isStatic: previous.isStatic,
+        metadata: update.metadata ?? previous.metadata,
+        endUserId: previous.endUserId,
+        forgetAfter,
+        forgetReason,
+        version: previous.version + 1,
+        parentId: previous.id,
+        rootId: previous.rootId ?? previous.id,
+        relation: "updates",
+        relatedTo: previous.id,
+        sourceDocumentId: previous.sourceDocumentId,
+        embedding: update.embedding,
+        embeddingModel: space.model,
+      })
+      .returning();
+    return row as MemoryRow;
+  });
+}
+
+/** Every version of the chains the given memories belong to, oldest first. */
+export async function memoryVersions(db: Database, rootIds: string[]): Promise<MemoryRow[]> {
+  if (!rootIds.length) return [];
+  return db
+    .select()
+    .from(memories)
+    .where(inArray(memories.rootId, rootIds))
+    .orderBy(memories.rootId, memories.version);
+}
+
+export interface MemorySearchQuery {
+  text: string;
+  embedding: number[];
+  space: VectorSpace;
+  containerTags?: string[];
+  scope: TagScope;
+  /** Also forgotten memories and those past forgetAfter. */
+  includeForgotten: boolean;
+  endUserId?: string;
+  /** A compiled condition over memories aliased `m` (metadata filters). */
+  memoryFilter?: SQL;
+  candidates: number;
+}
+
+export interface MemoryHit {
+  row: MemoryRow;
+  similarity: number;
+  fused: number;
+}
+
+/** Hybrid search over the latest versions of memories: nearest by vector and best by keyword, fused by rank. */
+export async function searchMemories(db: Database, q: MemorySearchQuery): Promise<MemoryHit[]> {
+  const vector = `[${q.embedding.join(",")}]`;
+  const v = vectorTerms("m", q.space);
+  const queryVector = sql`${vector}${v.cast}`;
+  const textArray = (tags: readonly string[]) =>
+    sql`ARRAY[${sql.join(
+      tags.map((t) => sql`${t}`),
+      sql`, `,
+    )}]::text[]`;
+  const conditions = [
+    sql`m.is_latest`,
+    q.containerTags?.length ? sql`m.container_tag = ANY(${textArray(q.containerTags)})` : undefined,
+    q.scope ? sql`m.container_tag = ANY(${textArray(q.scope)})` : undefined,
+    q.includeForgotten
+      ? undefined
+      : sql`NOT m.is_forgotten AND (m.forget_after IS NULL OR m.forget_after > now())`,
+    q.endUserId ? sql`m.end_user_id = ${q.endUserId}` : undefined,
+    q.memoryFilter,
+  ].filter((c): c is SQL => Boolean(c));
+  const where = sql.join(conditions, sql` AND `);
+  const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
+  const rows = await db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
+    return queryRows<{ id: string; similarity: number; fused: number }>(
+      tx as Database,
+      sql`
+    WITH query AS (
+      SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq
+    ),
+    by_vector AS (
+      SELECT m.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank
+      FROM memories m
+      WHERE ${v.inSpace} AND ${where}
+      ORDER BY ${v.column} <=> ${queryVector}
+      LIMIT ${q.candidates}
+    ),
+    by_keyword AS (
+      SELECT m.id, row_number() OVER (ORDER BY ts_rank_cd(m.tsv, query.tsq) DESC) AS rank
+      FROM memories m, query
+      WHERE m.tsv @@ query.tsq AND ${where}
+      ORDER BY ts_rank_cd(m.tsv, query.tsq) DESC
+      LIMIT ${q.candidates}
+    ),
+    fused AS (
+      SELECT coalesce(v.id, k.id) AS id,
+             coalesce(1.0 / (60 + v.rank), 0) + coalesce(1.0 / (60 + k.rank), 0) AS fused
+      FROM by_vector v FULL OUTER JOIN by_keyword k ON v.id = k.id
+    )
+    SELECT f.id, f.fused,
+           CASE WHEN ${v.inSpace} THEN 1 - (${v.column} <=> ${queryVector}) ELSE 0 END AS similarity
+    FROM fused f JOIN memories m ON m.id = f.id
+    ORDER BY f.fused DESC
+    LIMIT ${q.candidates}`,
+    );
+  });
+  if (!rows.length) return [];
+  const full = await db
+    .select()
+    .from(memories)
+    .where(
+      inArray(
+        memories.id,
+        rows.map((r) => r.id),
+      ),
+    );
+  const byId = new Map(full.map((m) => [m.id, m]));
+  return rows.flatMap((r) => {
+    const row = byId.get(r.id);
+    return row ? [{ row, similarity: Number(r.similarity), fused: Number(r.fused) }] : [];
+  });
+}
+
+/** Latest memories of a container, newest first (for listing and profiles). */
+export async function latestMemories(
+  db: Database,
+  containerTag: string,
+  options: { includeForgotten?: boolean; limit?: number } = {},
+): Promise<MemoryRow[]> {
+  const live = options.includeForgotten
+    ? undefined
+    : sql`NOT ${memories.isForgotten} AND (${memories.forgetAfter} IS NULL OR ${memories.forgetAfter} > now())`;
+  return db
+    .select()
+    .from(memories)
+    .where(and(eq(memories.containerTag, containerTag), eq(memories.isLatest, true), live))
+    .orderBy(desc(memories.updatedAt))
+    .limit(options.limit ?? 100);
+}
