@@ -21,6 +21,7 @@ import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { createDocumentWorker } from "../worker/create-worker.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { DocumentProcessing } from "./processing-client.ts";
+import { startReembedIfNeeded } from "./reembed-client.ts";
 import { startTemporalDevServer } from "./temporal-dev-server.ts";
 
 export type Role = "api" | "worker";
@@ -74,7 +75,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const connection = await Connection.connect({ address: temporalAddress });
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-    const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE);
+    const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE, store.db);
 
     if (roles.includes("worker")) {
       installTemporalLogger(log);
@@ -119,6 +120,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         await running;
       });
       await reconcileUnfinished(store.db, processing, log);
+      await startReembedIfNeeded(client, config.TEMPORAL_TASK_QUEUE, store.db, embedder.model, log);
       const stopReconciling = startReconcileLoop(store.db, processing, log);
       stops.push(async () => stopReconciling());
     }

@@ -7,6 +7,8 @@ import {
   desc,
   eq,
   inArray,
+  lt,
+  lte,
   notInArray,
   or,
   type SQL,
@@ -307,6 +309,51 @@ export async function countUnfinished(db: Database): Promise<number> {
 }
 
 /** Documents whose processing has not finished: used by the list-processing endpoint and the reconciler. */
+/** Marks a run's workflow as started (idempotent; never moves backwards). */
+export async function markWorkflowStarted(db: Database, documentId: string, run: number): Promise<void> {
+  await db
+    .update(documents)
+    .set({ workflowRun: run })
+    .where(and(eq(documents.id, documentId), lt(documents.workflowRun, run)));
+}
+
+/**
+ * Unfinished documents whose current run has no confirmed workflow (the API stopped between writing
+ * the document and starting its workflow). Only ids and runs: the reconciler needs nothing else.
+ */
+export function documentsAwaitingWorkflow(
+  db: Database,
+  updatedBefore: Date,
+  limit = 1000,
+): Promise<{ id: string; processingRun: number }[]> {
+  return db
+    .select({ id: documents.id, processingRun: documents.processingRun })
+    .from(documents)
+    .where(
+      and(
+        notInArray(documents.status, terminalStatuses),
+        lt(documents.workflowRun, documents.processingRun),
+        lte(documents.updatedAt, updatedBefore),
+      ),
+    )
+    .orderBy(asc(documents.createdAt))
+    .limit(limit);
+}
+
+/** Unfinished documents untouched since `updatedBefore`: their workflows are checked one by one. */
+export function staleUnfinishedDocuments(
+  db: Database,
+  updatedBefore: Date,
+  limit = 100,
+): Promise<{ id: string; processingRun: number }[]> {
+  return db
+    .select({ id: documents.id, processingRun: documents.processingRun })
+    .from(documents)
+    .where(and(notInArray(documents.status, terminalStatuses), lte(documents.updatedAt, updatedBefore)))
+    .orderBy(asc(documents.updatedAt))
+    .limit(limit);
+}
+
 export function unfinishedDocuments(
   db: Database,
   limit = 1000,

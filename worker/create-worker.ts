@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
+import { createReembedActivities } from "../activities/reembed.ts";
 
 const workflowsPath = fileURLToPath(new URL("../workflows/index.ts", import.meta.url));
 
@@ -19,7 +20,7 @@ export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowsPath,
-    activities: createDocumentActivities(opts.deps),
+    activities: { ...createDocumentActivities(opts.deps), ...createReembedActivities(opts.deps) },
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
     // Let an activity finish its current batch before the process exits.
     shutdownGraceTime: "10s",

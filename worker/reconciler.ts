@@ -1,12 +1,17 @@
 import type { Logger } from "../config/logger.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import type { Database } from "../store/db.ts";
-import { unfinishedDocuments } from "../store/documents.ts";
+import { documentsAwaitingWorkflow, staleUnfinishedDocuments } from "../store/documents.ts";
+
+/** Unfinished documents untouched this long get their workflow looked up in Temporal. */
+const STALE_AFTER_MS = 10 * 60_000;
 
 /**
  * A document is written before its workflow starts; if the API dies in between, the document would
- * wait forever. The reconciler starts the workflow of every unfinished document (idempotently:
- * the workflow id is per run, so a running or finished run is not started twice).
+ * wait forever. Starts are recorded once Temporal confirms them, so the reconciler restarts exactly
+ * the documents whose start was lost (the workflow id is per run, so a start is never doubled). A
+ * slower second pass asks Temporal about documents untouched for a long time, in case its history
+ * was lost (a wiped dev-server state file).
  */
 export async function reconcileUnfinished(
   db: Database,
@@ -14,11 +19,15 @@ export async function reconcileUnfinished(
   log: Logger,
   olderThanMs = 0,
 ) {
-  const cutoff = Date.now() - olderThanMs;
   let started = 0;
-  for (const doc of await unfinishedDocuments(db)) {
-    if (doc.updatedAt.getTime() > cutoff) continue;
+  for (const doc of await documentsAwaitingWorkflow(db, new Date(Date.now() - olderThanMs))) {
     await processing.start({ documentId: doc.id, run: doc.processingRun });
+    started++;
+  }
+  for (const doc of await staleUnfinishedDocuments(db, new Date(Date.now() - STALE_AFTER_MS))) {
+    const ref = { documentId: doc.id, run: doc.processingRun };
+    if (await processing.exists(ref)) continue;
+    await processing.start(ref);
     started++;
   }
   if (started) log.info({ started }, "reconciled unfinished documents");

@@ -1,2 +1,3 @@
 // Entry point of the workflow bundle: every workflow type the worker runs.
 export { processDocument } from "./process-document.ts";
+export { reembedVectors } from "./reembed.ts";

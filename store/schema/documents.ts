@@ -60,6 +60,8 @@ export const documents = pgTable(
     embeddingModel: text("embedding_model"),
     /** Bumped whenever processing (re)starts; stale workflow runs cannot overwrite a newer run's work. */
     processingRun: integer("processing_run").notNull().default(0),
+    /** The run whose workflow Temporal confirmed as started; behind processingRun only if a start was lost. */
+    workflowRun: integer("workflow_run").notNull().default(0),
     statusHistory: jsonb("status_history").$type<StatusEvent[]>().notNull().default([]),
     connectionId: text("connection_id"),
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),

@@ -77,6 +77,21 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(total).toBe(1);
   });
 
+  it("knows which documents still need their workflow started", async () => {
+    const { document } = await add({ source: "awaiting a workflow" });
+    const awaiting = async () =>
+      (await docs.documentsAwaitingWorkflow(store.db, new Date(Date.now() + 1000))).map((d) => d.id);
+    expect(await awaiting()).toContain(document.id);
+    await docs.markWorkflowStarted(store.db, document.id, 1);
+    expect(await awaiting()).not.toContain(document.id);
+    // New content starts run 2, whose workflow is not confirmed yet.
+    await docs.updateDocument(store.db, document.id, { content: "changed" });
+    expect(await awaiting()).toContain(document.id);
+    await docs.markWorkflowStarted(store.db, document.id, 2);
+    await docs.markWorkflowStarted(store.db, document.id, 1);
+    expect(await awaiting()).not.toContain(document.id);
+  });
+
   it("fences writes of superseded runs and records each transition once", async () => {
     const { document } = await add({ source: "fenced" });
     const ref = { documentId: document.id, run: 1 };

@@ -22,9 +22,15 @@ export interface TestService {
  * store (a fresh PGlite directory, or the suite's PostgreSQL), the real embedding model.
  */
 export async function startTestService(
-  opts: { driver?: "pglite" | "postgres"; roles?: Role[]; env?: Record<string, string> } = {},
+  opts: {
+    driver?: "pglite" | "postgres";
+    roles?: Role[];
+    env?: Record<string, string>;
+    /** Reuse a data directory (a restart); it is then left in place by stop(). */
+    dataDir?: string;
+  } = {},
 ): Promise<TestService> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), "memory-test-"));
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), "memory-test-"));
   // A task queue of its own, so workers of other test files never pick up this file's documents.
   const taskQueue = `test-${randomBytes(4).toString("hex")}`;
   const config = loadConfig({
@@ -45,7 +51,7 @@ export async function startTestService(
     taskQueue,
     async stop() {
       await service.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
