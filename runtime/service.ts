@@ -19,6 +19,7 @@ import { openStore } from "../store/db.ts";
 import { loadSecretBox } from "../store/secrets.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { createDocumentWorker } from "../worker/create-worker.ts";
+import { startMaintenanceLoop } from "../worker/maintenance.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { DocumentProcessing } from "./processing-client.ts";
 import { startReembedIfNeeded } from "./reembed-client.ts";
@@ -123,6 +124,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       await startReembedIfNeeded(client, config.TEMPORAL_TASK_QUEUE, store.db, embedder.model, log);
       const stopReconciling = startReconcileLoop(store.db, processing, log);
       stops.push(async () => stopReconciling());
+      const stopMaintenance = startMaintenanceLoop(store.db, log);
+      stops.push(async () => stopMaintenance());
     }
 
     let url: string | undefined;

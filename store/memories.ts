@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { newId } from "./ids.ts";
+import { commonTerms, keywordQuery } from "./keyword.ts";
 import { type MemoryRow, type Metadata, memories } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 import { type VectorSpace, vectorTerms } from "./vector-index.ts";
@@ -219,14 +220,13 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
   ].filter((c): c is SQL => Boolean(c));
   const where = sql.join(conditions, sql` AND `);
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
+  const common = await commonTerms(db, "memories");
   const rows = await db.transaction(async (tx) => {
     await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
     return queryRows<{ id: string; similarity: number; fused: number }>(
       tx as Database,
       sql`
-    WITH query AS (
-      SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq
-    ),
+    WITH query AS (${keywordQuery(q.text, common)}),
     by_vector AS (
       SELECT m.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank
       FROM memories m

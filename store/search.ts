@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
+import { commonTerms, keywordQuery } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 import { type VectorSpace, vectorTerms } from "./vector-index.ts";
@@ -94,14 +95,13 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
   // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
   // raise it for this statement only. SET takes no parameters: the value is a checked integer.
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
+  const common = await commonTerms(db, "chunks");
   const rows = await db.transaction(async (tx) => {
     await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
     return queryRows(
       tx as Database,
       sql`
-    WITH query AS (
-      SELECT to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${q.text})), ' | ')) AS tsq
-    ),
+    WITH query AS (${keywordQuery(q.text, common)}),
     by_vector AS (${byVector}),
     by_keyword AS (${byKeyword}),
     fused AS (

@@ -4,6 +4,7 @@ import { createKey, findActiveKey, hashKey } from "../../store/api-keys.ts";
 import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
 import * as docs from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
+import { keywordQuery } from "../../store/keyword.ts";
 import * as processing from "../../store/processing.ts";
 import { apiKeys, documents } from "../../store/schema/index.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
@@ -75,6 +76,25 @@ describe.each(drivers)("store on %s", (_name, open) => {
       page: 1,
     });
     expect(total).toBe(1);
+  });
+
+  it("leaves very common terms out of keyword queries, keeping the rarest if nothing else is left", async () => {
+    const lexemes = async (text: string, common: string[], frequencies: number[]) => {
+      const [row] = await queryRows<{ tsq: string | null }>(
+        store.db,
+        sql`SELECT tsq::text AS tsq FROM (${keywordQuery(text, { lexemes: common, frequencies, loadedAt: 0 })}) q`,
+      );
+      return (row?.tsq ?? "").split(" | ").filter(Boolean).sort();
+    };
+    expect(await lexemes("The common cats chase rare dogs", ["common", "chase"], [0.5, 0.2])).toEqual([
+      "'cat'",
+      "'dog'",
+      "'rare'",
+    ]);
+    expect(await lexemes("common chase", ["common", "chase"], [0.5, 0.2])).toEqual(["'chase'"]);
+    // Quotes, backslashes and tsquery operators in the text are only text.
+    expect(await lexemes("it's a \\ test & | ! (x)", ['a"b'], [0.9])).toEqual(["'test'", "'x'"]);
+    expect(await lexemes("the and of", [], [])).toEqual([]);
   });
 
   it("knows which documents still need their workflow started", async () => {
