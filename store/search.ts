@@ -14,6 +14,7 @@ export interface HybridSearchQuery {
   embedding: number[];
   space: VectorSpace;
   retrieval?: Retrieval;
+  fusion?: Fusion;
   /** Only documents added for this end user. */
   endUserId?: string;
   containerTags?: string[];
@@ -44,6 +45,24 @@ export interface ChunkHit {
 const RRF_K = 60;
 
 /**
+ * How the two rankings combine. rrf: reciprocal rank fusion (ranks only, no score calibration
+ * needed). blend: each side's scores min-max normalised over its candidates, then averaged. The
+ * default is chosen by the SciFact evaluation (docs/benchmarks.md).
+ */
+export type Fusion = "rrf" | "blend";
+
+function fusedScore(fusion: Fusion): SQL {
+  if (fusion === "blend") {
+    const norm = (side: string) =>
+      sql.raw(
+        `coalesce((${side}.score - ${side}.lo) / nullif(${side}.hi - ${side}.lo, 0), CASE WHEN ${side}.id IS NULL THEN 0 ELSE 1 END)`,
+      );
+    return sql`0.5 * ${norm("v")} + 0.5 * ${norm("k")}`;
+  }
+  return sql.raw(`coalesce(1.0 / (${RRF_K} + v.rank), 0) + coalesce(1.0 / (${RRF_K} + k.rank), 0)`);
+}
+
+/**
  * One statement: the nearest chunks by cosine distance (HNSW) and the best keyword matches
  * (GIN + ts_rank_cd, any query term may match) are fused by reciprocal rank.
  */
@@ -70,16 +89,15 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     q.documentFilter,
   ].filter((c): c is SQL => Boolean(c));
   const scope = sql.join(conditions, sql` AND `);
-  // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
-  // raise it for this statement only. SET takes no parameters: the value is a checked integer.
   const retrieval = q.retrieval ?? "hybrid";
   const v = vectorTerms("c", q.space);
   const queryVector = sql`${vector}${v.cast}`;
-  const none = sql`SELECT NULL::text AS id, NULL::bigint AS rank WHERE FALSE`;
+  const none = sql`SELECT NULL::text AS id, NULL::bigint AS rank, NULL::float8 AS score WHERE FALSE`;
   const byVector =
     retrieval === "keyword"
       ? none
-      : sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank
+      : sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank,
+             1 - (${v.column} <=> ${queryVector}) AS score
       FROM chunks c JOIN documents d ON d.id = c.document_id
       WHERE ${v.inSpace} AND ${scope}
       ORDER BY ${v.column} <=> ${queryVector}
@@ -87,7 +105,8 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
   const byKeyword =
     retrieval === "vector"
       ? none
-      : sql`SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC) AS rank
+      : sql`SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC) AS rank,
+             ts_rank_cd(c.tsv, query.tsq)::float8 AS score
       FROM chunks c JOIN documents d ON d.id = c.document_id, query
       WHERE c.tsv @@ query.tsq AND ${scope}
       ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC
@@ -105,10 +124,10 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     by_vector AS (${byVector}),
     by_keyword AS (${byKeyword}),
     fused AS (
-      SELECT coalesce(v.id, k.id) AS id,
-             coalesce(1.0 / (${RRF_K} + v.rank), 0) + coalesce(1.0 / (${RRF_K} + k.rank), 0) AS fused,
-             k.rank AS keyword_rank
-      FROM by_vector v FULL OUTER JOIN by_keyword k ON v.id = k.id
+      SELECT coalesce(v.id, k.id) AS id, ${fusedScore(q.fusion ?? "rrf")} AS fused, k.rank AS keyword_rank
+      FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
+      FULL OUTER JOIN (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_keyword) k
+        ON v.id = k.id
     )
     SELECT c.id AS chunk_id, c.document_id, c.position, c.content, c.metadata,
            CASE WHEN ${v.inSpace} THEN 1 - (${v.column} <=> ${queryVector}) ELSE 0 END AS similarity,

@@ -46,6 +46,10 @@ export const SearchBody = z
       description:
         "Extension: which retrievers run. hybrid (default) fuses vector and full-text search by reciprocal rank",
     }),
+    fusion: z.enum(["rrf", "blend"]).optional().openapi({
+      description:
+        "Extension, for evaluation: how hybrid retrieval combines its two rankings (rrf: reciprocal rank, the default; blend: normalised scores averaged)",
+    }),
   })
   .strict()
   .openapi("SearchDocuments");

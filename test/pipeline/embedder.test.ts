@@ -111,9 +111,9 @@ describe("embedder lifecycle", () => {
   });
 
   it("knows its embedders by name", () => {
-    expect(EMBEDDER_NAMES).toEqual(["use-lite"]);
+    expect(EMBEDDER_NAMES).toEqual(["bge-small", "use-lite"]);
     expect(() => createEmbedder("no-such-model")).toThrow(
-      'unknown embedder "no-such-model"; available: use-lite',
+      'unknown embedder "no-such-model"; available: bge-small, use-lite',
     );
   });
 });

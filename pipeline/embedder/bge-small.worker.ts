@@ -1,0 +1,113 @@
+// Runs inside a piscina worker thread: tokenisation is JavaScript and would otherwise take the service's event
+// loop, and onnxruntime's inference then runs on its own native threads (intraOpThreads) from here.
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Tokenizer } from "@huggingface/tokenizers";
+import { InferenceSession, Tensor } from "onnxruntime-node";
+import { move, workerData } from "piscina";
+
+export interface BgeWorkerData {
+  modelDir: string;
+  intraOpThreads: number;
+  maxTokens: number;
+  dimension: number;
+}
+
+export interface BgeTask {
+  texts: string[];
+  /** Most texts in one inference call; a batch is padded to its longest text. */
+  batchSize: number;
+}
+
+const config = workerData as BgeWorkerData;
+
+interface Loaded {
+  session: InferenceSession;
+  tokenizer: Tokenizer;
+  clsId: number;
+  sepId: number;
+  wantsTokenTypes: boolean;
+}
+
+async function load(): Promise<Loaded> {
+  const tokenizerJson = JSON.parse(readFileSync(join(config.modelDir, "tokenizer.json"), "utf8"));
+  // tokenizer_config.json is not shipped with the model files; the BERT normaliser (lower-casing, accent
+  // handling) and the [CLS]/[SEP] template come from tokenizer.json itself.
+  const tokenizer = new Tokenizer(tokenizerJson, {});
+  const clsId = tokenizer.token_to_id("[CLS]");
+  const sepId = tokenizer.token_to_id("[SEP]");
+  if (clsId === undefined || sepId === undefined) throw new Error("tokenizer.json lacks [CLS] or [SEP]");
+  const session = await InferenceSession.create(join(config.modelDir, "model.onnx"), {
+    intraOpNumThreads: config.intraOpThreads,
+    interOpNumThreads: 1,
+    executionMode: "sequential",
+    graphOptimizationLevel: "all",
+  });
+  return { session, tokenizer, clsId, sepId, wantsTokenTypes: session.inputNames.includes("token_type_ids") };
+}
+
+// Loading starts when piscina imports this file, so the first request does not also pay for it. The catch
+// keeps a failed load from being an unhandled rejection; every task that awaits it gets the error.
+const ready = load();
+ready.catch(() => {});
+
+/** [CLS] text [SEP], cut to maxTokens the way Hugging Face truncation does (the text loses its tail). */
+function tokenize(model: Loaded, text: string): number[] {
+  const ids = model.tokenizer.encode(text, { add_special_tokens: true }).ids;
+  if (ids[0] !== model.clsId || ids[ids.length - 1] !== model.sepId)
+    throw new Error("the tokenizer did not add [CLS] ... [SEP]");
+  if (ids.length <= config.maxTokens) return ids;
+  const cut = ids.slice(0, config.maxTokens - 1);
+  cut.push(model.sepId);
+  return cut;
+}
+
+/** piscina task: texts in, one flat Float32Array of unit-length CLS vectors (text i at i * dimension) out. */
+export default async function embedTexts(task: BgeTask): Promise<Float32Array> {
+  const model = await ready;
+  const dim = config.dimension;
+  const encoded = task.texts.map((text) => tokenize(model, text));
+  // Longest first, so each batch holds texts of similar length and pads little.
+  const order = encoded
+    .map((_, i) => i)
+    .sort((a, b) => (encoded[b]?.length ?? 0) - (encoded[a]?.length ?? 0));
+  const out = new Float32Array(task.texts.length * dim);
+  for (let start = 0; start < order.length; start += task.batchSize) {
+    const batch = order.slice(start, start + task.batchSize);
+    const width = Math.max(...batch.map((i) => (encoded[i] as number[]).length));
+    const ids = new BigInt64Array(batch.length * width);
+    const mask = new BigInt64Array(batch.length * width);
+    batch.forEach((textIndex, row) => {
+      const tokens = encoded[textIndex] as number[];
+      for (let t = 0; t < tokens.length; t++) {
+        ids[row * width + t] = BigInt(tokens[t] as number);
+        mask[row * width + t] = 1n;
+      }
+    });
+    const dims = [batch.length, width];
+    const feeds: Record<string, Tensor> = {
+      input_ids: new Tensor("int64", ids, dims),
+      attention_mask: new Tensor("int64", mask, dims),
+    };
+    if (model.wantsTokenTypes)
+      feeds.token_type_ids = new Tensor("int64", new BigInt64Array(ids.length), dims);
+    const result = await model.session.run(feeds);
+    const hidden = result.last_hidden_state ?? result[model.session.outputNames[0] as string];
+    if (hidden?.dims.length !== 3 || hidden.dims[2] !== dim)
+      throw new Error(`unexpected model output shape ${JSON.stringify(hidden?.dims)}`);
+    const data = hidden.data as Float32Array;
+    batch.forEach((textIndex, row) => {
+      // CLS pooling: the hidden state of the first token, then L2 normalisation (as BGE is evaluated).
+      const cls = data.subarray(row * width * dim, row * width * dim + dim);
+      let sum = 0;
+      for (const x of cls) sum += x * x;
+      const norm = Math.sqrt(sum);
+      if (!(norm > 0) || !Number.isFinite(norm))
+        throw new Error("the model returned a zero or non-finite vector");
+      for (let d = 0; d < dim; d++) out[textIndex * dim + d] = (cls[d] as number) / norm;
+    });
+    for (const tensor of Object.values(result)) tensor.dispose();
+  }
+  return move(out) as unknown as Float32Array;
+}

@@ -1,0 +1,188 @@
+import { readFileSync } from "node:fs";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chunkText } from "../../pipeline/chunker.ts";
+import {
+  availableEmbedders,
+  BGE_QUERY_PREFIX,
+  BgeSmallEmbedder,
+  createEmbedder,
+  resolveDefaultEmbedder,
+} from "../../pipeline/embedder/index.ts";
+import { FIXTURES_DIR } from "../support/fixtures.ts";
+
+const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * (b[i] as number), 0);
+const norm = (a: number[]) => Math.sqrt(dot(a, a));
+
+/** ~200-word passages of real prose (a Wikipedia article about a footballer), as the pipeline would cut them. */
+function fixtureChunks(): string[] {
+  const text = readFileSync(`${FIXTURES_DIR}/text/norwich-city.txt`, "utf8");
+  return chunkText(text, { maxChars: 1450, overlapSentences: 0 }).map((c) => c.content);
+}
+
+describe("bge-small-en-v1.5 embedder", () => {
+  let embedder: BgeSmallEmbedder;
+
+  beforeAll(() => {
+    // `npm test` runs `node scripts/setup.mjs --test` first, which installs and verifies the model (or fails):
+    // a missing model is a failure here, never a skip.
+    const resolved = resolveDefaultEmbedder();
+    expect(resolved.reason).toContain("bge-small-en-v1.5");
+    expect(resolved.name, resolved.reason).toBe("bge-small");
+    const created = createEmbedder("bge-small");
+    expect(created).toBeInstanceOf(BgeSmallEmbedder);
+    embedder = created as BgeSmallEmbedder;
+  });
+
+  afterAll(async () => {
+    await embedder?.close();
+  });
+
+  it("is listed as available with the bundled fallback", () => {
+    const list = availableEmbedders();
+    expect(list.map((e) => e.name)).toEqual(["bge-small", "use-lite"]);
+    expect(list.every((e) => e.available)).toBe(true);
+  });
+
+  it("returns 384-d unit vectors in input order", async () => {
+    expect(embedder.model).toBe("bge-small-en-v1.5");
+    expect(embedder.dimension).toBe(384);
+    const texts = [
+      "The cat sat on the mat.",
+      "Interest rates rose again this quarter.",
+      "😀",
+      "naïve café — 日本語",
+    ];
+    const vectors = await embedder.embed(texts);
+    expect(vectors).toHaveLength(texts.length);
+    for (const v of vectors) {
+      expect(v).toHaveLength(384);
+      expect(v.every(Number.isFinite)).toBe(true);
+      expect(Math.abs(norm(v) - 1)).toBeLessThan(1e-5);
+    }
+    // Order is kept and a vector does not depend on what else is in the call (padding is masked).
+    const reversed = await embedder.embed([...texts].reverse());
+    for (let i = 0; i < texts.length; i++)
+      expect(dot(vectors[i] as number[], reversed[texts.length - 1 - i] as number[])).toBeCloseTo(1, 5);
+    expect(await embedder.embed([])).toEqual([]);
+  });
+
+  it("matches an independent reference (Python tokenizers + onnxruntime, CLS pooling, L2 norm)", async () => {
+    // First components computed outside this code base; docs/models.md describes how.
+    const [doc] = await embedder.embed(["The cat sat on the mat."], "document");
+    const [query] = await embedder.embed(["The cat sat on the mat."], "query");
+    const [prefixed] = await embedder.embed([`${BGE_QUERY_PREFIX}The cat sat on the mat.`], "document");
+    const expectDoc = [0.031346, -0.010937, 0.003095, 0.066052];
+    const expectQuery = [0.029534, -0.007091, -0.010085, 0.090197];
+    for (const [i, x] of expectDoc.entries()) expect(doc?.[i]).toBeCloseTo(x, 4);
+    for (const [i, x] of expectQuery.entries()) expect(query?.[i]).toBeCloseTo(x, 4);
+    // A query is the same text with BGE's retrieval instruction in front.
+    expect(dot(query as number[], prefixed as number[])).toBeCloseTo(1, 5);
+  });
+
+  it("embeds queries differently from documents", async () => {
+    const text = "Which clubs did Iwan Roberts play for?";
+    const [asDocument] = await embedder.embed([text]);
+    const [asQuery] = await embedder.embed([text], "query");
+    const similarity = dot(asDocument as number[], asQuery as number[]);
+    expect(similarity).toBeLessThan(0.99);
+    expect(similarity).toBeGreaterThan(0.7);
+  });
+
+  it("scores related texts clearly above unrelated ones", async () => {
+    const [cat, kitten, revenue, striker, goal] = await embedder.embed([
+      "The cat sat on the mat.",
+      "A kitten was sleeping on the rug.",
+      "Quarterly revenue grew by ten percent.",
+      "The striker scored a header in the final minute.",
+      "A late goal won the football match.",
+    ]);
+    const c = (a: number[] | undefined, b: number[] | undefined) => dot(a as number[], b as number[]);
+    // BGE's similarities sit in a narrow band (unrelated English text is still ~0.4), so margins are smaller
+    // than use-lite's.
+    expect(c(cat, kitten)).toBeGreaterThan(c(cat, revenue) + 0.1);
+    expect(c(cat, kitten)).toBeGreaterThan(c(cat, goal) + 0.1);
+    expect(c(striker, goal)).toBeGreaterThan(c(striker, revenue) + 0.1);
+    expect(c(striker, goal)).toBeGreaterThan(c(striker, kitten) + 0.1);
+  });
+
+  it("finds the passage that answers a question in a real article", async () => {
+    const chunks = fixtureChunks().slice(0, 18); // the prose; the rest is the reference list
+    const docs = await embedder.embed(chunks);
+    const questions: [string, string][] = [
+      ["Who was Roberts's PE teacher at school?", "Iolo Owen"],
+      ["Did heading the ball cause his memory loss?", "memory loss"],
+      ["How many times did he play for the Wales national team?", "senior Wales team"],
+      ["Why was he banned for three matches and fined?", "banned for three matches"],
+    ];
+    const queries = await embedder.embed(
+      questions.map(([q]) => q),
+      "query",
+    );
+    questions.forEach(([question, marker], i) => {
+      const best = docs
+        .map((d, j) => ({ j, score: dot(queries[i] as number[], d) }))
+        .sort((a, b) => b.score - a.score)[0];
+      expect(chunks[best?.j as number], question).toContain(marker);
+    });
+  });
+
+  it("truncates long texts to 512 tokens instead of failing", async () => {
+    const long = fixtureChunks().slice(0, 6).join(" "); // well over 512 tokens
+    const [full, head] = await embedder.embed([long, long.slice(0, Math.floor(long.length * 0.8))]);
+    expect(full).toHaveLength(384);
+    // Both are cut to the same first 512 tokens.
+    expect(dot(full as number[], head as number[])).toBeCloseTo(1, 4);
+  });
+
+  it("rejects an empty text with a clear error", async () => {
+    await expect(embedder.embed(["fine", ""])).rejects.toThrow("cannot embed an empty text (index 1)");
+    await expect(embedder.embed(["  \n"], "query")).rejects.toThrow("cannot embed an empty text (index 0)");
+  });
+
+  it("keeps the main event loop responsive while embedding 50 passages", async () => {
+    const chunks = fixtureChunks().slice(0, 18);
+    const texts = Array.from({ length: 50 }, (_, i) => chunks[i % chunks.length] as string);
+    const words = texts.reduce((n, t) => n + t.split(/\s+/).length, 0) / texts.length;
+    expect(words).toBeGreaterThan(180);
+    const resolution = 5;
+    const histogram = monitorEventLoopDelay({ resolution });
+    histogram.enable();
+    const started = performance.now();
+    const vectors = await embedder.embed(texts);
+    const elapsed = performance.now() - started;
+    histogram.disable();
+    const maxDelay = histogram.max / 1e6;
+    expect(vectors).toHaveLength(50);
+    console.log(
+      `bge-small: embedded 50 passages (~${Math.round(words)} words) in ${elapsed.toFixed(0)} ms = ` +
+        `${((50 * 1000) / elapsed).toFixed(1)} texts/s on ${embedder.threadCount} thread(s); ` +
+        `max event-loop delay ${maxDelay.toFixed(1)} ms`,
+    );
+    // A loop blocked for the whole run records no samples at all, so first require that the timer kept firing.
+    expect(histogram.count).toBeGreaterThan(elapsed / resolution / 2);
+    expect(maxDelay).toBeLessThan(elapsed / 10);
+  });
+});
+
+describe("bge-small lifecycle", () => {
+  it("releases its threads on close and refuses work afterwards", async () => {
+    const embedder = new BgeSmallEmbedder({ threads: 2, intraOpThreads: 1 });
+    expect(embedder.threadCount).toBe(2);
+    const texts = ["first text", "second text", "third text"];
+    const vectors = await embedder.embed(texts);
+    expect(vectors).toHaveLength(3);
+    const [again] = await embedder.embed(["second text"]);
+    expect(dot(vectors[1] as number[], again as number[])).toBeCloseTo(1, 5);
+    await embedder.close();
+    expect(embedder.threadCount).toBe(0);
+    await expect(embedder.embed(["after close"])).rejects.toThrow("the embedder is closed");
+    await embedder.close(); // idempotent
+  });
+
+  it("refuses to start from a directory without the verified model files", () => {
+    expect(() => new BgeSmallEmbedder({ modelDir: FIXTURES_DIR })).toThrow(
+      /bge-small-en-v1.5 is not available: .*missing/,
+    );
+  });
+});
