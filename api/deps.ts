@@ -22,8 +22,6 @@ export interface ApiDeps {
   secrets: SecretBox;
   /** Second-stage scorer for `rerank: true`; absent when no model is installed. */
   reranker?: Reranker;
-  /** Why `reranker` is absent, told to callers who ask for reranking. */
-  rerankerUnavailable?: string;
   /** OpenAI-compatible chat model when LLM_BASE_URL is set. */
   llm?: ChatModel;
 }

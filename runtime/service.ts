@@ -13,8 +13,10 @@ import type { Logger } from "../config/logger.ts";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
 import { createChatModel } from "../pipeline/llm/chat.ts";
+import { createReranker, resolveReranker } from "../pipeline/rerank/index.ts";
 import { createTranscriber } from "../pipeline/transcribe/index.ts";
 import { sweepStaleTempDirs } from "../pipeline/transcribe/support.ts";
+import { RESCORER_MODEL } from "../services/rescorer.ts";
 import { openStore } from "../store/db.ts";
 import { loadSecretBox } from "../store/secrets.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
@@ -141,7 +143,22 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
             timeoutMs: config.LLM_TIMEOUT_MS,
           })
         : undefined;
-      const app = createApp({ db: store.db, processing, embedder, blobs, config, log, secrets, llm });
+      // rerank: true uses a cross-encoder when one is installed, else the BM25 + dense rescorer.
+      const rerankerChoice = resolveReranker();
+      const reranker = rerankerChoice.available ? createReranker() : undefined;
+      if (reranker) stops.push(() => reranker.close());
+      log.info({ reranker: reranker?.model ?? RESCORER_MODEL }, rerankerChoice.reason);
+      const app = createApp({
+        db: store.db,
+        processing,
+        embedder,
+        blobs,
+        config,
+        log,
+        secrets,
+        llm,
+        reranker,
+      });
       const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
       await new Promise<void>((resolve, reject) => {
         server.once("listening", resolve);

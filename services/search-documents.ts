@@ -9,6 +9,7 @@ import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts
 import { type DocumentRow, documents } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, chunksAt, type Fusion, hybridChunkSearch, type Retrieval } from "../store/search.ts";
+import { RESCORER_MODEL, rescore } from "./rescorer.ts";
 
 /** Scores query–passage pairs jointly (a cross-encoder); higher is more relevant, 0..1. */
 export interface Reranker {
@@ -20,8 +21,6 @@ export interface SearchDeps {
   db: Database;
   embedder: Embedder;
   reranker?: Reranker;
-  /** Why there is no reranker, said to callers who ask for one. */
-  rerankerUnavailable?: string;
   llm?: ChatModel;
 }
 
@@ -77,6 +76,33 @@ export interface DocumentSearchResponse {
   rewrittenQuery?: string;
   /** Options that were asked for but could not be honoured, and why. */
   warnings?: string[];
+}
+
+/**
+ * Rescores candidates: with the cross-encoder when one is installed, otherwise with the documented
+ * BM25 + dense rescorer (services/rescorer.ts). Either way the response names the model used.
+ */
+export async function secondStage(
+  deps: SearchDeps,
+  query: string,
+  head: ChunkHit[],
+): Promise<{ model: string; scores: Map<string, number> }> {
+  if (deps.reranker) {
+    const scores = await deps.reranker.score(
+      query,
+      head.map((h) => h.content),
+    );
+    return {
+      model: deps.reranker.model,
+      scores: new Map(head.map((h, i) => [h.chunkId, scores[i] as number])),
+    };
+  }
+  const scores = await rescore(
+    deps.db,
+    query,
+    head.map((h) => ({ id: h.chunkId, table: "chunks" as const, similarity: h.similarity })),
+  );
+  return { model: RESCORER_MODEL, scores };
 }
 
 /** A caller error in the request (bad filters), reported as 400 by the API. */
@@ -142,24 +168,19 @@ export async function searchDocuments(
 
   let scoreOf = (hit: ChunkHit) => hit.similarity;
   let reranked = false;
-  if (request.rerank) {
-    if (!deps.reranker) {
-      warnings.push(
-        `rerank: ${deps.rerankerUnavailable ?? "no reranker is installed"}; results are in fused order`,
-      );
-    } else if (hits.length) {
-      const head = hits.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
-      const scores = await deps.reranker.score(
-        request.q,
-        head.map((h) => h.content),
-      );
-      const byChunk = new Map(head.map((h, i) => [h.chunkId, scores[i] as number]));
-      // Chunks beyond the reranked head keep their fused order below every reranked one (score 0).
-      const tail = hits.slice(head.length);
-      hits = [...head.sort((a, b) => (byChunk.get(b.chunkId) ?? 0) - (byChunk.get(a.chunkId) ?? 0)), ...tail];
-      scoreOf = (hit) => byChunk.get(hit.chunkId) ?? 0;
-      reranked = true;
-    }
+  let rerankModel: string | undefined;
+  if (request.rerank && hits.length) {
+    const head = hits.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
+    const byChunk = await secondStage(deps, request.q, head);
+    // Chunks beyond the reranked head keep their fused order below every reranked one (score 0).
+    const tail = hits.slice(head.length);
+    hits = [
+      ...head.sort((a, b) => (byChunk.scores.get(b.chunkId) ?? 0) - (byChunk.scores.get(a.chunkId) ?? 0)),
+      ...tail,
+    ];
+    scoreOf = (hit) => byChunk.scores.get(hit.chunkId) ?? 0;
+    reranked = true;
+    rerankModel = byChunk.model;
   }
 
   // Group by document in ranked order; a document's score is its best chunk's.
@@ -224,7 +245,7 @@ export async function searchDocuments(
     timing: Math.round(performance.now() - started),
     total: results.length,
     reranked,
-    ...(reranked && deps.reranker ? { rerankModel: deps.reranker.model } : {}),
+    ...(rerankModel ? { rerankModel } : {}),
     ...(rewrittenQuery ? { rewrittenQuery } : {}),
     ...(warnings.length ? { warnings } : {}),
   };

@@ -7,6 +7,7 @@ import { type MemoryHit, memoryVersions, searchMemories } from "../store/memorie
 import { type DocumentRow, documents, type MemoryRow, memories } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
+import { RESCORER_MODEL, rescore } from "./rescorer.ts";
 import { type SearchDeps, SearchRequestError, summarize } from "./search-documents.ts";
 
 export type SearchMode = "memories" | "hybrid" | "documents";
@@ -187,24 +188,35 @@ export async function searchMemoriesAndChunks(
   }
 
   let reranked = false;
-  if (request.rerank) {
-    if (!deps.reranker) {
-      warnings.push(
-        `rerank: ${deps.rerankerUnavailable ?? "no reranker is installed"}; results are ranked by similarity`,
-      );
-    } else if (found.length) {
-      found.sort((a, b) => b.similarity - a.similarity);
-      const head = found.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
-      const scores = await deps.reranker.score(
+  let rerankModel: string | undefined;
+  if (request.rerank && found.length) {
+    found.sort((a, b) => b.similarity - a.similarity);
+    const head = found.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
+    let scores: number[];
+    if (deps.reranker) {
+      scores = await deps.reranker.score(
         request.q,
         head.map((c) => c.content),
       );
-      head.forEach((c, i) => {
-        c.score = scores[i] as number;
-      });
-      for (const c of found.slice(head.length)) c.score = 0;
-      reranked = true;
+      rerankModel = deps.reranker.model;
+    } else {
+      const byId = await rescore(
+        deps.db,
+        request.q,
+        head.map((c) => ({
+          id: c.id,
+          table: c.kind === "memory" ? "memories" : "chunks",
+          similarity: c.similarity,
+        })),
+      );
+      scores = head.map((c) => byId.get(c.id) ?? 0);
+      rerankModel = RESCORER_MODEL;
     }
+    head.forEach((c, i) => {
+      c.score = scores[i] as number;
+    });
+    for (const c of found.slice(head.length)) c.score = 0;
+    reranked = true;
   }
 
   // Memories and chunks are embedded by one model, so their similarities are comparable and one order serves both.
@@ -277,7 +289,7 @@ export async function searchMemoriesAndChunks(
     timing: Math.round(performance.now() - started),
     total: results.length,
     reranked,
-    ...(reranked && deps.reranker ? { rerankModel: deps.reranker.model } : {}),
+    ...(rerankModel ? { rerankModel } : {}),
     ...(rewrittenQuery ? { rewrittenQuery } : {}),
     ...(warnings.length ? { warnings } : {}),
   };
