@@ -14,11 +14,13 @@ export function createSearchHandlers(deps: SearchDeps) {
     const containerTags = tagsOf(body);
     scope.check(containerTags);
     try {
-      const response = await searchDocuments(
-        deps,
-        { ...body, containerTags, filters: body.filters as FilterNode | undefined },
-        scope.tags,
-      );
+      const { categoriesFilter, ...options } = body;
+      let filters = body.filters as FilterNode | undefined;
+      if (categoriesFilter?.length) {
+        const categories: FilterNode = { OR: categoriesFilter.map((value) => ({ key: "category", value })) };
+        filters = filters ? { AND: [filters, categories] } : { AND: [categories] };
+      }
+      const response = await searchDocuments(deps, { ...options, containerTags, filters }, scope.tags);
       return c.json(response, 200);
     } catch (error) {
       if (error instanceof SearchRequestError) throw badRequest(error.message, error.field);
@@ -31,13 +33,14 @@ export function createSearchHandlers(deps: SearchDeps) {
     const containerTags = tagsOf(body);
     scope.check(containerTags);
     const { chunks, ...include } = body.include;
+    const { aggregate, ...options } = body;
     // include.chunks is the deprecated way of asking for document chunks too.
     const searchMode = body.searchMode ?? (chunks ? "hybrid" : "memories");
     try {
       const response = await searchMemoriesAndChunks(
         deps,
         {
-          ...body,
+          ...options,
           containerTags,
           searchMode,
           include,
@@ -45,6 +48,12 @@ export function createSearchHandlers(deps: SearchDeps) {
         },
         scope.tags,
       );
+      if (aggregate) {
+        response.warnings = [
+          ...(response.warnings ?? []),
+          "aggregate: synthesising memories is not offered; results are the stored memories",
+        ];
+      }
       return c.json(response, 200);
     } catch (error) {
       if (error instanceof SearchRequestError) throw badRequest(error.message, error.field);

@@ -27,6 +27,9 @@ export const SearchBody = z
     includeSummary: z.boolean().default(false),
     filters: Filters.optional(),
     filepath: z.string().optional(),
+    categoriesFilter: z.array(z.string().min(1).max(200)).max(100).optional().openapi({
+      description: "Deprecated in the SDK: documents whose metadata.category is one of these (use filters)",
+    }),
     endUserId: z.string().min(1).max(255).optional().openapi({
       description: "Only documents added with this endUserId (see POST /v3/documents)",
     }),
@@ -122,10 +125,10 @@ export const SearchMemoriesBody = z
     endUserId: z.string().min(1).max(255).optional(),
     rerank: z.boolean().default(false),
     rewriteQuery: z.boolean().default(false),
-    aggregate: z
-      .literal(false)
-      .optional()
-      .openapi({ description: "Aggregating memories into new ones is not offered; only false is accepted" }),
+    aggregate: z.boolean().default(false).openapi({
+      description:
+        "Synthesising new memories from several is not offered: true adds a warning, results are unchanged",
+    }),
   })
   .strict()
   .openapi("SearchMemories");

@@ -188,6 +188,10 @@ describe("search options", () => {
     };
     expect(await matching(nested)).toEqual(new Set([ids.rust, ids.long]));
     expect(await matching(JSON.stringify(nested))).toEqual(new Set([ids.rust, ids.long]));
+    // The SDK's deprecated categoriesFilter: metadata.category is one of these.
+    expect(new Set(docIds(await search({ q, limit: 20, categoriesFilter: ["science", "Tech"] })))).toEqual(
+      new Set([ids.plants, ids.rust]),
+    );
     const bad = await call("POST", "/v3/search", {
       q,
       filters: { AND: [{ key: "year", value: "soon", filterType: "numeric" }] },
@@ -432,6 +436,13 @@ describe("search options", () => {
       });
       expect(memoriesOf(negated)).not.toContain("Alice prefers dark mode in every editor");
       expect(memoriesOf(negated).length).toBeGreaterThan(0);
+      const aggregated = await call("POST", "/v4/search", {
+        q: "Alice",
+        containerTag: "alice",
+        aggregate: true,
+      });
+      expect(aggregated.status).toBe(200);
+      expect(aggregated.json.warnings).toEqual([expect.stringContaining("aggregate")]);
     });
 
     it("keeps a scoped key inside its container tags", async () => {
