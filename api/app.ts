@@ -7,6 +7,7 @@ import { documentsApp } from "./documents/index.ts";
 import { ApiError, errorBody, renderError } from "./errors.ts";
 import { scopedKeysApp } from "./keys/index.ts";
 import { memoriesApp } from "./memories/index.ts";
+import { profileApp } from "./profile/index.ts";
 import { rateLimit } from "./rate-limit.ts";
 import { searchApp, searchV4App } from "./search/index.ts";
 import { settingsApp } from "./settings/index.ts";
@@ -68,6 +69,7 @@ export function createApp(deps: ApiDeps) {
   api.route("/v3/search", searchApp(deps));
   api.route("/v4/search", searchV4App(deps));
   api.route("/v4/memories", memoriesApp(deps));
+  api.route("/v4/profile", profileApp(deps));
   api.route("/v3/auth/scoped-key", scopedKeysApp(deps));
   api.route("/v3/settings", settingsApp(deps));
   app.route("/", api);

@@ -419,6 +419,24 @@ describe("search options", () => {
       expect(legacy.results.some((r) => r.chunk !== undefined)).toBe(true);
     });
 
+    it("builds a profile from live, latest memories (POST /v4/profile)", async () => {
+      const { profile } = await client.profile({ containerTag: "alice" });
+      expect(profile.static).toEqual(["Alice prefers dark mode in every editor"]);
+      expect(profile.dynamic).toContain("Alice moved to Cambridge");
+      const everything = [...profile.static, ...profile.dynamic];
+      expect(everything).not.toContain("Alice's passport number is P1234567");
+      expect(everything).not.toContain("Alice is learning the Rust programming language");
+      expect(everything).not.toContain("Alice lives in Norwich, close to Carrow Road");
+      expect(everything).not.toContain("Bob prefers light mode");
+      const asked = await client.profile({ containerTag: "alice", q: "Where does Alice live?" });
+      expect((asked.searchResults?.results[0] as { memory: string }).memory).toBe("Alice moved to Cambridge");
+      const filtered = await client.profile({
+        containerTag: "alice",
+        filters: { AND: [{ key: "kind", value: "preference", negate: true }] },
+      });
+      expect(filtered.profile.static).toEqual([]);
+    });
+
     it("applies threshold and metadata filters to memories", async () => {
       expect(
         (await client.search({ q: "dark mode", containerTag: "alice", threshold: 0.999 })).results,
@@ -471,6 +489,8 @@ describe("search options", () => {
           )
         ).status,
       ).toBe(403);
+      expect((await call("POST", "/v4/profile", { containerTag: "bob" }, key)).status).toBe(403);
+      expect((await call("POST", "/v4/profile", { containerTag: "alice" }, key)).status).toBe(200);
     });
 
     it("rejects bad input with 400 in the one error shape", async () => {
