@@ -223,6 +223,9 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
   const common = await commonTerms(db, "memories");
   const rows = await db.transaction(async (tx) => {
     await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
+    // With a selective filter (a small container among large ones) the ef_search nearest rows may all be
+    // filtered out; an iterative scan keeps walking the graph until enough rows pass (pgvector >= 0.8).
+    await tx.execute(sql.raw("SET LOCAL hnsw.iterative_scan = relaxed_order"));
     return queryRows<{ id: string; similarity: number; fused: number }>(
       tx as Database,
       sql`

@@ -337,6 +337,37 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(left[0]).toEqual({ n: 0 });
   });
 
+  it("finds a small container's chunks next to a large container's nearer ones", async () => {
+    await ensureVectorIndexes(store.db, space);
+    const docRows = (tag: string, n: number, offset: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: `vec-${tag}-${i}`, tag, axisOf: offset + (i % 3) }));
+    const rows = [...docRows("vec-big", 600, 0), ...docRows("vec-small", 5, 8)];
+    await store.db.execute(sql`
+      INSERT INTO documents (id, source, status, container_tags, processing_run, workflow_run)
+      SELECT r.id, 'x', 'done', ARRAY[r.tag], 1, 1
+      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id text, tag text)`);
+    await store.db.execute(sql`
+      INSERT INTO chunks (id, document_id, position, content, embedding, embedding_model, embedding_dimension)
+      SELECT r.id || '-c', r.id, 0, 'chunk of ' || r.id, r.v::vector, ${space.model}, ${space.dimension}
+      FROM jsonb_to_recordset(${JSON.stringify(
+        rows.map((r) => ({ id: r.id, v: `[${axis(r.axisOf, 0.05).join(",")}]` })),
+      )}::jsonb) AS r(id text, v text)`);
+    await store.db.execute(sql`ANALYZE chunks`);
+    await store.db.execute(sql`ANALYZE documents`);
+    // The query points at the big container's cluster; the small container must still get its own nearest.
+    const hits = await hybridChunkSearch(store.db, {
+      text: "zzz",
+      embedding: axis(0),
+      space,
+      containerTags: ["vec-small"],
+      tagMode: "any",
+      retrieval: "vector",
+      candidates: 10,
+    });
+    expect(hits).toHaveLength(5);
+    expect(hits.every((h) => h.documentId.startsWith("vec-vec-small"))).toBe(true);
+  });
+
   it("keeps only hashes of API keys and refuses expired or disabled ones", async () => {
     const { key, secret } = await createKey(store.db, { name: "k", kind: "admin" });
     expect(key.keyHash).toBe(hashKey(secret));
