@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { caller, type Reply } from "../support/http.ts";
 import { startTestService, type TestService, waitFor } from "../support/service.ts";
 
-// Several tenants with scoped keys and random documents; then well over 1,000 random requests with
+// Several tenants with scoped keys and random documents and memories; then well over 1,000 random requests with
 // random keys, ids, customIds and tags. Property: no response ever carries another tenant's data,
 // another tenant's documents are never changed or deleted, and a tenant's own documents stay reachable.
 const TENANTS = 4;
@@ -29,6 +29,13 @@ interface Tenant {
   markers: Set<string>;
 }
 
+interface Memory {
+  content: string;
+  tenant: number;
+  tag: string;
+  forgotten: boolean;
+}
+
 const WORDS = ["apple", "river", "engine", "garden", "violet", "copper", "signal", "harbor"];
 
 describe("tenant isolation (property-based)", () => {
@@ -36,6 +43,7 @@ describe("tenant isolation (property-based)", () => {
   const call = caller(() => service.url);
   const tenants: Tenant[] = [];
   const docs: Doc[] = [];
+  const memories: Memory[] = [];
   let requests = 0;
   let counter = 0;
 
@@ -130,6 +138,10 @@ describe("tenant isolation (property-based)", () => {
       "bulkTags",
       "add",
       "addCustomId",
+      "addMemory",
+      "searchV4",
+      "profile",
+      "forgetMemory",
     ),
     ref: docRef,
     refs: fc.array(docRef, { maxLength: 4 }),
@@ -137,6 +149,8 @@ describe("tenant isolation (property-based)", () => {
     operator: fc.constantFrom("any", "all", undefined),
     word: fc.constantFrom(...WORDS),
     flag: fc.boolean(),
+    mode: fc.constantFrom("memories", "hybrid", "documents"),
+    memory: fc.nat(),
   });
 
   type Req = typeof request extends fc.Arbitrary<infer T> ? T : never;
@@ -240,6 +254,9 @@ describe("tenant isolation (property-based)", () => {
         body = { content: `overwrite attempt ${r.word}`, customId: value };
         break;
     }
+    if (r.op === "addMemory" || r.op === "searchV4" || r.op === "profile" || r.op === "forgetMemory") {
+      return runMemoryOp(r, tenant, tags);
+    }
     const sent = `${path} ${JSON.stringify(body ?? "")}`;
     const res = await call(method, path, body, tenant.key);
     requests++;
@@ -286,6 +303,69 @@ describe("tenant isolation (property-based)", () => {
         doc.alive = true;
       }
     }
+  }
+
+  /** Memories, v4 search and profiles: a container tag names one container, and only the key's own may be used. */
+  async function runMemoryOp(r: Req, tenant: Tenant, tags: string[]): Promise<void> {
+    const tag = tags[0] ?? (tenant.tags[r.memory % tenant.tags.length] as string);
+    const ownTag = tenant.tags.includes(tag);
+    let res: Reply;
+    let sent = "";
+    if (r.op === "addMemory") {
+      const marker = `mm${r.tenant}x${counter++}q${Math.random().toString(36).slice(2, 8)}`;
+      const content = `${marker} remembers ${r.word}`;
+      res = await call("POST", "/v4/memories", { containerTag: tag, memories: [{ content }] }, tenant.key);
+      if (res.status === 200) {
+        tenant.markers.add(marker);
+        memories.push({ content, tenant: r.tenant, tag, forgotten: false });
+      }
+    } else if (r.op === "forgetMemory") {
+      const target = memories.length ? memories[r.memory % memories.length] : undefined;
+      const body = { containerTag: tag, content: target?.content ?? `nothing ${r.word}` };
+      sent = JSON.stringify(body);
+      res = await call("DELETE", "/v4/memories", body, tenant.key);
+      if (ownTag) {
+        const mine = target && target.tenant === r.tenant && target.tag === tag;
+        expect(res.status).toBe(mine ? (target.forgotten ? 409 : 200) : 404);
+        if (mine && res.status === 200) target.forgotten = true;
+      }
+    } else if (r.op === "searchV4") {
+      const body = {
+        q: `${r.word} remembers shared words`,
+        ...(tags.length ? { containerTag: tag } : {}),
+        searchMode: r.mode,
+        include: { forgottenMemories: r.flag, documents: true },
+        limit: 50,
+      };
+      res = await call("POST", "/v4/search", body, tenant.key);
+      if (res.status === 200 && r.mode !== "documents" && (!tags.length || ownTag)) {
+        // Every result is the tenant's own, and a forgotten memory only comes back when asked for.
+        for (const m of res.json.results as { memory?: string }[]) {
+          if (!m.memory) continue;
+          const known = memories.find((x) => x.content === m.memory);
+          expect(known?.tenant).toBe(r.tenant);
+          if (known?.forgotten) expect(r.flag).toBe(true);
+        }
+      }
+    } else {
+      res = await call(
+        "POST",
+        "/v4/profile",
+        { containerTag: tag, q: r.flag ? r.word : undefined },
+        tenant.key,
+      );
+      if (res.status === 200) {
+        for (const m of [...res.json.profile.static, ...res.json.profile.dynamic] as string[]) {
+          const known = memories.find((x) => x.content === m);
+          expect(known?.tenant).toBe(r.tenant);
+          expect(known?.forgotten).toBe(false);
+        }
+      }
+    }
+    requests++;
+    assertNoLeak(r.tenant, sent, res, r.op);
+    const foreignTag = (r.op !== "searchV4" || tags.length > 0) && !ownTag;
+    expect(res.status === 403, `${r.op} ${tag}: ${res.status}`).toBe(foreignTag);
   }
 
   it("never shows, changes or deletes another tenant's documents over 1,000+ random requests", async () => {
