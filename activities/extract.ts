@@ -37,6 +37,8 @@ export interface ResolvedSource {
   bytes: Buffer;
   filename?: string;
   mimeType?: string;
+  /** The caller's own text (a JSON string), never a binary file whatever its first bytes look like. */
+  inlineText?: boolean;
   /** Set when the bytes were fetched now and stored: the document should point at them. */
   stored?: { key: string; size: number; mimeType: string | null; name: string | null };
 }
@@ -65,7 +67,7 @@ export async function resolveSource(
       stored: { key, size: response.body.length, mimeType, name },
     };
   }
-  return { bytes: Buffer.from(doc.source, "utf8") };
+  return { bytes: Buffer.from(doc.source, "utf8"), inlineText: true };
 }
 
 /** Detects the content type from the bytes; a kind we cannot read fails the document with a clear reason. */
@@ -74,6 +76,7 @@ export async function identify(source: ResolvedSource): Promise<{ type: ContentT
   const detected = await detectContentType(source.bytes, {
     filename: source.filename,
     mimeType: source.mimeType?.split(";")[0]?.trim(),
+    inlineText: source.inlineText,
   });
   if (!detected.type) {
     throw new UnprocessableContentError(

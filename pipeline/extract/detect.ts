@@ -19,19 +19,31 @@ const IMAGE_MIMES = new Set([
   "image/gif",
 ]);
 
+/** Signatures short enough to occur at the start of ordinary text. */
+const WEAK_SIGNATURES = new Set([
+  "image/bmp",
+  "video/quicktime",
+  "audio/mpeg",
+  "image/x-icon",
+  "application/x-mobipocket-ebook",
+]);
+
 /**
  * What a file is, from its bytes first (magic numbers), then from its text, and only then from the
  * declared name or MIME type: names and declared types are often wrong.
  */
 export async function detectContentType(
   bytes: Buffer,
-  hints: { filename?: string | null; mimeType?: string | null } = {},
+  hints: { filename?: string | null; mimeType?: string | null; inlineText?: boolean } = {},
 ): Promise<Detected> {
   // A byte-order mark means text; checked first because a UTF-16 BOM can look like an MP3 frame header.
   const bom = textBom(bytes);
-  if (!bom) {
+  // Text sent as a JSON string is text (or markup or mail): a title starting "BM" is not a bitmap.
+  if (!bom && !hints.inlineText) {
     const magic = await fileTypeFromBuffer(bytes);
-    if (magic) {
+    // Two- and four-byte signatures also occur in prose ("BMJ…", "…wide…"); readable text wins over them.
+    const weak = magic && WEAK_SIGNATURES.has(magic.mime) && looksLikeText(bytes);
+    if (magic && !weak) {
       const type = typeFromMime(magic.mime);
       if (type) return { type, mime: magic.mime };
       if (magic.mime !== "application/xml") return { type: null, mime: magic.mime };

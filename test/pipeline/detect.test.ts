@@ -39,6 +39,28 @@ describe("content type detection from bytes", () => {
     );
   });
 
+  it("reads prose whose first bytes match a short file signature as text", async () => {
+    // Real SciFact titles: "BM" is a bitmap's signature, "wide" at offset 4 a QuickTime atom.
+    const bmp = "BMP-2 signalling in the adult hippocampus regulates neurogenesis.";
+    const mov = "The widespread use of antibiotics selects for resistant bacteria.";
+    for (const text of [bmp, mov]) {
+      expect((await detectContentType(Buffer.from(text), { inlineText: true })).type).toBe("text");
+      expect((await detectContentType(Buffer.from(text))).type).toBe("text");
+    }
+    // A real bitmap (binary after its signature) is still an image.
+    const header = Buffer.alloc(62);
+    header.write("BM", 0, "latin1");
+    header.writeUInt32LE(62 + 4, 2);
+    header.writeUInt32LE(62, 10);
+    header.writeUInt32LE(40, 14);
+    header.writeInt32LE(1, 18);
+    header.writeInt32LE(1, 22);
+    header.writeUInt16LE(1, 26);
+    header.writeUInt16LE(1, 28);
+    const bitmap = Buffer.concat([header, Buffer.from([0x80, 0, 0, 0])]);
+    expect((await detectContentType(bitmap)).type).toBe("image");
+  });
+
   it("refuses binary it cannot read", async () => {
     const zip = Buffer.from([
       0x50, 0x4b, 0x03, 0x04, 0x14, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
