@@ -3,8 +3,7 @@
 // figures and writes docs/benchmarks.md. Usage: npm run bench -- [--docs N] [--chunks N] [--searches N]
 // [--threads N] [--skip-ingest] [--skip-search] [--out FILE]
 
-import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -14,6 +13,9 @@ import { type IngestResult, runIngest } from "./ingest.ts";
 import { readCorpus, readQueries, SCIFACT_DIR } from "./lib/corpus.ts";
 import { log } from "./lib/progress.ts";
 import { renderReport, summaryLines } from "./lib/report.ts";
+import { revision } from "./lib/revision.ts";
+import { SCIFACT_HEADING } from "./lib/scifact.ts";
+import { findSection, replaceSection } from "./lib/sections.ts";
 import { Cleanup, startTemporal } from "./lib/service.ts";
 import { runSearch, type SearchResult } from "./search.ts";
 
@@ -26,23 +28,6 @@ function positive(name: string, value: string | undefined, fallback: number): nu
   return n;
 }
 
-/** The commit measured, and whether files outside bench/ and docs/ differ from it. */
-function revision(): string {
-  if (process.env.BENCH_REVISION) return process.env.BENCH_REVISION; // e.g. when run from a `git archive` export
-  const git = (...args: string[]) =>
-    execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
-  try {
-    const commit = git("rev-parse", "--short", "HEAD").trim();
-    const changed = git("status", "--porcelain")
-      .split("\n")
-      .map((line) => line.slice(3).trim())
-      .filter((file) => file && !file.startsWith("bench/") && !file.startsWith("docs/"));
-    return changed.length ? `${commit} with uncommitted changes to ${changed.length} files` : commit;
-  } catch {
-    return "unknown (not a git checkout)";
-  }
-}
-
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   const { values } = parseArgs({
@@ -50,6 +35,7 @@ async function main(): Promise<number> {
     options: {
       docs: { type: "string" },
       chunks: { type: "string" },
+      embedder: { type: "string" },
       searches: { type: "string" },
       threads: { type: "string" },
       "skip-ingest": { type: "boolean", default: false },
@@ -62,14 +48,16 @@ async function main(): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      "npm run bench -- [--docs 200] [--chunks 10000] [--searches 200] [--threads <EMBEDDING_THREADS default>]\n" +
+      "npm run bench -- [--docs 200] [--chunks 10000[,100000]] [--searches 200] [--threads <EMBEDDING_THREADS default>]\n" +
+        "                 [--embedder bge-small|use-lite (default: the service's default)]\n" +
         "                 [--skip-ingest] [--skip-search] [--skip-extraction] [--out docs/benchmarks.md]\n",
     );
     return 0;
   }
   const options = {
     docs: positive("docs", values.docs, 200),
-    chunks: positive("chunks", values.chunks, 10_000),
+    // One search store per size: --chunks 10000,100000
+    chunks: (values.chunks ?? "10000").split(",").map((v) => positive("chunks", v.trim(), 10_000)),
     searches: positive("searches", values.searches, 200),
     threads: positive("threads", values.threads, loadConfig({}).EMBEDDING_THREADS),
   };
@@ -119,6 +107,7 @@ async function main(): Promise<number> {
         corpus,
         queries,
         chunks: options.chunks,
+        embedder: values.embedder,
         searches: options.searches,
         threads: options.threads,
       });
@@ -149,7 +138,10 @@ async function main(): Promise<number> {
     log(`not writing ${path.relative(process.cwd(), out) || out}: a phase failed`);
     throw failure;
   }
-  writeFileSync(out, renderReport(report));
+  // The retrieval-quality section belongs to bench/eval.ts (npm run eval): carried over, not dropped.
+  const kept = existsSync(out) ? findSection(readFileSync(out, "utf8"), SCIFACT_HEADING) : undefined;
+  const rendered = renderReport(report);
+  writeFileSync(out, kept ? replaceSection(rendered, SCIFACT_HEADING, kept) : rendered);
   log(`wrote ${path.relative(process.cwd(), out) || out}`);
   return 0;
 }

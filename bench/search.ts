@@ -1,24 +1,21 @@
-// Search latency on a store of N chunks with real embeddings: through the HTTP API (query embedding
-// included), the hybrid SQL alone with pre-computed query vectors, and single-method baselines.
+// Search latency on stores of N chunks (one or several sizes per run, e.g. 10,000 and 100,000) with
+// the service's default embedder: the query embedding alone, the hybrid SQL alone with pre-computed
+// query vectors, the single-method baselines (the same function with retrieval "vector" / "keyword"),
+// and end-to-end HTTP `POST /v3/search` against the real service over the same PGlite data.
 
-import { createHash } from "node:crypto";
-import { cpus } from "node:os";
 import { type SQL, sql } from "drizzle-orm";
-import { createEmbedder } from "../pipeline/embedder/index.ts";
+import { PgDialect } from "drizzle-orm/pg-core";
+import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type Database, openPglite, queryRows } from "../store/db.ts";
-import { saveDocument } from "../store/documents.ts";
-import {
-  chunksWithoutEmbedding,
-  markDone,
-  replaceChunks,
-  saveEmbeddings,
-  saveExtraction,
-} from "../store/processing.ts";
-import { hybridChunkSearch } from "../store/search.ts";
+import { commonTerms, keywordQuery } from "../store/keyword.ts";
+import { hybridChunkSearch, type Retrieval } from "../store/search.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
-import { type Abstract, searchDocuments } from "./lib/corpus.ts";
+import type { Abstract } from "./lib/corpus.ts";
 import { type CpuShares, cpuMeter } from "./lib/cpu.ts";
 import { log, progress } from "./lib/progress.ts";
+import { searchChunkDocuments } from "./lib/search-corpus.ts";
+import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
+import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
 import { type Cleanup, startBenchService, tempDir } from "./lib/service.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
@@ -26,16 +23,26 @@ import { cachedVectors } from "./lib/vector-cache.ts";
 const TAG = "bench-search";
 const WARMUP = 20;
 /** What the search handler asks for with the default limit of 10: max(50, limit * 10). */
-const CANDIDATES = 100;
+export const CANDIDATES = 100;
 
-export interface SearchResult {
+export interface SlowQuery {
+  query: string;
+  ms: number;
+  /** Chunks the keyword query matched (each is ranked). */
+  matches: number;
+  /** Lexemes of the keyword query after the very common ones were left out. */
+  terms: number;
+}
+
+export interface SearchSizeResult {
   chunks: number;
   documents: number;
-  searches: number;
-  warmup: number;
-  threads: number;
-  cache: { file: string; hit: boolean; computeMs: number };
+  meanChunkWords: number;
   loadMs: number;
+  /** Building the per-model HNSW index (ensureVectorIndexes) after the rows were loaded. */
+  indexMs: number;
+  /** Recreating the other indexes of `chunks` (GIN on tsv, btrees), dropped during the load. */
+  secondaryIndexMs: number;
   analyzeMs: number;
   tableSize: string;
   queryEmbedding: Summary;
@@ -46,12 +53,28 @@ export interface SearchResult {
   /** The `timing` field the API reports (server side, ms, rounded). */
   httpServerTiming: Summary;
   meanResults: number;
-  meanKeywordMatches: number;
-  plans: { vector: string[]; keyword: string[] };
-  /** Index scans the hybrid statement caused, per index of `chunks` (pg_stat_user_indexes). */
-  hybridIndexScans: Record<string, number>;
-  hybridQueries: number;
+  keywordMatches: Summary;
+  /** The slowest keyword-only queries with their match counts. */
+  slowKeyword: SlowQuery[];
+  /** Plans (EXPLAIN ANALYZE) of the statements hybridChunkSearch ran for one query. */
+  plans: Record<Retrieval, string[]>;
+  vectorIndex: string;
+  /** Whether the vector side's plan scans the model's HNSW index (vector-only and hybrid). */
+  vectorIndexUsed: { vector: boolean; hybrid: boolean };
+  /** Index scans each measurement caused, per index of `chunks` (pg_stat_user_indexes). */
+  indexScans: Record<Retrieval, Record<string, number>>;
   cpu: { queryEmbedding?: CpuShares; sql?: CpuShares; http?: CpuShares };
+}
+
+export interface SearchResult {
+  embedder: { name: string; model: string; dimension: number; reason: string };
+  searches: number;
+  /** The query whose plans are shown. */
+  firstQuery: string;
+  warmup: number;
+  threads: number;
+  cache: { dir: string; hit: boolean; computed: number; computeMs: number; textsPerSecond: number };
+  sizes: SearchSizeResult[];
 }
 
 async function timeEach<T>(items: T[], fn: (item: T) => Promise<unknown>): Promise<number[]> {
@@ -64,28 +87,6 @@ async function timeEach<T>(items: T[], fn: (item: T) => Promise<unknown>): Promi
   return out;
 }
 
-function orQuery(text: string): SQL {
-  // The keyword side of hybridChunkSearch: any stemmed query term may match.
-  return sql`to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${text})), ' | '))`;
-}
-
-const vectorLiteral = (v: ArrayLike<number>) => `[${Array.from(v).join(",")}]`;
-
-function vectorOnly(db: Database, v: number[]) {
-  return queryRows(
-    db,
-    sql`SELECT id FROM chunks ORDER BY embedding <=> ${vectorLiteral(v)}::vector LIMIT 10`,
-  );
-}
-
-function keywordOnly(db: Database, text: string) {
-  return queryRows(
-    db,
-    sql`SELECT c.id FROM chunks c, (SELECT ${orQuery(text)} AS tsq) q
-        WHERE c.tsv @@ q.tsq ORDER BY ts_rank_cd(c.tsv, q.tsq) DESC LIMIT 10`,
-  );
-}
-
 async function indexScans(db: Database): Promise<Record<string, number>> {
   const rows = await queryRows<{ name: string; scans: number }>(
     db,
@@ -94,12 +95,54 @@ async function indexScans(db: Database): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.scans)]));
 }
 
-async function plan(db: Database, query: SQL): Promise<string[]> {
-  const rows = await queryRows<{ "QUERY PLAN": string }>(db, sql`EXPLAIN ${query}`);
-  // A 512-d vector literal would fill pages: show its size instead.
-  return rows.map((r) =>
-    r["QUERY PLAN"].replace(/'\[[^\]]{200,}\]'/g, (m) => `'[${m.split(",").length} values]'`),
+async function scansDuring(db: Database, run: () => Promise<void>): Promise<Record<string, number>> {
+  // PGlite is one backend: its statistics are flushed when a transaction ends, so a read after the run sees them.
+  const before = await indexScans(db);
+  await run();
+  const after = await indexScans(db);
+  return Object.fromEntries(
+    Object.keys(after)
+      .map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)] as const)
+      .filter(([, v]) => v > 0),
   );
+}
+
+const dialect = new PgDialect();
+
+/**
+ * The plan of the statement hybridChunkSearch runs, captured by handing it a database whose
+ * transaction runs `EXPLAIN ANALYZE` in place of the SELECT (the SET LOCAL before it runs as is).
+ */
+async function explainSearch(db: Database, run: (db: Database) => Promise<unknown>): Promise<string[]> {
+  let plan: string[] = [];
+  const wrapTx = (tx: Database) =>
+    new Proxy(tx, {
+      get(target, prop, receiver) {
+        if (prop !== "execute") return Reflect.get(target, prop, receiver);
+        return async (query: SQL) => {
+          if (/^\s*SET\b/i.test(dialect.sqlToQuery(query).sql)) return target.execute(query);
+          const rows = await queryRows<{ "QUERY PLAN": string }>(target, sql`EXPLAIN ANALYZE ${query}`);
+          plan = rows.map((r) =>
+            // A 384-d vector literal would fill pages: show its size instead.
+            r["QUERY PLAN"].replace(/'\[[^\]]{200,}\]'/g, (m) => `'[${m.split(",").length} values]'`),
+          );
+          return { rows: [] };
+        };
+      },
+    });
+  const wrapped = new Proxy(db, {
+    get(target, prop, receiver) {
+      if (prop !== "transaction") return Reflect.get(target, prop, receiver);
+      return (fn: (tx: Database) => Promise<unknown>) =>
+        target.transaction((tx) => fn(wrapTx(tx as unknown as Database)));
+    },
+  });
+  await run(wrapped);
+  return plan;
+}
+
+function hnswIndexName(model: string) {
+  return `chunks_hnsw_${model.replace(/[^A-Za-z0-9]/g, "_").toLowerCase()}`.slice(0, 63);
 }
 
 export async function runSearch(opts: {
@@ -108,34 +151,29 @@ export async function runSearch(opts: {
   temporalPid?: number;
   corpus: Abstract[];
   queries: string[];
-  chunks: number;
+  /** One store per size, smallest first. */
+  chunks: number | number[];
   searches: number;
   threads: number;
+  /** Embedder name; default: the service's default (resolveDefaultEmbedder). */
+  embedder?: string;
 }): Promise<SearchResult> {
   const { cleanup, threads } = opts;
-  const docs = searchDocuments(opts.corpus, opts.chunks);
-  const texts = docs.flatMap((d) => d.pieces);
-  log(
-    `search: ${texts.length} chunks in ${docs.length} documents (sentence-sized pieces of scifact abstracts)`,
-  );
+  const sizes = [...new Set([opts.chunks].flat())].sort((a, b) => a - b);
+  const resolved = resolveDefaultEmbedder();
+  const name = opts.embedder ?? resolved.name;
+  const reason = opts.embedder ? "chosen with --embedder" : resolved.reason;
+  const space = await embedderSpace(name);
+  log(`search: embedder ${name} (${space.model}, ${space.dimension}-d): ${reason}`);
 
-  const queryEmbedder = createEmbedder("use-lite", { threads });
-  const closeQueryEmbedder = cleanup.add("query embedder", () => queryEmbedder.close());
-  const buildThreads = Math.max(1, cpus().length);
-  const cache = await cachedVectors({
-    model: queryEmbedder.model,
-    dimension: queryEmbedder.dimension,
-    texts,
-    embed: () => {
-      log(
-        `search: no cached vectors for ${texts.length} chunks; computing them with ${buildThreads} threads`,
-      );
-      const e = createEmbedder("use-lite", { threads: buildThreads });
-      return { embed: (t) => e.embed(t), close: () => e.close(), threads: buildThreads };
-    },
-  });
-  log(`search: vectors ${cache.hit ? "read from" : "computed and written to"} ${cache.file}`);
-  const vectorOf = new Map(texts.map((t, i) => [t, cache.vectors[i] as Float32Array]));
+  // Every size is a prefix of the largest corpus: one cache fill covers them all.
+  const largest = sizes[sizes.length - 1] as number;
+  const allTexts = searchChunkDocuments(opts.corpus, largest).flatMap((d) => d.pieces);
+  const cache = await cachedVectors({ ...space, texts: allTexts, embed: vectorSource(name) });
+  log(
+    `search: chunk vectors ${cache.hit ? "read from" : `computed (${cache.computed}) and written to`} ${cache.file}`,
+  );
+  const vectorOf = new Map(allTexts.map((t, i) => [t, cache.vectors[i] as Float32Array]));
 
   // Queries: a warm-up set, then the measured ones (cycled if more searches than queries are asked for).
   const pick = (n: number, offset: number) =>
@@ -143,65 +181,92 @@ export async function runSearch(opts: {
   const warmQueries = pick(WARMUP, 0);
   const measured = pick(opts.searches, WARMUP);
 
+  const results: SearchSizeResult[] = [];
+  for (const size of sizes) {
+    results.push(
+      await runSize({ ...opts, name, space, size, vectorOf, warmQueries, measured, threads, cleanup }),
+    );
+  }
+  return {
+    embedder: { name, ...space, reason },
+    searches: measured.length,
+    firstQuery: measured[0] as string,
+    warmup: WARMUP,
+    threads,
+    cache: {
+      dir: cache.file,
+      hit: cache.hit,
+      computed: cache.computed,
+      computeMs: cache.computeMs,
+      textsPerSecond: cache.textsPerSecond,
+    },
+    sizes: results,
+  };
+}
+
+async function runSize(o: {
+  cleanup: Cleanup;
+  temporalAddress: string;
+  temporalPid?: number;
+  corpus: Abstract[];
+  name: string;
+  space: { model: string; dimension: number };
+  size: number;
+  vectorOf: Map<string, Float32Array>;
+  warmQueries: string[];
+  measured: string[];
+  threads: number;
+}): Promise<SearchSizeResult> {
+  const { cleanup, threads, space, warmQueries, measured } = o;
+  const docs = searchChunkDocuments(o.corpus, o.size);
+  const texts = docs.flatMap((d) => d.pieces);
+  const meanChunkWords = texts.reduce((s, t) => s + t.split(/\s+/).length, 0) / texts.length;
+  log(
+    `search @${o.size}: ${texts.length} chunks in ${docs.length} documents (windows of 1-3 sentences of scifact abstracts, ${meanChunkWords.toFixed(0)} words on average)`,
+  );
+
   // Query embedding alone, one call per query as the search handler makes it.
-  for (const q of warmQueries) await queryEmbedder.embed([q]);
-  const embedMeter = cpuMeter({ temporalPid: opts.temporalPid, topThreads: threads });
+  const queryEmbedder = createEmbedder(o.name, { threads });
+  const closeQueryEmbedder = cleanup.add("query embedder", () => queryEmbedder.close());
+  for (const q of warmQueries) await queryEmbedder.embed([q], "query");
+  const embedMeter = cpuMeter({ temporalPid: o.temporalPid, topThreads: threads });
   const queryVectors: number[][] = [];
   const queryEmbedding = summarize(
     await timeEach(measured, async (q) => {
-      const [v] = await queryEmbedder.embed([q]);
+      const [v] = await queryEmbedder.embed([q], "query");
       queryVectors.push(v as number[]);
     }),
   );
   const embedCpu = embedMeter.stop();
-  const warmVectors = await queryEmbedder.embed(warmQueries);
+  const warmVectors = await queryEmbedder.embed(warmQueries, "query");
   await closeQueryEmbedder();
-  log(`search: query embedding p50 ${queryEmbedding.p50.toFixed(1)} ms`);
+  log(`search @${o.size}: query embedding p50 ${queryEmbedding.p50.toFixed(1)} ms`);
 
-  // Load through the same store functions the worker uses.
+  // Load through the same store functions the worker uses; the HNSW index is built after the rows.
   const data = tempDir(cleanup, "memory-bench-search-");
   const store = await openPglite(data.dir);
   const closeStore = cleanup.add("bench store", () => store.close());
   const { db } = store;
-  const model = { name: queryEmbedder.model, dimension: queryEmbedder.dimension };
-  const space = { model: model.name, dimension: model.dimension };
-  await ensureVectorIndexes(db, space);
+  const model = { name: space.model, dimension: space.dimension };
   const loadStarted = performance.now();
-  const bar = progress("search: loading chunks into PGlite", texts.length, 10_000);
-  let loaded = 0;
-  for (const doc of docs) {
-    const content = doc.pieces.join(" ");
-    const saved = await saveDocument(db, {
-      source: content,
-      containerTags: [TAG],
-      metadata: { scifactId: doc.abstractId },
-      title: doc.title || null,
-    });
-    const ref = { documentId: saved.document.id, run: saved.document.processingRun };
-    await saveExtraction(db, ref, {
-      content,
-      title: doc.title || null,
-      type: "text",
-      contentHash: createHash("sha256").update(content).digest("hex"),
-    });
-    await replaceChunks(
-      db,
-      ref,
-      doc.pieces.map((p, position) => ({ content: p, position })),
-    );
-    const rows = await chunksWithoutEmbedding(db, ref.documentId, doc.pieces.length);
-    await saveEmbeddings(
-      db,
-      ref,
-      model,
-      rows.map((r) => ({ id: r.id, embedding: Array.from(vectorOf.get(r.content) as Float32Array) })),
-    );
-    await markDone(db, ref, model.name);
-    loaded += doc.pieces.length;
-    bar.update(loaded);
-  }
+  const recreateIndexes = await deferChunkIndexes(db);
+  await bulkLoad(db, {
+    docs,
+    tag: TAG,
+    model,
+    vectorOf: (t) => o.vectorOf.get(t) as Float32Array,
+    label: `search @${o.size}: loading chunks into PGlite`,
+  });
   const loadMs = performance.now() - loadStarted;
-  bar.finish();
+  const secondaryStarted = performance.now();
+  const rebuilt = await recreateIndexes();
+  const secondaryIndexMs = performance.now() - secondaryStarted;
+  log(`search @${o.size}: rebuilt ${rebuilt.join(", ")} in ${(secondaryIndexMs / 1000).toFixed(1)} s`);
+
+  const indexStarted = performance.now();
+  await ensureVectorIndexes(db, space);
+  const indexMs = performance.now() - indexStarted;
+  log(`search @${o.size}: HNSW index built in ${(indexMs / 1000).toFixed(1)} s`);
 
   const analyzeStarted = performance.now();
   await db.execute(sql`ANALYZE`);
@@ -215,73 +280,89 @@ export async function runSearch(opts: {
 
   const pairs = measured.map((q, i) => ({ q, v: queryVectors[i] as number[] }));
   const warmPairs = warmQueries.map((q, i) => ({ q, v: warmVectors[i] as number[] }));
-  const hybrid = (p: { q: string; v: number[] }) =>
-    hybridChunkSearch(db, {
-      text: p.q,
-      embedding: p.v,
-      space,
-      containerTags: [TAG],
-      tagMode: "any",
-      candidates: CANDIDATES,
+  const searchWith =
+    (retrieval: Retrieval, on: Database = db) =>
+    (p: { q: string; v: number[] }) =>
+      hybridChunkSearch(on, {
+        text: p.q,
+        embedding: p.v,
+        space,
+        retrieval,
+        containerTags: [TAG],
+        tagMode: "any",
+        candidates: CANDIDATES,
+      });
+
+  log(`search @${o.size}: timing SQL (${pairs.length} queries each, after ${WARMUP} warm-up)`);
+  const sqlMeter = cpuMeter({ temporalPid: o.temporalPid });
+  const timed: Record<Retrieval, number[]> = { hybrid: [], vector: [], keyword: [] };
+  const scans = {} as Record<Retrieval, Record<string, number>>;
+  for (const retrieval of ["hybrid", "vector", "keyword"] as const) {
+    await timeEach(warmPairs, searchWith(retrieval));
+    scans[retrieval] = await scansDuring(db, async () => {
+      timed[retrieval] = await timeEach(pairs, searchWith(retrieval));
     });
-
-  log(`search: timing SQL (${pairs.length} queries each, after ${WARMUP} warm-up)`);
-  await timeEach(warmPairs, hybrid);
-  const sqlMeter = cpuMeter({ temporalPid: opts.temporalPid });
-  const before = await indexScans(db);
-  const hybridSql = summarize(await timeEach(pairs, hybrid));
-  const after = await indexScans(db);
-  const hybridIndexScans = Object.fromEntries(
-    Object.keys(after).map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]),
-  );
-
-  await timeEach(warmPairs, (p) => vectorOnly(db, p.v));
-  const vectorSql = summarize(await timeEach(pairs, (p) => vectorOnly(db, p.v)));
-  await timeEach(warmPairs, (p) => keywordOnly(db, p.q));
-  const keywordSql = summarize(await timeEach(pairs, (p) => keywordOnly(db, p.q)));
+  }
   const sqlCpu = sqlMeter.stop();
 
-  let keywordMatches = 0;
+  // Keyword matches per query, with the same common-term filtering the search uses.
+  const common = await commonTerms(db, "chunks");
+  const matches: number[] = [];
+  const terms: number[] = [];
   for (const p of pairs) {
-    const [row] = await queryRows<{ n: number }>(
+    const [row] = await queryRows<{ n: number; terms: number }>(
       db,
-      sql`SELECT count(*)::int AS n FROM chunks c WHERE c.tsv @@ ${orQuery(p.q)}`,
+      sql`WITH query AS (${keywordQuery(p.q, common)})
+          SELECT (SELECT count(*)::int FROM chunks c, query WHERE c.tsv @@ query.tsq) AS n,
+                 (SELECT numnode(tsq) FROM query) AS terms`,
     );
-    keywordMatches += row?.n ?? 0;
+    matches.push(row?.n ?? 0);
+    // numnode counts the OR operators too: n terms are 2n - 1 nodes.
+    terms.push(row?.terms == null ? 0 : (Number(row.terms) + 1) / 2);
   }
+  const slowKeyword = pairs
+    .map((p, i) => ({
+      query: p.q,
+      ms: timed.keyword[i] as number,
+      matches: matches[i] as number,
+      terms: terms[i] as number,
+    }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 3);
+
   const sample = pairs[0] as { q: string; v: number[] };
-  const plans = {
-    vector: await plan(
-      db,
-      sql`SELECT id FROM chunks ORDER BY embedding <=> ${vectorLiteral(sample.v)}::vector LIMIT 10`,
-    ),
-    keyword: await plan(
-      db,
-      sql`SELECT c.id FROM chunks c, (SELECT ${orQuery(sample.q)} AS tsq) q
-          WHERE c.tsv @@ q.tsq ORDER BY ts_rank_cd(c.tsv, q.tsq) DESC LIMIT 10`,
-    ),
+  const plans = {} as Record<Retrieval, string[]>;
+  for (const retrieval of ["hybrid", "vector", "keyword"] as const)
+    plans[retrieval] = await explainSearch(db, (on) => searchWith(retrieval, on)(sample));
+  const vectorIndex = hnswIndexName(space.model);
+  const vectorIndexUsed = {
+    vector: plans.vector.some((l) => l.includes(vectorIndex)),
+    hybrid: plans.hybrid.some((l) => l.includes(vectorIndex)),
   };
+  if (!vectorIndexUsed.vector || !vectorIndexUsed.hybrid)
+    log(`search @${o.size}: WARNING: the vector side does not use ${vectorIndex} (see the plans)`);
   await closeStore();
 
   // The same store behind the real service: HTTP, auth, query embedding, hybrid SQL, grouping, context.
   const service = await startBenchService(cleanup, {
     dataDir: data.dir,
-    temporalAddress: opts.temporalAddress,
+    temporalAddress: o.temporalAddress,
     threads,
+    embeddingModel: o.name,
   });
-  log(`search: service up at ${service.url}; timing ${measured.length} searches over HTTP`);
+  log(`search @${o.size}: service up at ${service.url}; timing ${measured.length} searches over HTTP`);
   const search = (q: string) => service.client.search.documents({ q, containerTags: [TAG], limit: 10 });
   for (const q of warmQueries) await search(q);
-  const httpMeter = cpuMeter({ temporalPid: opts.temporalPid, topThreads: threads });
+  const httpMeter = cpuMeter({ temporalPid: o.temporalPid, topThreads: threads });
   const serverTimings: number[] = [];
-  let results = 0;
-  const httpBar = progress("search: HTTP searches", measured.length);
+  let returned = 0;
+  const httpBar = progress(`search @${o.size}: HTTP searches`, measured.length);
   let i = 0;
   const http = summarize(
     await timeEach(measured, async (q) => {
       const res = await search(q);
       serverTimings.push(res.timing);
-      results += res.results.length;
+      returned += res.results.length;
       httpBar.update(++i);
     }),
   );
@@ -290,27 +371,32 @@ export async function runSearch(opts: {
   await service.stop();
   await data.remove();
 
-  return {
+  const result: SearchSizeResult = {
     chunks: texts.length,
     documents: docs.length,
-    searches: measured.length,
-    warmup: WARMUP,
-    threads,
-    cache: { file: cache.file, hit: cache.hit, computeMs: cache.computeMs },
+    meanChunkWords,
     loadMs,
+    indexMs,
+    secondaryIndexMs,
     analyzeMs,
     tableSize: size.size,
     queryEmbedding,
-    hybridSql,
-    vectorSql,
-    keywordSql,
+    hybridSql: summarize(timed.hybrid),
+    vectorSql: summarize(timed.vector),
+    keywordSql: summarize(timed.keyword),
     http,
     httpServerTiming: summarize(serverTimings),
-    meanResults: results / measured.length,
-    meanKeywordMatches: keywordMatches / pairs.length,
+    meanResults: returned / measured.length,
+    keywordMatches: summarize(matches),
+    slowKeyword,
     plans,
-    hybridIndexScans,
-    hybridQueries: pairs.length,
+    vectorIndex,
+    vectorIndexUsed,
+    indexScans: scans,
     cpu: { queryEmbedding: embedCpu, sql: sqlCpu, http: httpCpu },
   };
+  log(
+    `search @${o.size}: p50 HTTP ${http.p50.toFixed(1)} ms, embed ${queryEmbedding.p50.toFixed(1)}, hybrid ${result.hybridSql.p50.toFixed(1)}, vector ${result.vectorSql.p50.toFixed(1)}, keyword ${result.keywordSql.p50.toFixed(1)}`,
+  );
+  return result;
 }

@@ -13,7 +13,7 @@ export interface Abstract {
   text: string;
 }
 
-function readJsonl<T>(file: string): T[] {
+export function readJsonl<T>(file: string): T[] {
   return readFileSync(file, "utf8")
     .split("\n")
     .filter((line) => line.trim())

@@ -3,6 +3,7 @@ import { type ExtractionResult, renderExtraction } from "../extraction.ts";
 import type { IngestResult } from "../ingest.ts";
 import type { SearchResult } from "../search.ts";
 import type { CpuShares } from "./cpu.ts";
+import { renderSearchSection, searchSummaryLines } from "./search-report.ts";
 import { ms, rate, ratio, type Summary } from "./stats.ts";
 
 export interface Report {
@@ -48,9 +49,11 @@ function measuredPhases(r: Report): [string, CpuShares][] {
     ["Embedder alone, whole documents", r.ingest?.embedderOnDocs.cpu],
     ["Embedder alone, chunks", r.ingest?.embedderOnChunks.cpu],
     ["Ingestion pipeline", r.ingest?.cpu],
-    ["Query embedding", r.search?.cpu.queryEmbedding],
-    ["SQL timings", r.search?.cpu.sql],
-    ["HTTP searches", r.search?.cpu.http],
+    ...(r.search?.sizes ?? []).flatMap((s): [string, CpuShares | undefined][] => [
+      [`Query embedding (${s.chunks} chunks run)`, s.cpu.queryEmbedding],
+      [`SQL timings at ${s.chunks} chunks`, s.cpu.sql],
+      [`HTTP searches at ${s.chunks} chunks`, s.cpu.http],
+    ]),
   ];
   return phases.filter((x): x is [string, CpuShares] => Boolean(x[1]));
 }
@@ -85,19 +88,7 @@ export function summaryLines(r: Report): string[] {
       );
     }
   }
-  const s = r.search;
-  if (s) {
-    lines.push(
-      `Search at ${s.chunks} chunks (${s.searches} queries, p50 / p95 / mean):`,
-      `  HTTP (SDK)           ${ms(s.http.p50)} / ${ms(s.http.p95)} / ${ms(s.http.mean)}`,
-      `  query embedding      ${ms(s.queryEmbedding.p50)} / ${ms(s.queryEmbedding.p95)} / ${ms(s.queryEmbedding.mean)}`,
-      `  hybrid SQL           ${ms(s.hybridSql.p50)} / ${ms(s.hybridSql.p95)} / ${ms(s.hybridSql.mean)}`,
-      `  vector-only top-10   ${ms(s.vectorSql.p50)} / ${ms(s.vectorSql.p95)} / ${ms(s.vectorSql.mean)}`,
-      `  keyword-only top-10  ${ms(s.keywordSql.p50)} / ${ms(s.keywordSql.p95)} / ${ms(s.keywordSql.mean)}`,
-      `  hybrid/vector p50 ${ratio(s.hybridSql.p50, s.vectorSql.p50)}, hybrid/keyword p50 ${ratio(s.hybridSql.p50, s.keywordSql.p50)}, ` +
-        `query embedding = ${((100 * s.queryEmbedding.p50) / s.http.p50).toFixed(0)} % of HTTP p50`,
-    );
-  }
+  if (r.search) lines.push(...searchSummaryLines(r.search));
   const { busy } = machineLoad(r);
   if (busy.length) {
     lines.push(
@@ -122,7 +113,7 @@ export function renderReport(r: Report): string {
     `- Command: \`${r.command}\``,
     `- Code measured: ${r.revision}`,
     `- Total run time: ${seconds(r.totalMs)}`,
-    `- Set-up: the embedded default, i.e. PGlite in a temporary DATA_DIR, a Temporal dev server started by the benchmark on free ports, the real worker and API in the benchmark's process, EMBEDDING_THREADS=${r.threads}, the \`use-lite\` embedder; the SDK \`supermemory\` talks to the API over HTTP on 127.0.0.1.`,
+    `- Set-up: the embedded default, i.e. PGlite in a temporary DATA_DIR, a Temporal dev server started by the benchmark on free ports, the real worker and API in the benchmark's process, EMBEDDING_THREADS=${r.threads}, the embedder the service picks by default (named in the search section); the SDK \`supermemory\` talks to the API over HTTP on 127.0.0.1.`,
     "",
   );
 
@@ -176,51 +167,7 @@ export function renderReport(r: Report): string {
     );
   }
 
-  const s = r.search;
-  p(`## Search latency${s ? ` at ${s.chunks.toLocaleString("en-US")} chunks` : ""}`, "");
-  if (!s) p("Skipped in this run (`--skip-search`).", "");
-  else {
-    p(
-      `${s.chunks} distinct sentence-sized pieces (25+ words) of ${s.documents} SciFact abstracts, one document per abstract, loaded through the worker's own store functions (\`saveDocument\` → \`saveExtraction\` → \`replaceChunks\` → \`saveEmbeddings\` → \`markDone\`) with real \`use-lite\` vectors ${s.cache.hit ? "read from the cache" : `computed in this run (${seconds(s.cache.computeMs)}) and cached`} (\`${s.cache.file}\`), then \`ANALYZE\`. Load took ${seconds(s.loadMs)} (${rate((s.chunks * 1000) / s.loadMs)} chunks/s), ANALYZE ${ms(s.analyzeMs)}; table \`chunks\` with indexes: ${s.tableSize}.`,
-      "",
-      `${s.searches} SciFact queries per measurement, after ${s.warmup} warm-up queries, one at a time; HTTP searches use \`client.search.documents({ q, containerTags, limit: 10 })\` (${s.meanResults.toFixed(1)} documents returned on average). The SQL measurements ran in the benchmark's process on the same PGlite directory before the service opened it.`,
-      "",
-      "| Measurement | p50 | p95 | mean | max | n |",
-      "|---|---|---|---|---|---|",
-      row("HTTP search through the SDK (client-side)", s.http),
-      row("… the API's own `timing` field", s.httpServerTiming),
-      row("Query embedding alone (1 text per call)", s.queryEmbedding),
-      row(`Hybrid SQL \`hybridChunkSearch\`, pre-computed vectors (${CANDIDATES_NOTE})`, s.hybridSql),
-      row("Baseline: vector-only top-10 (`ORDER BY embedding <=> $1 LIMIT 10`)", s.vectorSql),
-      row("Baseline: keyword-only top-10 (`ts_rank_cd`, same OR query)", s.keywordSql),
-      "",
-      "| Ratio (p50) | Value |",
-      "|---|---|",
-      `| Hybrid SQL / vector-only | ${ratio(s.hybridSql.p50, s.vectorSql.p50)} |`,
-      `| Hybrid SQL / keyword-only | ${ratio(s.hybridSql.p50, s.keywordSql.p50)} |`,
-      `| HTTP / hybrid SQL | ${ratio(s.http.p50, s.hybridSql.p50)} |`,
-      `| Query embedding share of HTTP | ${((100 * s.queryEmbedding.p50) / s.http.p50).toFixed(0)} % |`,
-      `| Hybrid SQL share of HTTP | ${((100 * s.hybridSql.p50) / s.http.p50).toFixed(0)} % |`,
-      "",
-      `Keyword side: the OR query of a SciFact query matched ${s.meanKeywordMatches.toFixed(0)} of ${s.chunks} chunks on average (each is ranked).`,
-      "",
-      `Index scans caused by the ${s.hybridQueries} hybrid statements (\`pg_stat_user_indexes\`): ${
-        Object.entries(s.hybridIndexScans)
-          .map(([k, v]) => `\`${k}\` ${v}`)
-          .join(", ") || "none recorded"
-      }.`,
-      "",
-      "Plans of the baselines for one query (`EXPLAIN`):",
-      "",
-      "```text",
-      "-- vector-only",
-      ...s.plans.vector,
-      "-- keyword-only",
-      ...s.plans.keyword,
-      "```",
-      "",
-    );
-  }
+  p(...renderSearchSection(r.search, r));
 
   const measured = measuredPhases(r);
   if (measured.length) {
@@ -249,13 +196,15 @@ export function renderReport(r: Report): string {
     "",
     "```sh",
     "npm run bench                      # defaults: --docs 200 --chunks 10000 --searches 200",
+    "npm run bench -- --skip-ingest --skip-extraction --chunks 10000,100000   # search latency at two store sizes",
+    "npx tsx bench/lib/search-vectors.ts --chunks 100000   # fill the search vector cache ahead (long: ~40 min on 2 cores)",
     "npm run bench -- --docs 500        # more documents for the ingestion run",
     "npm run bench -- --skip-ingest     # search only (or --skip-search)",
     "npm run bench -- --threads 2       # EMBEDDING_THREADS for the service and the embedder baseline",
     "```",
     "",
     "- Needs the Temporal CLI (`node scripts/setup.mjs` caches it) and the SciFact files at `../shared/data/scifact` beside the repository (or `BENCH_SCIFACT_DIR`); they are read in place, never copied.",
-    "- The first run embeds the search corpus (10,000 texts: several minutes on 2 cores) and caches the vectors under `~/.cache/memory-service/bench/` (`<model>-<count>.f32` + `.json`, reused only if the texts are identical); later runs take a few minutes.",
+    "- The first run embeds the search corpus with the default embedder (10,000 texts: a few minutes on 2 cores; 100,000: most of an hour) and caches the vectors under `~/.cache/memory-service/bench/vectors/<model>/`, keyed by the sha256 of each text (any run reuses what an earlier one computed; an interrupted fill resumes); later runs take a few minutes.",
     "- Everything it starts (temporary directories, the Temporal dev server, the service) is stopped and removed at the end, on errors and on Ctrl-C. The command overwrites this file; `--out FILE` writes elsewhere.",
     "- Run it on an otherwise idle machine: the figures are wall-clock times.",
     "",
@@ -274,5 +223,3 @@ export function renderReport(r: Report): string {
 }
 
 export const OTHER_LOAD_WARNING = 0.1;
-
-const CANDIDATES_NOTE = "100 candidates per side, as the API asks for with limit 10";

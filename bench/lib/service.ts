@@ -51,6 +51,8 @@ export async function startTemporal(cleanup: Cleanup): Promise<{ address: string
 
 export interface BenchService {
   url: string;
+  /** The admin key the service was started with (for plain HTTP calls next to the SDK client). */
+  apiKey: string;
   client: Supermemory;
   stop: () => Promise<void>;
 }
@@ -61,7 +63,7 @@ export interface BenchService {
  */
 export async function startBenchService(
   cleanup: Cleanup,
-  opts: { dataDir: string; temporalAddress: string; threads: number },
+  opts: { dataDir: string; temporalAddress: string; threads: number; embeddingModel?: string },
 ): Promise<BenchService> {
   const apiKey = `sm_bench_${randomBytes(16).toString("hex")}`;
   const config = loadConfig({
@@ -72,6 +74,7 @@ export async function startBenchService(
     TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString("hex")}`,
     MEMORY_ADMIN_KEY: apiKey,
     EMBEDDING_THREADS: String(opts.threads),
+    ...(opts.embeddingModel ? { EMBEDDING_MODEL: opts.embeddingModel } : {}),
     LOG_LEVEL: "warn",
   });
   const service = await startService(config, createLogger("warn"), ["api", "worker"]);
@@ -79,5 +82,5 @@ export async function startBenchService(
   if (!service.url) throw new Error("the service started without an API");
   // No retries: a retried add would duplicate a document and a retried search would hide its latency.
   const client = new Supermemory({ apiKey, baseURL: service.url, maxRetries: 0, timeout: 300_000 });
-  return { url: service.url, client, stop };
+  return { url: service.url, apiKey, client, stop };
 }

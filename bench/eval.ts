@@ -1,0 +1,525 @@
+// Retrieval quality on SciFact through the real API and pipeline: the embedded default service
+// (PGlite, a Temporal dev server started here, the worker and the API in this process) ingests the
+// 5,183 abstracts over HTTP, then the 300 test queries go to POST /v3/search in each retrieval mode;
+// nDCG@10 and recall@100 against qrels/test.tsv. The service's data dir is kept per embedding model
+// under <cacheDir>/eval/, so a second run skips ingestion (and a partial one is resumed).
+// Usage: npm run eval -- [--embedder use-lite] [--queries N] [--modes keyword,vector,hybrid,rerank]
+// [--threads N] [--reset] [--out docs/benchmarks.md]
+
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { loadConfig } from "../config/env.ts";
+import { cacheDir } from "../runtime/paths.ts";
+import { type Abstract, readCorpus, SCIFACT_DIR } from "./lib/corpus.ts";
+import { mean, ndcgAt, recallAt } from "./lib/metrics.ts";
+import { log, progress } from "./lib/progress.ts";
+import { machine } from "./lib/report.ts";
+import { revision } from "./lib/revision.ts";
+import { SCIFACT_HEADING as HEADING, type JudgedQuery, readJudgedQueries } from "./lib/scifact.ts";
+import { replaceSection } from "./lib/sections.ts";
+import { Cleanup, startBenchService, startTemporal } from "./lib/service.ts";
+import { summarize } from "./lib/stats.ts";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+const TAG = "scifact";
+const MODES = ["keyword", "vector", "hybrid", "rerank"] as const;
+type Mode = (typeof MODES)[number];
+const ADD_CONCURRENCY = 4;
+const POLL_MS = 2_000;
+/** Documents unfinished at once while adding (below the processing list's cap of 500, so its count is exact). */
+const WINDOW = 200;
+const STALL_MS = 10 * 60_000;
+const PUBLISHED = "BM25 0.679, all-MiniLM-L6-v2 0.645, bge-small-en-v1.5 0.713";
+
+const customIdOf = (a: Abstract) => `scifact-${a.id}`;
+const contentOf = (a: Abstract) => (a.title ? `${a.title}\n\n${a.text}` : a.text);
+
+/** Plain HTTP against the service (fetch, no SDK): what the request sends is exactly what is written here. */
+class Api {
+  constructor(
+    private readonly base: string,
+    private readonly key: string,
+  ) {}
+
+  async call<T>(method: "GET" | "POST", route: string, body?: unknown): Promise<{ status: number; json: T }> {
+    const res = await fetch(`${this.base}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${this.key}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = text;
+    }
+    return { status: res.status, json: json as T };
+  }
+
+  async ok<T>(method: "GET" | "POST", route: string, body?: unknown): Promise<T> {
+    const { status, json } = await this.call<T>(method, route, body);
+    if (status !== 200) throw new Error(`${method} ${route} → ${status}: ${JSON.stringify(json)}`);
+    return json;
+  }
+}
+
+function errorMessage(json: unknown): string {
+  const e = (json as { error?: { message?: string } } | undefined)?.error;
+  return e?.message ?? (typeof json === "string" ? json : JSON.stringify(json));
+}
+
+async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ingestion
+
+interface DocState {
+  status: string;
+  errorReason: string | null;
+}
+
+interface ListPage {
+  memories: { customId: string | null; status: string; errorReason: string | null }[];
+  pagination: { totalPages: number; totalItems: number };
+}
+
+/** Every document under the scifact tag, by customId (26 pages of 200). */
+async function listAll(api: Api): Promise<Map<string, DocState>> {
+  const out = new Map<string, DocState>();
+  for (let page = 1; ; page++) {
+    const res = await api.ok<ListPage>("POST", "/v3/documents/list", {
+      containerTags: [TAG],
+      limit: 200,
+      page,
+      sort: "createdAt",
+      order: "asc",
+    });
+    for (const d of res.memories) {
+      if (d.customId) out.set(d.customId, { status: d.status, errorReason: d.errorReason });
+    }
+    if (page >= res.pagination.totalPages) break;
+  }
+  return out;
+}
+
+interface IngestMeta {
+  model: string;
+  docs: number;
+  /** Wall time of the run that ingested the corpus from an empty store (absent when only resumed). */
+  wallMs?: number;
+  /** Sum of the wall times of every run that added or waited for documents. */
+  totalMs: number;
+  runs: number;
+  finishedAt?: string;
+}
+
+export interface IngestOutcome {
+  /** Documents added (or re-added after a failure) in this run; 0 when the cache was complete. */
+  added: number;
+  /** Wall time of ingestion in this run (0 when skipped). */
+  ms: number;
+  done: number;
+  failed: { customId: string; reason: string | null }[];
+  meta: IngestMeta;
+}
+
+async function ensureIngested(
+  api: Api,
+  corpus: Abstract[],
+  dataDir: string,
+  model: string,
+): Promise<IngestOutcome> {
+  const metaFile = path.join(dataDir, "eval-ingest.json");
+  const meta: IngestMeta = existsSync(metaFile)
+    ? (JSON.parse(readFileSync(metaFile, "utf8")) as IngestMeta)
+    : { model, docs: corpus.length, totalMs: 0, runs: 0 };
+  const before = await listAll(api);
+  const counts = (states: Map<string, DocState>) => {
+    const c: Record<string, number> = {};
+    for (const s of states.values()) c[s.status] = (c[s.status] ?? 0) + 1;
+    return c;
+  };
+  log(`ingest: ${before.size} of ${corpus.length} documents in the store ${JSON.stringify(counts(before))}`);
+  // Missing ones are added; failed ones are added again (the API reprocesses a failed document).
+  const toAdd = corpus.filter((a) => {
+    const s = before.get(customIdOf(a));
+    return !s || s.status === "failed";
+  });
+  const unfinished = [...before.values()].filter((s) => s.status !== "done" && s.status !== "failed").length;
+  if (!toAdd.length && !unfinished) {
+    log("ingest: complete in the cache, skipping");
+    return { added: 0, ms: 0, done: before.size, failed: [], meta };
+  }
+  const fresh = before.size === 0;
+  log(
+    `ingest: adding ${toAdd.length} documents (${ADD_CONCURRENCY} requests at a time, at most ${WINDOW} unfinished at once), ${unfinished} already queued`,
+  );
+  const t0 = performance.now();
+  let added = 0;
+  const bar = progress("ingest: documents finished", corpus.length, 15_000);
+  let lastChange = Date.now();
+  let lastSeen = -1;
+  for (;;) {
+    // The API's processing list is exact below its cap, and the window keeps the count below it.
+    const processing = await api.ok<{ totalCount: number }>("GET", "/v3/documents/processing");
+    const inStore = before.size + toAdd.slice(0, added).filter((a) => !before.has(customIdOf(a))).length;
+    const finished = Math.max(0, inStore - processing.totalCount);
+    bar.update(finished, `${processing.totalCount} unfinished, ${added}/${toAdd.length} added`);
+    if (finished !== lastSeen) {
+      lastSeen = finished;
+      lastChange = Date.now();
+    }
+    if (added === toAdd.length && processing.totalCount === 0) break;
+    if (Date.now() - lastChange > STALL_MS)
+      throw new Error(`ingest: no progress for ${STALL_MS / 1000} s (${processing.totalCount} unfinished)`);
+    // Feed the pipeline up to the window: a steady queue, not 5,000 workflows started at once.
+    const room = Math.min(WINDOW - processing.totalCount, toAdd.length - added);
+    if (room >= Math.min(WINDOW / 4, toAdd.length - added) && room > 0) {
+      const next = toAdd.slice(added, added + room);
+      await mapLimit(next, ADD_CONCURRENCY, async (a) => {
+        await api.ok("POST", "/v3/documents", {
+          content: contentOf(a),
+          containerTag: TAG,
+          customId: customIdOf(a),
+          metadata: { scifactId: a.id },
+        });
+      });
+      added += next.length;
+      continue;
+    }
+    await sleep(POLL_MS);
+  }
+  const ms = performance.now() - t0;
+  const after = await listAll(api);
+  bar.finish(JSON.stringify(counts(after)));
+  const failed = [...after.entries()]
+    .filter(([, s]) => s.status === "failed")
+    .map(([customId, s]) => ({ customId, reason: s.errorReason }));
+  const missing = corpus.filter((a) => !after.has(customIdOf(a)));
+  if (missing.length) throw new Error(`ingest: ${missing.length} documents missing after ingestion`);
+  const done = [...after.values()].filter((s) => s.status === "done").length;
+  meta.runs++;
+  meta.totalMs += ms;
+  if (fresh) meta.wallMs = ms;
+  if (done === corpus.length) meta.finishedAt = new Date().toISOString();
+  writeFileSync(metaFile, `${JSON.stringify(meta, null, 2)}\n`);
+  log(`ingest: ${done} done, ${failed.length} failed in ${(ms / 1000).toFixed(0)} s`);
+  return { added, ms, done, failed, meta };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Search
+
+interface SearchPage {
+  results: { metadata: Record<string, unknown> | null }[];
+  /** True only when a reranker reordered the results (servers that know rerank: true). */
+  reranked?: boolean;
+  warnings?: string[];
+}
+
+export interface ModeResult {
+  mode: Mode;
+  /** Why the server refused this mode (400); no figures then. */
+  unavailable?: string;
+  queries: number;
+  ndcg10: number;
+  recall100: number;
+  p50: number;
+  p95: number;
+  /** Queries that got no result at all (they score 0). */
+  empty: number;
+}
+
+function searchBody(mode: Mode, q: string): Record<string, unknown> {
+  const body: Record<string, unknown> = { q, containerTag: TAG, limit: 100, onlyMatchingChunks: true };
+  // hybrid is the product default: sent without `retrieval`, as a client that asks for nothing gets it.
+  if (mode === "keyword" || mode === "vector") body.retrieval = mode;
+  if (mode === "rerank") body.rerank = true;
+  return body;
+}
+
+async function evaluateMode(api: Api, mode: Mode, queries: JudgedQuery[]): Promise<ModeResult> {
+  // An untimed first request: tells whether the server offers the mode, and warms what it needs.
+  const first = await api.call<SearchPage>("POST", "/v3/search", searchBody(mode, queries[0]?.text ?? "x"));
+  if (first.status === 400) {
+    const unavailable = errorMessage(first.json);
+    log(`${mode}: not available (${unavailable})`);
+    return {
+      mode,
+      unavailable,
+      queries: 0,
+      ndcg10: Number.NaN,
+      recall100: Number.NaN,
+      p50: 0,
+      p95: 0,
+      empty: 0,
+    };
+  }
+  if (first.status !== 200)
+    throw new Error(`${mode}: search → ${first.status}: ${JSON.stringify(first.json)}`);
+
+  const ndcg: number[] = [];
+  const recall: number[] = [];
+  const latency: number[] = [];
+  let empty = 0;
+  const bar = progress(`search ${mode}`, queries.length, 15_000);
+  for (const [i, query] of queries.entries()) {
+    const t = performance.now();
+    const res = await api.call<SearchPage>("POST", "/v3/search", searchBody(mode, query.text));
+    latency.push(performance.now() - t);
+    if (res.status !== 200)
+      throw new Error(`${mode}: search for query ${query.id} → ${res.status}: ${JSON.stringify(res.json)}`);
+    if (mode === "rerank" && res.json.reranked !== true)
+      throw new Error(
+        `rerank: query ${query.id} was not reranked (${res.json.warnings?.join("; ") ?? "no warning"})`,
+      );
+    const ranked = res.json.results
+      .map((r) => r.metadata?.scifactId)
+      .filter((id): id is string => typeof id === "string");
+    if (!ranked.length) empty++;
+    ndcg.push(ndcgAt(ranked, query.qrels, 10));
+    recall.push(recallAt(ranked, query.qrels, 100));
+    bar.update(i + 1);
+  }
+  const s = summarize(latency);
+  const result = {
+    mode,
+    queries: queries.length,
+    ndcg10: mean(ndcg),
+    recall100: mean(recall),
+    p50: s.p50,
+    p95: s.p95,
+    empty,
+  };
+  bar.finish(`nDCG@10 ${result.ndcg10.toFixed(3)}, recall@100 ${result.recall100.toFixed(3)}`);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+interface EvalReport {
+  started: Date;
+  command: string;
+  revision: string;
+  model: string;
+  threads: number;
+  dataDir: string;
+  corpus: number;
+  queries: number;
+  ingest: IngestOutcome;
+  modes: ModeResult[];
+}
+
+const fixed = (v: number) => (Number.isFinite(v) ? v.toFixed(3) : "n/a");
+const msCell = (v: number) => (Number.isFinite(v) ? v.toFixed(0) : "n/a");
+
+function tableLines(r: EvalReport): string[] {
+  return [
+    "| Mode | nDCG@10 | recall@100 | p50 ms | p95 ms |",
+    "|---|---|---|---|---|",
+    ...r.modes
+      .filter((m) => !m.unavailable)
+      .map(
+        (m) =>
+          `| ${m.mode === "rerank" ? "hybrid + rerank" : m.mode}${m.mode === "hybrid" ? " (default)" : ""} | ${fixed(m.ndcg10)} | ${fixed(m.recall100)} | ${msCell(m.p50)} | ${msCell(m.p95)} |`,
+      ),
+  ];
+}
+
+function ingestionLine(r: EvalReport): string {
+  const { ingest } = r;
+  const minutes = (ms: number) => `${(ms / 60_000).toFixed(1)} min`;
+  const from = ingest.meta.wallMs
+    ? `ingested from an empty store in ${minutes(ingest.meta.wallMs)}`
+    : `ingested over ${ingest.meta.runs} runs, ${minutes(ingest.meta.totalMs)} in all`;
+  const now = ingest.added
+    ? `this run added ${ingest.added} and waited ${minutes(ingest.ms)}`
+    : "this run reused the cached store";
+  const failed = ingest.failed.length
+    ? `; **${ingest.failed.length} failed**: ${ingest.failed
+        .slice(0, 10)
+        .map((f) => `\`${f.customId}\` (${f.reason ?? "no reason"})`)
+        .join(", ")}${ingest.failed.length > 10 ? ", …" : ""}`
+    : "";
+  return `${ingest.done} of ${r.corpus} documents \`done\` (${from}; ${now})${failed}`;
+}
+
+function renderSection(r: EvalReport): string {
+  const m = machine();
+  const lines = [
+    HEADING,
+    "",
+    "Generated by `bench/eval.ts` (`npm run eval`): the SciFact corpus ingested through the HTTP API and the real pipeline (embedded default: PGlite, Temporal dev server, worker), then the test queries sent to `POST /v3/search` over HTTP, one at a time.",
+    "",
+    `- Date: ${r.started.toISOString()}`,
+    `- Machine: ${m.cpu}, ${m.cores} cores, ${m.memory} memory, ${m.os}, Node ${m.node}`,
+    `- Commit: ${r.revision}`,
+    `- Embedding model: \`${r.model}\` (EMBEDDING_THREADS=${r.threads})`,
+    `- Command: \`${r.command}\``,
+    `- Corpus: ${ingestionLine(r)}. Each document is title + blank line + abstract, containerTag \`${TAG}\`, customId \`scifact-<_id>\`, metadata \`{ scifactId }\`.`,
+    `- Queries: ${r.queries} of the 300 in \`qrels/test.tsv\`; each search \`{ limit: 100, onlyMatchingChunks: true }\` with the mode's \`retrieval\` (hybrid: field left out, the default); a result's rank is its position, mapped to SciFact through \`metadata.scifactId\`.`,
+    "",
+    ...tableLines(r),
+    "",
+  ];
+  for (const u of r.modes.filter((x) => x.unavailable))
+    lines.push(`- ${u.mode}: not available (${u.unavailable})`);
+  const empties = r.modes.filter((x) => !x.unavailable && x.empty);
+  for (const e of empties) lines.push(`- ${e.mode}: ${e.empty} queries got no result (scored 0)`);
+  if (r.modes.some((x) => x.unavailable) || empties.length) lines.push("");
+  lines.push(
+    `Published nDCG@10 on this split, for orientation (BEIR): ${PUBLISHED}. BM25 there is Elasticsearch's; \`keyword\` here is Postgres full-text search, a different ranking.`,
+    "",
+    "- **nDCG@10** as BEIR / trec_eval compute it: gain = the qrels grade, discount log2(rank + 1), ideal DCG from the query's qrels; **recall@100** = share of the query's relevant abstracts among the first 100 results. Both are averaged over the queries; a query with no result scores 0.",
+    "- **p50 / p95** are client-side latencies of single HTTP requests (query embedding, SQL, response), informational; the first request of each mode is a warm-up and not counted.",
+    `- The store is kept per embedding model under \`${path.join("<cacheDir>", "eval", `scifact-${r.model}`)}\`: later runs reuse it and skip ingestion (\`--reset\` starts over); an interrupted ingestion is resumed. Options: \`--embedder NAME\`, \`--queries N\`, \`--modes keyword,vector,hybrid,rerank\`, \`--threads N\`, \`--reset\`, \`--out FILE\`.`,
+    "",
+  );
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function positive(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function parseModes(value: string | undefined): Mode[] {
+  if (!value) return [...MODES];
+  const modes = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const m of modes) {
+    if (!(MODES as readonly string[]).includes(m))
+      throw new Error(`--modes: unknown mode "${m}" (known: ${MODES.join(", ")})`);
+  }
+  return [...new Set(modes)] as Mode[];
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      embedder: { type: "string" },
+      queries: { type: "string" },
+      modes: { type: "string" },
+      threads: { type: "string" },
+      reset: { type: "boolean", default: false },
+      out: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(
+      "npm run eval -- [--embedder use-lite] [--queries 300] [--modes keyword,vector,hybrid,rerank]\n" +
+        "                [--threads <EMBEDDING_THREADS default>] [--reset] [--out docs/benchmarks.md]\n",
+    );
+    return 0;
+  }
+  const defaults = loadConfig({});
+  const model = values.embedder ?? defaults.EMBEDDING_MODEL;
+  if (!/^[\w.-]+$/.test(model)) throw new Error(`--embedder: "${model}" is not a model name`);
+  const threads = positive("threads", values.threads, defaults.EMBEDDING_THREADS);
+  const modes = parseModes(values.modes);
+  const out = path.resolve(root, values.out ?? "docs/benchmarks.md");
+  const command = `npm run eval${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
+  const dataDir = path.join(cacheDir(), "eval", `scifact-${model}`);
+
+  const cleanup = new Cleanup();
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = true;
+    log(`${signal}: cleaning up (the store in ${dataDir} is kept; the next run resumes)`);
+    cleanup.runAll().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  const rev = revision();
+  const started = new Date();
+  try {
+    log(`reading ${SCIFACT_DIR}`);
+    const corpus = readCorpus();
+    const judged = readJudgedQueries("test");
+    const queries = judged.slice(0, positive("queries", values.queries, judged.length));
+    if (values.reset && existsSync(dataDir)) {
+      log(`--reset: removing ${dataDir}`);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+    mkdirSync(dataDir, { recursive: true });
+    log("starting a Temporal dev server on free ports");
+    const temporal = await startTemporal(cleanup);
+    const service = await startBenchService(cleanup, {
+      dataDir,
+      temporalAddress: temporal.address,
+      threads,
+      embeddingModel: model,
+    });
+    log(`service up at ${service.url} (EMBEDDING_MODEL=${model}, data in ${dataDir})`);
+    const api = new Api(service.url, service.apiKey);
+
+    const ingest = await ensureIngested(api, corpus, dataDir, model);
+    if (ingest.failed.length) {
+      log(
+        `ingest: ${ingest.failed.length} documents FAILED (they cannot be found; scores count them as misses):`,
+      );
+      for (const f of ingest.failed.slice(0, 20)) log(`  ${f.customId}: ${f.reason ?? "no reason"}`);
+    }
+
+    const results: ModeResult[] = [];
+    for (const mode of modes) results.push(await evaluateMode(api, mode, queries));
+
+    const report: EvalReport = {
+      started,
+      command,
+      revision: rev,
+      model,
+      threads,
+      dataDir,
+      corpus: corpus.length,
+      queries: queries.length,
+      ingest,
+      modes: results,
+    };
+    process.stdout.write(
+      `\nSciFact, ${queries.length} test queries, embedder ${model}; corpus: ${ingestionLine(report)}\n\n${tableLines(report).join("\n")}\n`,
+    );
+    for (const u of results.filter((x) => x.unavailable))
+      process.stdout.write(`${u.mode}: not available (${u.unavailable})\n`);
+    process.stdout.write(`\npublished nDCG@10 for orientation: ${PUBLISHED}\n\n`);
+    const current = existsSync(out) ? readFileSync(out, "utf8") : "";
+    writeFileSync(out, replaceSection(current, HEADING, renderSection(report)));
+    log(`wrote the SciFact section of ${path.relative(process.cwd(), out) || out}`);
+  } finally {
+    await cleanup.runAll();
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`eval failed: ${(error as Error).stack ?? error}\n`);
+    process.exit(1);
+  },
+);

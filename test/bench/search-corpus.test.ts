@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { searchChunkDocuments } from "../../bench/lib/search-corpus.ts";
+import { spliceSearchSections } from "../../bench/lib/search-splice.ts";
+
+const abstracts = [
+  { id: "1", title: "A", text: "One two three four. Five six seven eight. Nine ten eleven twelve." },
+  { id: "2", title: "B", text: "Alpha beta gamma delta. Epsilon zeta eta theta. Short." },
+];
+
+describe("searchChunkDocuments", () => {
+  it("takes single sentences of every abstract first, then pairs, then triples, all distinct", () => {
+    const all = searchChunkDocuments(abstracts, 9).flatMap((d) => d.pieces);
+    expect(new Set(all).size).toBe(9);
+    const small = searchChunkDocuments(abstracts, 4).flatMap((d) => d.pieces);
+    expect(small).toEqual([
+      "One two three four.",
+      "Five six seven eight.",
+      "Nine ten eleven twelve.",
+      "Alpha beta gamma delta.",
+    ]);
+    // "Short." alone has too few words; its pair with the sentence before it is kept.
+    expect(all).toContain("Epsilon zeta eta theta. Short.");
+    expect(all.every((p) => all.filter((q) => q === p).length === 1)).toBe(true);
+    for (const p of small) expect(all).toContain(p);
+  });
+
+  it("fails when the corpus cannot yield that many chunks", () => {
+    expect(() => searchChunkDocuments(abstracts, 100)).toThrow(/yields only/);
+  });
+});
+
+describe("spliceSearchSections", () => {
+  it("replaces an older search section and keeps the others", () => {
+    const target =
+      "# B\n\n## Search latency at 10,000 chunks\n\nold\n\n## Retrieval quality (SciFact)\n\nkeep\n";
+    const a = "# x\n\n## Search latency\n\nintro A\n\n### 10,000 chunks\n\nt1\n\n## Other\n";
+    const b = "# y\n\n## Search latency\n\nintro B\n\n### 100,000 chunks\n\nt2\n";
+    const out = spliceSearchSections(target, [a, b]);
+    expect(out).toContain(
+      "## Search latency\n\nintro A\n\n### 10,000 chunks\n\nt1\n\nintro B\n\n### 100,000 chunks\n\nt2\n",
+    );
+    expect(out).not.toContain("old");
+    expect(out).toContain("## Retrieval quality (SciFact)\n\nkeep");
+  });
+});
