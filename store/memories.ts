@@ -4,6 +4,7 @@ import { newId } from "./ids.ts";
 import { commonTerms, keywordQuery } from "./keyword.ts";
 import { type MemoryRow, type Metadata, memories } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
+import { KEYWORD_RANK } from "./search.ts";
 import { type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 export type { MemoryRow };
@@ -238,10 +239,10 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
       LIMIT ${q.candidates}
     ),
     by_keyword AS (
-      SELECT m.id, row_number() OVER (ORDER BY ts_rank_cd(m.tsv, query.tsq) DESC) AS rank
-      FROM memories m, query
-      WHERE m.tsv @@ query.tsq AND ${where}
-      ORDER BY ts_rank_cd(m.tsv, query.tsq) DESC
+      SELECT m.id, row_number() OVER (ORDER BY ${KEYWORD_RANK("m")} DESC) AS rank
+      FROM memories m
+      WHERE m.tsv @@ (SELECT tsq FROM query) AND ${where}
+      ORDER BY ${KEYWORD_RANK("m")} DESC
       LIMIT ${q.candidates}
     ),
     fused AS (

@@ -41,6 +41,14 @@ export interface ChunkHit {
   fused: number;
 }
 
+/**
+ * Keyword relevance: ts_rank with length normalisation 1 (divided by 1 + log length). On SciFact it
+ * scored nDCG@10 0.62 where ts_rank_cd (cover density, the earlier choice) scored 0.46, and it is
+ * cheaper. The query is a scalar subquery (an InitPlan), so the GIN index can serve `@@`.
+ */
+export const KEYWORD_RANK = (alias: "c" | "m") =>
+  sql.raw(`ts_rank(${alias}.tsv, (SELECT tsq FROM query), 1)`);
+
 /** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
 const RRF_K = 60;
 
@@ -105,11 +113,11 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
   const byKeyword =
     retrieval === "vector"
       ? none
-      : sql`SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC) AS rank,
-             ts_rank_cd(c.tsv, query.tsq)::float8 AS score
-      FROM chunks c JOIN documents d ON d.id = c.document_id, query
-      WHERE c.tsv @@ query.tsq AND ${scope}
-      ORDER BY ts_rank_cd(c.tsv, query.tsq) DESC
+      : sql`SELECT c.id, row_number() OVER (ORDER BY ${KEYWORD_RANK("c")} DESC) AS rank,
+             ${KEYWORD_RANK("c")}::float8 AS score
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE c.tsv @@ (SELECT tsq FROM query) AND ${scope}
+      ORDER BY ${KEYWORD_RANK("c")} DESC
       LIMIT ${q.candidates}`;
   // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
   // raise it for this statement only. SET takes no parameters: the value is a checked integer.
