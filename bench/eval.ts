@@ -3,7 +3,7 @@
 // 5,183 abstracts over HTTP, then the 300 test queries go to POST /v3/search in each retrieval mode;
 // nDCG@10 and recall@100 against qrels/test.tsv. The service's data dir is kept per embedding model
 // under <cacheDir>/eval/, so a second run skips ingestion (and a partial one is resumed).
-// Usage: npm run eval -- [--embedder use-lite] [--queries N] [--modes keyword,vector,hybrid,blend,rerank]
+// Usage: npm run eval -- [--embedder use-lite] [--queries N] [--modes keyword,vector,hybrid,rrf,rerank]
 // [--threads N] [--reset] [--out docs/benchmarks.md]
 
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -27,13 +27,13 @@ import { summarize } from "./lib/stats.ts";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 const TAG = "scifact";
-const MODES = ["keyword", "vector", "hybrid", "blend", "rerank"] as const;
+const MODES = ["keyword", "vector", "hybrid", "rrf", "rerank"] as const;
 type Mode = (typeof MODES)[number];
 const MODE_LABELS: Record<Mode, string> = {
   keyword: "keyword only (full text, `retrieval: keyword`)",
   vector: "vector only (`retrieval: vector`)",
-  hybrid: "hybrid, reciprocal rank fusion (the default)",
-  blend: "hybrid, normalised score blend (`fusion: blend`)",
+  hybrid: "hybrid, normalised score blend (the default)",
+  rrf: "hybrid, reciprocal rank fusion (`fusion: rrf`)",
   rerank: "hybrid + `rerank` (second stage: bm25-dense-rescorer unless a cross-encoder is installed)",
 };
 const ADD_CONCURRENCY = 4;
@@ -255,8 +255,8 @@ function searchBody(mode: Mode, q: string): Record<string, unknown> {
   // hybrid is the product default: sent without `retrieval`, as a client that asks for nothing gets it.
   if (mode === "keyword" || mode === "vector") body.retrieval = mode;
   if (mode === "rerank") body.rerank = true;
-  // The other fusion of the two rankings, measured to justify the default (reciprocal rank).
-  if (mode === "blend") body.fusion = "blend";
+  // The other fusion of the two rankings, measured to justify the default (score blend).
+  if (mode === "rrf") body.fusion = "rrf";
   return body;
 }
 
@@ -395,7 +395,7 @@ function renderSection(r: EvalReport): string {
     "",
     "- **nDCG@10** as BEIR / trec_eval compute it: gain = the qrels grade, discount log2(rank + 1), ideal DCG from the query's qrels; **recall@100** = share of the query's relevant abstracts among the first 100 results. Both are averaged over the queries; a query with no result scores 0.",
     "- **p50 / p95** are client-side latencies of single HTTP requests (query embedding, SQL, response), informational; the first request of each mode is a warm-up and not counted.",
-    `- The store is kept per embedding model under \`${path.join("<cacheDir>", "eval", `scifact-${r.model}`)}\`: later runs reuse it and skip ingestion (\`--reset\` starts over); an interrupted ingestion is resumed. Options: \`--embedder NAME\`, \`--queries N\`, \`--modes keyword,vector,hybrid,blend,rerank\`, \`--threads N\`, \`--reset\`, \`--out FILE\`.`,
+    `- The store is kept per embedding model under \`${path.join("<cacheDir>", "eval", `scifact-${r.model}`)}\`: later runs reuse it and skip ingestion (\`--reset\` starts over); an interrupted ingestion is resumed. Options: \`--embedder NAME\`, \`--queries N\`, \`--modes keyword,vector,hybrid,rrf,rerank\`, \`--threads N\`, \`--reset\`, \`--out FILE\`.`,
     "",
   );
   return lines.join("\n");
@@ -440,7 +440,7 @@ async function main(): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      "npm run eval -- [--embedder use-lite] [--queries 300] [--modes keyword,vector,hybrid,blend,rerank]\n" +
+      "npm run eval -- [--embedder use-lite] [--queries 300] [--modes keyword,vector,hybrid,rrf,rerank]\n" +
         "                [--threads <EMBEDDING_THREADS default>] [--reset] [--out docs/benchmarks.md]\n",
     );
     return 0;

@@ -46,12 +46,11 @@ export const SearchBody = z
         "Let the configured LLM rewrite the query first (LLM_BASE_URL); see rewrittenQuery and warnings",
     }),
     retrieval: z.enum(["hybrid", "vector", "keyword"]).default("hybrid").openapi({
-      description:
-        "Extension: which retrievers run. hybrid (default) fuses vector and full-text search by reciprocal rank",
+      description: "Extension: which retrievers run. hybrid (default) fuses vector and full-text search",
     }),
     fusion: z.enum(["rrf", "blend"]).optional().openapi({
       description:
-        "Extension, for evaluation: how hybrid retrieval combines its two rankings (rrf: reciprocal rank, the default; blend: normalised scores averaged)",
+        "Extension, for evaluation: how hybrid retrieval combines its two rankings (blend: normalised scores averaged, the default; rrf: reciprocal rank fusion)",
     }),
   })
   .strict()
