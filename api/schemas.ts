@@ -63,6 +63,17 @@ export const ErrorResponse = z
   })
   .openapi("Error");
 
+/** A JSON response of a route, for createRoute's `responses`. */
+export const jsonResponse = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+/** A required JSON request body, for createRoute's `request`. */
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  body: { content: { "application/json": { schema } }, required: true },
+});
+
 export const errorResponses = {
   400: { description: "Invalid request", content: { "application/json": { schema: ErrorResponse } } },
   401: {

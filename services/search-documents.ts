@@ -105,6 +105,27 @@ export async function secondStage(
   return { model: RESCORER_MODEL, scores };
 }
 
+/**
+ * The query as the configured LLM rewrote it, or undefined (with the reason in `warnings`) when there is
+ * no LLM or it failed: the search then runs with the query as given rather than failing.
+ */
+export async function rewriteIfPossible(
+  deps: SearchDeps,
+  query: string,
+  warnings: string[],
+): Promise<string | undefined> {
+  if (!deps.llm) {
+    warnings.push("rewriteQuery: no LLM is configured (LLM_BASE_URL); the query was used as given");
+    return undefined;
+  }
+  try {
+    return await rewriteQuery(deps.llm, query);
+  } catch (error) {
+    warnings.push(`rewriteQuery: the LLM failed (${(error as Error).message}); the query was used as given`);
+    return undefined;
+  }
+}
+
 /** A caller error in the request (bad filters), reported as 400 by the API. */
 export class SearchRequestError extends Error {
   constructor(
@@ -130,22 +151,10 @@ export async function searchDocuments(
   const warnings: string[] = [];
   const documentFilter = documentCondition(request);
 
-  let query = request.q;
-  let rewrittenQuery: string | undefined;
-  if (request.rewriteQuery) {
-    if (!deps.llm)
-      warnings.push("rewriteQuery: no LLM is configured (LLM_BASE_URL); the query was used as given");
-    else {
-      try {
-        rewrittenQuery = await rewriteQuery(deps.llm, request.q);
-        query = rewrittenQuery;
-      } catch (error) {
-        warnings.push(
-          `rewriteQuery: the LLM failed (${(error as Error).message}); the query was used as given`,
-        );
-      }
-    }
-  }
+  const rewrittenQuery = request.rewriteQuery
+    ? await rewriteIfPossible(deps, request.q, warnings)
+    : undefined;
+  const query = rewrittenQuery ?? request.q;
 
   const [embedding] = await deps.embedder.embed([query], "query");
   const candidates = Math.max(50, request.limit * 10);

@@ -1,14 +1,13 @@
 // POST /v4/search: memories, document chunks, or both. One implementation for REST and MCP.
 
 import { inArray, or, sql } from "drizzle-orm";
-import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
 import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
 import { type MemoryHit, memoryVersions, searchMemories } from "../store/memories.ts";
 import { type DocumentRow, documents, type MemoryRow, memories } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
 import { RESCORER_MODEL, rescore } from "./rescorer.ts";
-import { type SearchDeps, SearchRequestError, summarize } from "./search-documents.ts";
+import { rewriteIfPossible, type SearchDeps, SearchRequestError, summarize } from "./search-documents.ts";
 
 export type SearchMode = "memories" | "hybrid" | "documents";
 
@@ -98,22 +97,10 @@ export async function searchMemoriesAndChunks(
   const warnings: string[] = [];
   const space = { model: deps.embedder.model, dimension: deps.embedder.dimension };
 
-  let query = request.q;
-  let rewrittenQuery: string | undefined;
-  if (request.rewriteQuery) {
-    if (!deps.llm)
-      warnings.push("rewriteQuery: no LLM is configured (LLM_BASE_URL); the query was used as given");
-    else {
-      try {
-        rewrittenQuery = await rewriteQuery(deps.llm, request.q);
-        query = rewrittenQuery;
-      } catch (error) {
-        warnings.push(
-          `rewriteQuery: the LLM failed (${(error as Error).message}); the query was used as given`,
-        );
-      }
-    }
-  }
+  const rewrittenQuery = request.rewriteQuery
+    ? await rewriteIfPossible(deps, request.q, warnings)
+    : undefined;
+  const query = rewrittenQuery ?? request.q;
   const keywordText = rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q;
   const [embedding] = await deps.embedder.embed([query], "query");
   const candidates = Math.max(50, request.limit * 5);

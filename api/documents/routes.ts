@@ -1,5 +1,5 @@
-import { createRoute, type z } from "@hono/zod-openapi";
-import { ErrorResponse, errorResponses, notFoundResponse } from "../schemas.ts";
+import { createRoute } from "@hono/zod-openapi";
+import { ErrorResponse, errorResponses, jsonBody, jsonResponse, notFoundResponse } from "../schemas.ts";
 import {
   AddDocumentBody,
   AddDocumentResponse,
@@ -16,13 +16,8 @@ import {
   UploadForm,
 } from "./schemas.ts";
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { "application/json": { schema } },
-});
-const body = <T extends z.ZodType>(schema: T) => ({
-  body: { content: { "application/json": { schema } }, required: true },
-});
+const json = jsonResponse;
+const body = jsonBody;
 const security = [{ bearer: [] }];
 const tags = ["documents"];
 
