@@ -429,7 +429,8 @@ describe("search options", () => {
       expect(everything).not.toContain("Alice lives in Norwich, close to Carrow Road");
       expect(everything).not.toContain("Bob prefers light mode");
       const asked = await client.profile({ containerTag: "alice", q: "Where does Alice live?" });
-      expect((asked.searchResults?.results[0] as { memory: string }).memory).toBe("Alice moved to Cambridge");
+      const firstAsked = asked.searchResults?.results[0] as { memory: string } | undefined;
+      expect(firstAsked?.memory).toBe("Alice moved to Cambridge");
       const filtered = await client.profile({
         containerTag: "alice",
         filters: { AND: [{ key: "kind", value: "preference", negate: true }] },
