@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 /**
  * Worker threads do not inherit tsx's loader hooks, so a .ts worker needs `--import tsx` (as an
@@ -11,4 +11,12 @@ export function threadExecArgv(filename: string): string[] {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
   if (process.execArgv.includes(tsx)) return [...process.execArgv];
   return [...process.execArgv, "--import", tsx];
+}
+
+/**
+ * The worker module next to a module (`<name>.worker.ts` beside `<name>.ts`): the TypeScript source when
+ * running from source; a build would ship the .js next to it.
+ */
+export function workerFileBeside(moduleUrl: string): string {
+  return fileURLToPath(moduleUrl).replace(/\.(ts|js)$/, ".worker.$1");
 }

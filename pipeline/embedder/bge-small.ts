@@ -3,9 +3,8 @@
 // installed by scripts/setup.mjs into <cacheDir>/models/bge-small-en-v1.5/ (see docs/models.md).
 
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
-import { threadExecArgv } from "../threads.ts";
+import { threadExecArgv, workerFileBeside } from "../threads.ts";
 import type { BgeTask, BgeWorkerData } from "./bge-small.worker.ts";
 import { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
 import type { Embedder, EmbeddingPurpose } from "./types.ts";
@@ -55,7 +54,7 @@ export class BgeSmallEmbedder implements Embedder {
     const check = checkBgeSmallFiles(modelDir);
     if (!check.ok) throw new Error(`bge-small-en-v1.5 is not available: ${check.reason}`);
     this.threads = threads;
-    const filename = workerFile();
+    const filename = workerFileBeside(import.meta.url);
     const workerData: BgeWorkerData = {
       modelDir,
       intraOpThreads,
@@ -105,10 +104,4 @@ export class BgeSmallEmbedder implements Embedder {
     this.closed = true;
     await this.pool.destroy();
   }
-}
-
-/** Prefers the TypeScript source when running from source; a build would ship the .js next to this file. */
-function workerFile(): string {
-  const self = fileURLToPath(import.meta.url);
-  return self.replace(/bge-small\.(ts|js)$/, "bge-small.worker.$1");
 }

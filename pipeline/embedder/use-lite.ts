@@ -1,9 +1,8 @@
 // Universal Sentence Encoder (lite, 512-d) shipped inside npm, so it works offline. Runs in worker
 // threads via piscina so embedding never stalls HTTP handling or Temporal activity heartbeats.
 
-import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
-import { threadExecArgv } from "../threads.ts";
+import { threadExecArgv, workerFileBeside } from "../threads.ts";
 import type { Embedder } from "./types.ts";
 
 export interface UseLiteOptions {
@@ -29,7 +28,7 @@ export class UseLiteEmbedder implements Embedder {
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
     this.threads = threads;
     this.textsPerTask = options.textsPerTask ?? 8;
-    const filename = workerFile();
+    const filename = workerFileBeside(import.meta.url);
     this.pool = new Piscina({
       filename,
       minThreads: threads, // started now, so the model loads before the first request
@@ -65,10 +64,4 @@ export class UseLiteEmbedder implements Embedder {
     this.closed = true;
     await this.pool.destroy();
   }
-}
-
-/** Prefers the TypeScript source when running from source; a build would ship the .js next to this file. */
-function workerFile(): string {
-  const self = fileURLToPath(import.meta.url);
-  return self.replace(/use-lite\.(ts|js)$/, "use-lite.worker.$1");
 }

@@ -2,9 +2,8 @@
 // onnxruntime-node in piscina worker threads, so reranking never stalls the event loop.
 
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
-import { threadExecArgv } from "../threads.ts";
+import { threadExecArgv, workerFileBeside } from "../threads.ts";
 import type { CrossEncoderTask, CrossEncoderWorkerData } from "./cross-encoder.worker.ts";
 import { type CrossEncoderSpec, checkCrossEncoderFiles, crossEncoderDir } from "./files.ts";
 import type { Reranker } from "./types.ts";
@@ -45,7 +44,7 @@ export class CrossEncoderReranker implements Reranker {
     if (!check.ok) throw new Error(`reranker ${spec.id} is not available: ${check.reason}`);
     this.model = spec.id;
     this.threads = threads;
-    const filename = workerFile();
+    const filename = workerFileBeside(import.meta.url);
     const workerData: CrossEncoderWorkerData = {
       modelDir,
       modelFile: spec.modelFile,
@@ -93,10 +92,4 @@ export class CrossEncoderReranker implements Reranker {
     this.closed = true;
     await this.pool.destroy();
   }
-}
-
-/** Prefers the TypeScript source when running from source; a build would ship the .js next to this file. */
-function workerFile(): string {
-  const self = fileURLToPath(import.meta.url);
-  return self.replace(/cross-encoder\.(ts|js)$/, "cross-encoder.worker.$1");
 }
