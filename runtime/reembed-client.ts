@@ -1,7 +1,7 @@
 import { type Client, WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
 import type { Logger } from "../config/logger.ts";
 import type { Database } from "../store/db.ts";
-import { staleVectorCounts } from "../store/reembed.ts";
+import { hasStaleVectors } from "../store/reembed.ts";
 
 export const reembedWorkflowId = (model: string) => `reembed/${model}`;
 
@@ -16,8 +16,7 @@ export async function startReembedIfNeeded(
   model: string,
   log: Logger,
 ): Promise<string | undefined> {
-  const stale = await staleVectorCounts(db, model);
-  if (stale.chunks + stale.memories === 0) return undefined;
+  if (!(await hasStaleVectors(db, model))) return undefined;
   const workflowId = reembedWorkflowId(model);
   try {
     await client.workflow.start("reembedVectors", {
@@ -25,7 +24,7 @@ export async function startReembedIfNeeded(
       workflowId,
       args: [{ model, table: "chunks", afterId: "", migrated: 0 }],
     });
-    log.info({ model, ...stale, workflowId }, "stored vectors come from another model: re-embedding them");
+    log.info({ model, workflowId }, "stored vectors come from another model: re-embedding them");
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }

@@ -65,8 +65,8 @@ export interface DocumentResult {
   summary?: string | null;
 }
 
-export interface DocumentSearchResponse {
-  results: DocumentResult[];
+/** What every search response reports besides its results (v3 and v4 alike). */
+export interface SearchReport {
   timing: number;
   total: number;
   /** True only when a reranker actually reordered these results. */
@@ -78,6 +78,18 @@ export interface DocumentSearchResponse {
   warnings?: string[];
 }
 
+export interface DocumentSearchResponse extends SearchReport {
+  results: DocumentResult[];
+}
+
+/** What a second stage rescores: a chunk or a memory, its text, and its first-stage cosine similarity. */
+export interface SecondStageCandidate {
+  id: string;
+  table: "chunks" | "memories";
+  content: string;
+  similarity: number;
+}
+
 /**
  * Rescores candidates: with the cross-encoder when one is installed, otherwise with the documented
  * BM25 + dense rescorer (services/rescorer.ts). Either way the response names the model used.
@@ -85,24 +97,22 @@ export interface DocumentSearchResponse {
 export async function secondStage(
   deps: SearchDeps,
   query: string,
-  head: ChunkHit[],
+  head: SecondStageCandidate[],
 ): Promise<{ model: string; scores: Map<string, number> }> {
   if (deps.reranker) {
     const scores = await deps.reranker.score(
       query,
       head.map((h) => h.content),
     );
-    return {
-      model: deps.reranker.model,
-      scores: new Map(head.map((h, i) => [h.chunkId, scores[i] as number])),
-    };
+    return { model: deps.reranker.model, scores: new Map(head.map((h, i) => [h.id, scores[i] as number])) };
   }
-  const scores = await rescore(
-    deps.db,
-    query,
-    head.map((h) => ({ id: h.chunkId, table: "chunks" as const, similarity: h.similarity })),
-  );
-  return { model: RESCORER_MODEL, scores };
+  return { model: RESCORER_MODEL, scores: await rescore(deps.db, query, head) };
+}
+
+/** The caller's `filepath` over documents aliased `d`: exact, or a prefix when it ends in "/" (as in the official API). */
+export function filepathCondition(filepath: string | undefined): SQL | undefined {
+  if (!filepath) return undefined;
+  return filepath.endsWith("/") ? sql`starts_with(d.filepath, ${filepath})` : sql`d.filepath = ${filepath}`;
 }
 
 /**
@@ -180,7 +190,11 @@ export async function searchDocuments(
   let rerankModel: string | undefined;
   if (request.rerank && hits.length) {
     const head = hits.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
-    const byChunk = await secondStage(deps, request.q, head);
+    const byChunk = await secondStage(
+      deps,
+      request.q,
+      head.map((h) => ({ id: h.chunkId, table: "chunks", content: h.content, similarity: h.similarity })),
+    );
     // Chunks beyond the reranked head keep their fused order below every reranked one (score 0).
     const tail = hits.slice(head.length);
     hits = [
@@ -262,14 +276,8 @@ export async function searchDocuments(
 
 function documentCondition(request: DocumentSearchRequest): SQL | undefined {
   const parts: SQL[] = [];
-  if (request.filepath) {
-    // As in the official API: a path ending in "/" matches everything under it.
-    parts.push(
-      request.filepath.endsWith("/")
-        ? sql`starts_with(d.filepath, ${request.filepath})`
-        : sql`d.filepath = ${request.filepath}`,
-    );
-  }
+  const byPath = filepathCondition(request.filepath);
+  if (byPath) parts.push(byPath);
   if (request.filters) {
     try {
       parts.push(compileFilter(sql`d.metadata`, request.filters));

@@ -6,8 +6,15 @@ import { type MemoryHit, memoryVersions, searchMemories } from "../store/memorie
 import { type DocumentRow, documents, type MemoryRow, memories } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
-import { RESCORER_MODEL, rescore } from "./rescorer.ts";
-import { rewriteIfPossible, type SearchDeps, SearchRequestError, summarize } from "./search-documents.ts";
+import {
+  filepathCondition,
+  rewriteIfPossible,
+  type SearchDeps,
+  type SearchReport,
+  SearchRequestError,
+  secondStage,
+  summarize,
+} from "./search-documents.ts";
 
 export type SearchMode = "memories" | "hybrid" | "documents";
 
@@ -66,14 +73,8 @@ export interface V4Result {
   }[];
 }
 
-export interface V4Response {
+export interface V4Response extends SearchReport {
   results: V4Result[];
-  timing: number;
-  total: number;
-  reranked: boolean;
-  rerankModel?: string;
-  rewrittenQuery?: string;
-  warnings?: string[];
 }
 
 interface Candidate {
@@ -139,14 +140,9 @@ export async function searchMemoriesAndChunks(
       });
   }
   if (request.searchMode !== "memories") {
-    const documentFilter = [
-      compile(sql`d.metadata`),
-      request.filepath
-        ? request.filepath.endsWith("/")
-          ? sql`starts_with(d.filepath, ${request.filepath})`
-          : sql`d.filepath = ${request.filepath}`
-        : undefined,
-    ].filter((c) => c !== undefined);
+    const documentFilter = [compile(sql`d.metadata`), filepathCondition(request.filepath)].filter(
+      (c) => c !== undefined,
+    );
     const hits = await hybridChunkSearch(deps.db, {
       text: keywordText,
       embedding: embedding as number[],
@@ -179,29 +175,18 @@ export async function searchMemoriesAndChunks(
   if (request.rerank && found.length) {
     found.sort((a, b) => b.similarity - a.similarity);
     const head = found.slice(0, Math.max(RERANK_CANDIDATES, request.limit));
-    let scores: number[];
-    if (deps.reranker) {
-      scores = await deps.reranker.score(
-        request.q,
-        head.map((c) => c.content),
-      );
-      rerankModel = deps.reranker.model;
-    } else {
-      const byId = await rescore(
-        deps.db,
-        request.q,
-        head.map((c) => ({
-          id: c.id,
-          table: c.kind === "memory" ? "memories" : "chunks",
-          similarity: c.similarity,
-        })),
-      );
-      scores = head.map((c) => byId.get(c.id) ?? 0);
-      rerankModel = RESCORER_MODEL;
-    }
-    head.forEach((c, i) => {
-      c.score = scores[i] as number;
-    });
+    const second = await secondStage(
+      deps,
+      request.q,
+      head.map((c) => ({
+        id: c.id,
+        table: c.kind === "memory" ? "memories" : "chunks",
+        content: c.content,
+        similarity: c.similarity,
+      })),
+    );
+    rerankModel = second.model;
+    for (const c of head) c.score = second.scores.get(c.id) ?? 0;
     for (const c of found.slice(head.length)) c.score = 0;
     reranked = true;
   }

@@ -57,6 +57,16 @@ export async function staleVectorCounts(db: Database, model: string): Promise<Re
   return { chunks: Number(row?.chunks ?? 0), memories: Number(row?.memories ?? 0) };
 }
 
+/** Whether any stored vector comes from another model: an index probe, cheap at every worker start. */
+export async function hasStaleVectors(db: Database, model: string): Promise<boolean> {
+  const [row] = await queryRows<{ stale: boolean }>(
+    db,
+    sql`SELECT EXISTS (SELECT 1 FROM chunks WHERE embedding IS NOT NULL AND embedding_model IS DISTINCT FROM ${model})
+            OR EXISTS (SELECT 1 FROM memories WHERE embedding IS NOT NULL AND embedding_model IS DISTINCT FROM ${model}) AS stale`,
+  );
+  return Boolean(row?.stale);
+}
+
 /** Documents report the model of their vectors; set it once every chunk of theirs is migrated. */
 export async function markDocumentsModel(db: Database, model: string): Promise<void> {
   await db.execute(
