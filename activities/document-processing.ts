@@ -5,8 +5,11 @@ import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { ContentType } from "../pipeline/extract/types.ts";
+import { type ChatModel, ChatModelError } from "../pipeline/llm/chat.ts";
+import { extractMemories } from "../pipeline/llm/extract-memories.ts";
 import { TranscriberUnavailableError } from "../pipeline/transcribe/types.ts";
 import type { Database } from "../store/db.ts";
+import { type ExtractedForTag, memoriesNear, saveExtractedMemories } from "../store/memories.ts";
 import {
   chunksWithoutEmbedding,
   loadRun,
@@ -44,9 +47,16 @@ export interface DocumentActivityDeps {
   chunking: { maxChars: number; overlapSentences: number };
   fetching: { allowPrivateNetwork: boolean; timeoutMs: number; maxBytes: number };
   log: Logger;
+  /** OpenAI-compatible chat model; without one, documents yield no memories. */
+  llm?: ChatModel;
+  memoryExtraction?: { maxChars: number };
 }
 
 const EMBED_BATCH = 16;
+/** Memories of a container shown to the LLM as candidates for updates / extends / derives. */
+const KNOWN_MEMORIES = 30;
+/** A document shared by many containers is read for the first few only: one LLM call each. */
+const MAX_TAGS_FOR_MEMORIES = 5;
 const HEARTBEAT_EVERY_MS = 10_000;
 
 /** Activities of the processDocument workflow; side effects only, dependencies injected. */
@@ -140,6 +150,68 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
       });
     },
 
+    /**
+     * With an LLM configured: facts about each of the document's containers, related to what those
+     * containers already remember. A malformed answer is retried inside, then recorded as skipped;
+     * an unreachable endpoint throws so Temporal retries, and the workflow records the final failure.
+     */
+    async extractDocumentMemories(ref: ProcessingRef): Promise<MemoryExtractionSummary> {
+      const llm = deps.llm;
+      if (!llm) return { status: "off", memories: 0 };
+      return translateErrors(async () => {
+        const doc = await loadRun(db, ref);
+        if (doc.memoryExtraction?.run === ref.run)
+          return { status: doc.memoryExtraction.status, memories: doc.memoryExtraction.memories };
+        const text = (doc.content ?? "").slice(0, deps.memoryExtraction?.maxChars ?? 12_000);
+        const space = { model: deps.embedder.model, dimension: deps.embedder.dimension };
+        const [probe] = await deps.embedder.embed([`${doc.title ?? ""}\n${text.slice(0, 2000)}`], "query");
+        const ctx = Context.current();
+        const found: ExtractedForTag[] = [];
+        const problems: string[] = [];
+        for (const containerTag of doc.containerTags.slice(0, MAX_TAGS_FOR_MEMORIES)) {
+          const known = await memoriesNear(db, containerTag, space, probe as number[], KNOWN_MEMORIES);
+          const result = await extractMemories(
+            llm,
+            { containerTag, entityContext: doc.entityContext, title: doc.title, content: text, known },
+            { signal: ctx.cancellationSignal },
+          );
+          ctx.heartbeat();
+          if (!result.ok) {
+            problems.push(`${containerTag}: ${result.reason}`);
+            continue;
+          }
+          const vectors = result.memories.length
+            ? await deps.embedder.embed(result.memories.map((m) => m.content))
+            : [];
+          found.push({
+            containerTag,
+            items: result.memories.map((m, i) => ({
+              content: m.content,
+              isStatic: m.isStatic,
+              relation: m.relation,
+              embedding: vectors[i] as number[],
+            })),
+          });
+        }
+        const status = found.length || !problems.length ? "done" : "skipped";
+        if (problems.length)
+          deps.log.warn({ documentId: ref.documentId, problems }, "memory extraction skipped");
+        const saved = await saveExtractedMemories(db, ref, space, found, {
+          status,
+          ...(problems.length ? { reason: problems.join("; ") } : {}),
+        });
+        return { status, memories: saved.written };
+      });
+    },
+
+    /** The endpoint kept failing: the document is done all the same, and says why it has no memories. */
+    async recordMemoryExtractionFailure(input: ProcessingRef & { reason: string }): Promise<void> {
+      return translateErrors(async () => {
+        const space = { model: deps.embedder.model, dimension: deps.embedder.dimension };
+        await saveExtractedMemories(db, input, space, [], { status: "failed", reason: input.reason });
+      });
+    },
+
     async indexDocument(ref: ProcessingRef): Promise<void> {
       return translateErrors(() => markDone(db, ref, deps.embedder.model));
     },
@@ -151,6 +223,11 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
 }
 
 export type DocumentActivities = ReturnType<typeof createDocumentActivities>;
+
+export interface MemoryExtractionSummary {
+  status: "off" | "done" | "skipped" | "failed";
+  memories: number;
+}
 
 /** Maps domain errors to Temporal failures: bad content and superseded runs must not be retried. */
 async function translateErrors<T>(work: () => Promise<T>): Promise<T> {
@@ -170,6 +247,10 @@ async function translateErrors<T>(work: () => Promise<T>): Promise<T> {
         message: error.message,
         nonRetryable: true,
       });
+    }
+    if (error instanceof ChatModelError) {
+      // Endpoint down or answering errors: worth a retry, and the message says which.
+      throw ApplicationFailure.create({ type: "LlmUnavailable", message: error.message });
     }
     if (error instanceof DrizzleQueryError) {
       // The driver's message carries the whole query and its parameters (the document's text): keep only the cause.

@@ -34,6 +34,13 @@ export const envSchema = z.object({
   LLM_MODEL: z.string().min(1).default("gpt-4o-mini"),
   LLM_API_KEY: z.string().optional(),
   LLM_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** With an LLM: extract memories from every processed document (set false to only rewrite queries). */
+  MEMORY_EXTRACTION: z
+    .enum(["1", "0", "true", "false", "yes", "no", "on", "off"])
+    .default("true")
+    .transform((v) => v === "1" || v === "true" || v === "yes" || v === "on"),
+  /** How much of a document the LLM reads for memories (characters from the start). */
+  MEMORY_EXTRACTION_MAX_CHARS: z.coerce.number().int().min(500).max(500_000).default(12_000),
   CHUNK_MAX_CHARS: z.coerce.number().int().min(200).max(20_000).default(1200),
   CHUNK_OVERLAP_SENTENCES: z.coerce.number().int().min(0).max(10).default(1),
   MAX_CONTENT_BYTES: z.coerce

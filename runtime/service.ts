@@ -81,6 +81,14 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE, store.db);
 
+    const llm = config.LLM_BASE_URL
+      ? createChatModel({
+          baseUrl: config.LLM_BASE_URL,
+          model: config.LLM_MODEL,
+          apiKey: config.LLM_API_KEY,
+          timeoutMs: config.LLM_TIMEOUT_MS,
+        })
+      : undefined;
     if (roles.includes("worker")) {
       installTemporalLogger(log);
       sweepStaleTempDirs(["memory-media-", "memory-speech-"])
@@ -116,6 +124,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
             maxBytes: config.MAX_CONTENT_BYTES,
           },
           log,
+          llm: config.MEMORY_EXTRACTION ? llm : undefined,
+          memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
         },
       });
       const running = worker.run().catch((err) => log.error({ err }, "worker stopped with an error"));
@@ -135,14 +145,6 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     if (roles.includes("api")) {
       await ensureAdminKey(store.db, config, log);
       const secrets = loadSecretBox({ envKey: config.MEMORY_ENCRYPTION_KEY, dataDir: config.dataDir });
-      const llm = config.LLM_BASE_URL
-        ? createChatModel({
-            baseUrl: config.LLM_BASE_URL,
-            model: config.LLM_MODEL,
-            apiKey: config.LLM_API_KEY,
-            timeoutMs: config.LLM_TIMEOUT_MS,
-          })
-        : undefined;
       // rerank: true uses a cross-encoder when one is installed, else the BM25 + dense rescorer.
       const rerankerChoice = resolveReranker();
       const reranker = rerankerChoice.available ? createReranker() : undefined;

@@ -2,7 +2,15 @@ import { and, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { newId } from "./ids.ts";
 import { commonTerms, keywordQuery } from "./keyword.ts";
-import { type MemoryRow, type Metadata, memories } from "./schema/index.ts";
+import { type RunRef, SupersededRunError } from "./processing.ts";
+import {
+  documents,
+  type MemoryExtractionRecord,
+  type MemoryRelation,
+  type MemoryRow,
+  type Metadata,
+  memories,
+} from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 import { KEYWORD_RANK } from "./search.ts";
 import { type VectorSpace, vectorTerms } from "./vector-index.ts";
@@ -127,45 +135,155 @@ export async function updateMemory(
   update: MemoryUpdate,
 ): Promise<MemoryRow | undefined> {
   return db.transaction(async (tx) => {
-    const [previous] = await tx
-      .select()
-      .from(memories)
-      .where(and(eq(memories.id, previousId), eq(memories.isLatest, true)))
-      .for("update");
-    if (!previous) return undefined;
-    await tx
-      .update(memories)
-      .set({ isLatest: false, updatedAt: new Date() })
-      .where(eq(memories.id, previous.id));
-    const forgetAfter = update.forgetAfter === undefined ? previous.forgetAfter : update.forgetAfter;
-    const forgetReason =
-      update.forgetAfter === null
-        ? null
-        : update.forgetReason === undefined
-          ? previous.forgetReason
-          : update.forgetReason;
-    const [row] = await tx
-      .insert(memories)
-      .values({
-        id: newId(),
-        containerTag: previous.containerTag,
-        content: update.content,
-        isStatic: previous.isStatic,
-        metadata: update.metadata ?? previous.metadata,
-        endUserId: previous.endUserId,
-        forgetAfter,
-        forgetReason,
-        version: previous.version + 1,
-        parentId: previous.id,
-        rootId: previous.rootId ?? previous.id,
-        relation: "updates",
-        relatedTo: previous.id,
-        sourceDocumentId: previous.sourceDocumentId,
-        embedding: update.embedding,
-        embeddingModel: space.model,
+    const previous = await lockLatest(tx as Database, previousId);
+    return previous ? insertVersion(tx as Database, previous, space, update) : undefined;
+  });
+}
+
+async function lockLatest(tx: Database, id: string): Promise<MemoryRow | undefined> {
+  const [row] = await tx
+    .select()
+    .from(memories)
+    .where(and(eq(memories.id, id), eq(memories.isLatest, true)))
+    .for("update");
+  return row;
+}
+
+async function insertVersion(
+  tx: Database,
+  previous: MemoryRow,
+  space: VectorSpace,
+  update: MemoryUpdate & { isStatic?: boolean; sourceDocumentId?: string | null },
+): Promise<MemoryRow> {
+  await tx
+    .update(memories)
+    .set({ isLatest: false, updatedAt: new Date() })
+    .where(eq(memories.id, previous.id));
+  const forgetAfter = update.forgetAfter === undefined ? previous.forgetAfter : update.forgetAfter;
+  const forgetReason =
+    update.forgetAfter === null
+      ? null
+      : update.forgetReason === undefined
+        ? previous.forgetReason
+        : update.forgetReason;
+  const [row] = await tx
+    .insert(memories)
+    .values({
+      id: newId(),
+      containerTag: previous.containerTag,
+      content: update.content,
+      isStatic: update.isStatic ?? previous.isStatic,
+      metadata: update.metadata ?? previous.metadata,
+      endUserId: previous.endUserId,
+      forgetAfter,
+      forgetReason,
+      version: previous.version + 1,
+      parentId: previous.id,
+      rootId: previous.rootId ?? previous.id,
+      relation: "updates",
+      relatedTo: previous.id,
+      sourceDocumentId:
+        update.sourceDocumentId === undefined ? previous.sourceDocumentId : update.sourceDocumentId,
+      embedding: update.embedding,
+      embeddingModel: space.model,
+    })
+    .returning();
+  return row as MemoryRow;
+}
+
+export interface ExtractedMemory {
+  content: string;
+  isStatic: boolean;
+  embedding: number[];
+  relation?: { type: MemoryRelation; memoryId: string };
+}
+
+export interface ExtractedForTag {
+  containerTag: string;
+  items: ExtractedMemory[];
+}
+
+/**
+ * Writes what memory extraction found for one processing run of a document, in one transaction with
+ * the record of it: a retried activity finds the record and writes nothing twice, and a run that a
+ * newer one replaced writes nothing at all. "updates" make a new version of the related memory;
+ * "extends" and "derives" link a new memory to it. A relation to a memory that is not (or no longer)
+ * the latest live one of that container is dropped and the memory stored on its own.
+ */
+export async function saveExtractedMemories(
+  db: Database,
+  ref: RunRef,
+  space: VectorSpace,
+  found: ExtractedForTag[],
+  outcome: { status: MemoryExtractionRecord["status"]; reason?: string },
+): Promise<{ written: number; alreadyDone: boolean }> {
+  return db.transaction(async (tx) => {
+    const t = tx as Database;
+    const [doc] = await t
+      .select({
+        memoryExtraction: documents.memoryExtraction,
+        endUserId: documents.endUserId,
       })
-      .returning();
-    return row as MemoryRow;
+      .from(documents)
+      .where(and(eq(documents.id, ref.documentId), eq(documents.processingRun, ref.run)))
+      .for("update");
+    if (!doc) throw new SupersededRunError(ref.documentId, ref.run);
+    if (doc.memoryExtraction?.run === ref.run)
+      return { written: doc.memoryExtraction.memories, alreadyDone: true };
+    let written = 0;
+    for (const { containerTag, items } of found) {
+      for (const item of items) {
+        const [duplicate] = await t
+          .select({ id: memories.id })
+          .from(memories)
+          .where(
+            and(
+              eq(memories.containerTag, containerTag),
+              eq(memories.content, item.content),
+              eq(memories.isLatest, true),
+              eq(memories.isForgotten, false),
+            ),
+          )
+          .limit(1);
+        if (duplicate) continue;
+        const related = item.relation ? await lockLatest(t, item.relation.memoryId) : undefined;
+        const target =
+          related && related.containerTag === containerTag && !related.isForgotten ? related : undefined;
+        if (target && item.relation?.type === "updates") {
+          await insertVersion(t, target, space, {
+            content: item.content,
+            embedding: item.embedding,
+            isStatic: item.isStatic,
+            sourceDocumentId: ref.documentId,
+          });
+        } else {
+          const id = newId();
+          await t.insert(memories).values({
+            id,
+            containerTag,
+            content: item.content,
+            isStatic: item.isStatic,
+            endUserId: doc.endUserId,
+            rootId: id,
+            relation: target ? item.relation?.type : null,
+            relatedTo: target ? target.id : null,
+            sourceDocumentId: ref.documentId,
+            embedding: item.embedding,
+            embeddingModel: space.model,
+          });
+        }
+        written++;
+      }
+    }
+    const record: MemoryExtractionRecord = {
+      run: ref.run,
+      status: outcome.status,
+      memories: written,
+      ...(outcome.reason ? { reason: outcome.reason.slice(0, 1000) } : {}),
+      at: new Date().toISOString(),
+    };
+    await t.update(documents).set({ memoryExtraction: record }).where(eq(documents.id, ref.documentId));
+    return { written, alreadyDone: false };
   });
 }
 
@@ -289,4 +407,28 @@ export async function latestMemories(
     .where(and(eq(memories.containerTag, containerTag), eq(memories.isLatest, true), live))
     .orderBy(desc(memories.updatedAt))
     .limit(options.limit ?? 100);
+}
+
+/**
+ * The live latest memories of a container closest to a text's vector (those of another model last),
+ * for memory extraction to relate new facts to: what a document may update, extend or derive from.
+ */
+export async function memoriesNear(
+  db: Database,
+  containerTag: string,
+  space: VectorSpace,
+  embedding: number[],
+  limit: number,
+): Promise<Pick<MemoryRow, "id" | "content" | "isStatic">[]> {
+  const v = vectorTerms("m", space);
+  const queryVector = sql`${`[${embedding.join(",")}]`}${v.cast}`;
+  const rows = await queryRows<{ id: string; content: string; is_static: boolean }>(
+    db,
+    sql`SELECT m.id, m.content, m.is_static FROM memories m
+        WHERE m.container_tag = ${containerTag} AND m.is_latest AND NOT m.is_forgotten
+          AND (m.forget_after IS NULL OR m.forget_after > now())
+        ORDER BY CASE WHEN ${v.inSpace} THEN ${v.column} <=> ${queryVector} ELSE 3 END, m.updated_at DESC
+        LIMIT ${limit}`,
+  );
+  return rows.map((r) => ({ id: r.id, content: r.content, isStatic: r.is_static }));
 }

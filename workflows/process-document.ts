@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities } from "@temporalio/workflow";
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
 import type { DocumentActivities, ProcessingRef } from "../activities/document-processing.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "./failure-types.ts";
@@ -81,6 +81,22 @@ const embedding = proxyActivities<DocumentActivities>({
   },
 });
 
+/**
+ * Memory extraction calls an LLM (seconds to minutes per answer): a few retries for an endpoint that
+ * is down; it is optional, so after them the document is done without memories.
+ */
+const memoryExtraction = proxyActivities<DocumentActivities>({
+  startToCloseTimeout: "15 minutes",
+  heartbeatTimeout: "5 minutes",
+  retry: {
+    initialInterval: "5s",
+    backoffCoefficient: 3,
+    maximumInterval: "1 minute",
+    maximumAttempts: 3,
+    nonRetryableErrorTypes,
+  },
+});
+
 /** Recording the failure must not itself give up while the store is briefly unavailable. */
 const bookkeeping = proxyActivities<DocumentActivities>({
   startToCloseTimeout: "30s",
@@ -105,6 +121,8 @@ export async function processDocument(ref: ProcessingRef): Promise<ProcessingOut
     else await textExtraction.extractText(ref);
     await local.chunkDocument(ref);
     await embedding.embedDocument(ref);
+    // Runs started before this step existed replay without it.
+    if (patched("memory-extraction")) await extractMemoriesOrRecordWhyNot(ref);
     await local.indexDocument(ref);
     return "done";
   } catch (error) {
@@ -116,6 +134,15 @@ export async function processDocument(ref: ProcessingRef): Promise<ProcessingOut
       throw inner;
     }
     return "failed";
+  }
+}
+
+async function extractMemoriesOrRecordWhyNot(ref: ProcessingRef): Promise<void> {
+  try {
+    await memoryExtraction.extractDocumentMemories(ref);
+  } catch (error) {
+    if (failureType(error) === SUPERSEDED) throw error;
+    await bookkeeping.recordMemoryExtractionFailure({ ...ref, reason: failureReason(error) });
   }
 }
 

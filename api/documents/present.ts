@@ -21,7 +21,7 @@ export function presentDocument(row: DocumentRow, opts: { content: boolean; hist
     connectionId: row.connectionId,
     errorReason: row.errorReason,
     embeddingModel: row.embeddingModel,
-    ...(opts.history ? { statusHistory: row.statusHistory } : {}),
+    ...(opts.history ? { statusHistory: row.statusHistory, memoryExtraction: row.memoryExtraction } : {}),
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };

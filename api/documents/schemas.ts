@@ -104,6 +104,21 @@ export const DocumentJson = z
     errorReason: z.string().nullable(),
     embeddingModel: z.string().nullable(),
     statusHistory: z.array(z.object({ status: Status, at: z.string(), run: z.number() })).optional(),
+    memoryExtraction: z
+      .object({
+        run: z.number(),
+        status: z.enum(["done", "skipped", "failed"]),
+        memories: z.number(),
+        reason: z.string().optional(),
+        at: z.string(),
+      })
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "With an LLM configured (LLM_BASE_URL): what memory extraction made of the document's latest run. " +
+          "Shown with the full document (GET /v3/documents/{id}); null when it did not run.",
+      }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

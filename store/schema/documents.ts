@@ -17,6 +17,16 @@ export interface StoredSegment {
   source?: string;
 }
 
+/** What memory extraction made of the document's latest run (only when an LLM is configured). */
+export interface MemoryExtractionRecord {
+  run: number;
+  status: "done" | "skipped" | "failed";
+  /** Memories written (new ones and new versions). */
+  memories: number;
+  reason?: string;
+  at: string;
+}
+
 export interface StatusEvent {
   status: DocumentStatus;
   at: string;
@@ -63,6 +73,7 @@ export const documents = pgTable(
     /** The run whose workflow Temporal confirmed as started; behind processingRun only if a start was lost. */
     workflowRun: integer("workflow_run").notNull().default(0),
     statusHistory: jsonb("status_history").$type<StatusEvent[]>().notNull().default([]),
+    memoryExtraction: jsonb("memory_extraction").$type<MemoryExtractionRecord>(),
     connectionId: text("connection_id"),
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),

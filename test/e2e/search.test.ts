@@ -19,7 +19,10 @@ describe("search options", () => {
 
   beforeAll(async () => {
     llm = await startFakeLlm(() => "photosynthesis glucose chloroplasts");
-    service = await startTestService({ env: { LLM_BASE_URL: llm.url, LLM_MODEL: "fake-rewriter" } });
+    // Memory extraction has its own test; here the fake LLM only rewrites queries.
+    service = await startTestService({
+      env: { LLM_BASE_URL: llm.url, LLM_MODEL: "fake-rewriter", MEMORY_EXTRACTION: "false" },
+    });
     client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
     const add = async (name: string, body: Record<string, unknown>) => {
       const res = await call("POST", "/v3/documents", { containerTag: "lib", ...body });
