@@ -45,15 +45,17 @@ export interface ResolvedSource {
 
 /** The original bytes of a document: its uploaded file, the page or file at its URL, or its inline text. */
 export async function resolveSource(
-  doc: Pick<DocumentRow, "source" | "url" | "fileKey" | "fileName" | "mimeType">,
+  doc: Pick<DocumentRow, "source" | "url" | "fileKey" | "fileName" | "mimeType" | "connectionId">,
   deps: SourceDeps,
   refetch: boolean,
 ): Promise<ResolvedSource> {
-  if (doc.fileKey && !(doc.url && refetch)) {
+  // A connector already fetched what a synced document holds; its url is where people open it.
+  const fetchable = doc.url && !doc.connectionId;
+  if (doc.fileKey && !(fetchable && refetch)) {
     const bytes = await deps.blobs.get(doc.fileKey);
     return { bytes, filename: doc.fileName ?? undefined, mimeType: doc.mimeType ?? undefined };
   }
-  if (doc.url) {
+  if (fetchable && doc.url) {
     const response = await fetchSource(doc.url, deps.fetching);
     const name = decodeURIComponent(new URL(response.finalUrl).pathname.split("/").pop() ?? "") || null;
     const mimeType = response.contentType;

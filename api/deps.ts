@@ -4,6 +4,7 @@ import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { ChatModel } from "../pipeline/llm/chat.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import type { Reranker } from "../services/search-documents.ts";
 import type { Database } from "../store/db.ts";
 import type { SecretBox } from "../store/secrets.ts";
@@ -12,6 +13,8 @@ import type { AuthEnv } from "./auth.ts";
 export interface ApiDeps {
   db: Database;
   processing: DocumentProcessing;
+  /** Starts, schedules and stops connection syncs in Temporal. */
+  syncs: ConnectionSyncs;
   /** Embeds search queries; the worker has its own for documents when run apart. */
   embedder: Embedder;
   /** Uploaded files; the worker reads them back to extract text. */

@@ -1,23 +1,20 @@
-/**
- * Connectors sync outside sources into documents. The engine knows them only through this
- * registry (provider slug -> connector); providers arrive with the connector issues.
- */
-export interface Connector {
-  readonly provider: string;
+// Every connector the engine knows, by provider slug. The engine and the API import this module only,
+// never a provider's module directly.
+
+import { s3Connector } from "./s3/index.ts";
+import type { Connector } from "./types.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: connectors differ in config, secrets and cursor types
+type AnyConnector = Connector<any, any, any>;
+
+const connectors = new Map<string, AnyConnector>(
+  ([s3Connector] as AnyConnector[]).map((c) => [c.provider, c]),
+);
+
+export function findConnector(provider: string): AnyConnector | undefined {
+  return connectors.get(provider);
 }
 
-const registry = new Map<string, Connector>();
-
-export function registerConnector(connector: Connector): void {
-  if (registry.has(connector.provider))
-    throw new Error(`connector ${connector.provider} is already registered`);
-  registry.set(connector.provider, connector);
-}
-
-export function getConnector(provider: string): Connector | undefined {
-  return registry.get(provider);
-}
-
-export function listConnectors(): string[] {
-  return [...registry.keys()].sort();
+export function connectorProviders(): string[] {
+  return [...connectors.keys()].sort();
 }

@@ -25,6 +25,7 @@ import { startMaintenanceLoop } from "../worker/maintenance.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { DocumentProcessing } from "./processing-client.ts";
 import { startReembedIfNeeded } from "./reembed-client.ts";
+import { ConnectionSyncs } from "./sync-client.ts";
 import { startTemporalDevServer } from "./temporal-dev-server.ts";
 
 export type Role = "api" | "worker";
@@ -81,6 +82,13 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE, store.db);
 
+    const syncs = new ConnectionSyncs(client, config.TEMPORAL_TASK_QUEUE);
+    const secrets = loadSecretBox({ envKey: config.MEMORY_ENCRYPTION_KEY, dataDir: config.dataDir });
+    const network = {
+      allowPrivateNetwork: config.ALLOW_PRIVATE_NETWORK,
+      timeoutMs: config.FETCH_TIMEOUT_MS,
+      maxBytes: config.MAX_CONTENT_BYTES,
+    };
     const llm = config.LLM_BASE_URL
       ? createChatModel({
           baseUrl: config.LLM_BASE_URL,
@@ -127,6 +135,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           llm: config.MEMORY_EXTRACTION ? llm : undefined,
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
         },
+        sync: { db: store.db, blobs, secrets, processing, network, log },
       });
       const running = worker.run().catch((err) => log.error({ err }, "worker stopped with an error"));
       stops.push(async () => {
@@ -144,7 +153,6 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     let url: string | undefined;
     if (roles.includes("api")) {
       await ensureAdminKey(store.db, config, log);
-      const secrets = loadSecretBox({ envKey: config.MEMORY_ENCRYPTION_KEY, dataDir: config.dataDir });
       // rerank: true uses a cross-encoder when one is installed, else the BM25 + dense rescorer.
       const rerankerChoice = resolveReranker();
       const reranker = rerankerChoice.available ? createReranker() : undefined;
@@ -153,6 +161,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       const app = createApp({
         db: store.db,
         processing,
+        syncs,
         embedder,
         blobs,
         config,

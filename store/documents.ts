@@ -37,6 +37,8 @@ export interface NewDocumentInput {
   /** The end user of the caller's application who added it. */
   endUserId?: string | null;
   file?: { key: string; name: string | null; mimeType: string | null; size: number } | null;
+  /** The connection that keeps this document in sync with its source. */
+  connectionId?: string | null;
 }
 
 export interface SaveResult {
@@ -98,6 +100,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
           entityContext: input.entityContext ?? null,
           endUserId: input.endUserId ?? null,
           ...fileColumns(input),
+          connectionId: input.connectionId ?? null,
           containerTags: input.containerTags.length ? input.containerTags : (input.defaultTags ?? []),
           metadata: input.metadata,
           status: "queued",

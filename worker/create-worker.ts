@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
 import { createReembedActivities } from "../activities/reembed.ts";
+import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
 
 const workflowsPath = fileURLToPath(new URL("../workflows/index.ts", import.meta.url));
 
@@ -10,6 +11,8 @@ export interface WorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: DocumentActivityDeps;
+  /** Connection syncs: the connector registry, sealed secrets, and the processing client for new documents. */
+  sync: SyncActivityDeps;
   /** Embedding is CPU-bound on a small machine: a few activities at a time keep the event loop free. */
   maxConcurrentActivities?: number;
 }
@@ -20,7 +23,11 @@ export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowsPath,
-    activities: { ...createDocumentActivities(opts.deps), ...createReembedActivities(opts.deps) },
+    activities: {
+      ...createDocumentActivities(opts.deps),
+      ...createReembedActivities(opts.deps),
+      ...createSyncActivities(opts.sync),
+    },
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
     // Let an activity finish its current batch before the process exits.
     shutdownGraceTime: "10s",

@@ -1,0 +1,314 @@
+// Activities of the syncConnection workflow: open a sync run, take one page of the source's listing
+// and turn its changed items into documents, delete what vanished, close the run. Connectors are
+// reached only through the registry.
+
+import { createHash } from "node:crypto";
+import { ApplicationFailure, Context } from "@temporalio/activity";
+import type { BlobStore } from "../blobs/index.ts";
+import { fileKey } from "../blobs/index.ts";
+import type { Logger } from "../config/logger.ts";
+import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../connectors/errors.ts";
+import { findConnector } from "../connectors/registry.ts";
+import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
+import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import {
+  type ConnectionRow,
+  connectionDocumentCount,
+  emptyCounts,
+  findConnection,
+  finishSyncRun,
+  itemCustomId,
+  knownItems,
+  markItemsSeen,
+  removeItems,
+  type SyncCounts,
+  saveItem,
+  startSyncRun,
+  updateConnection,
+} from "../store/connections.ts";
+import type { Database } from "../store/db.ts";
+import { saveDocument } from "../store/documents.ts";
+import type { SecretBox } from "../store/secrets.ts";
+import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "../workflows/failure-types.ts";
+
+export interface SyncActivityDeps {
+  db: Database;
+  blobs: BlobStore;
+  secrets: SecretBox;
+  /** Starts the processDocument workflow of each new or changed document. */
+  processing: DocumentProcessing;
+  network: NetworkPolicy;
+  log: Logger;
+}
+
+export type SyncTrigger = "create" | "import" | "schedule";
+
+export interface SyncStart {
+  connectionId: string;
+  trigger: SyncTrigger;
+  workflowId: string;
+}
+
+export type BeganSync =
+  | { runId: string; cursor: unknown; listing: "full" | "delta" }
+  | { skipped: string; runId?: string };
+
+export interface PageInput {
+  connectionId: string;
+  runId: string;
+  cursor: unknown;
+}
+
+export interface PageResult {
+  next: unknown;
+  counts: SyncCounts;
+}
+
+export function createSyncActivities(deps: SyncActivityDeps) {
+  const { db } = deps;
+
+  async function load(connectionId: string): Promise<{ connection: ConnectionRow; connector: Connector }> {
+    const connection = await findConnection(db, connectionId);
+    if (!connection)
+      throw ApplicationFailure.create({
+        type: CONNECTOR_CONFIG,
+        message: "the connection was deleted",
+        nonRetryable: true,
+      });
+    const connector = findConnector(connection.provider);
+    if (!connector)
+      throw ApplicationFailure.create({
+        type: CONNECTOR_CONFIG,
+        message: `no connector for provider ${connection.provider}`,
+        nonRetryable: true,
+      });
+    return { connection, connector };
+  }
+
+  function contextFor(connection: ConnectionRow, connector: Connector): SyncContext<unknown, unknown> {
+    const activity = Context.current();
+    const secrets = connection.sealedSecrets
+      ? JSON.parse(deps.secrets.decrypt(connection.sealedSecrets))
+      : {};
+    return {
+      connectionId: connection.id,
+      config: connector.configSchema.parse(connection.metadata),
+      secrets: connector.secretsSchema.parse(secrets),
+      network: deps.network,
+      signal: activity.cancellationSignal,
+      heartbeat: () => activity.heartbeat(),
+      log: deps.log.child({ connectionId: connection.id, provider: connection.provider }),
+    };
+  }
+
+  /** Stores the bytes and saves the document (created, or updated when its content changed) and starts processing. */
+  async function upsertDocument(
+    connection: ConnectionRow,
+    itemId: string,
+    fetched: FetchedItem,
+  ): Promise<{ documentId: string; changed: boolean; created: boolean }> {
+    let source: string;
+    let file: { key: string; name: string | null; mimeType: string | null; size: number } | null = null;
+    if (fetched.file) {
+      const sha = createHash("sha256").update(fetched.file.bytes).digest("hex");
+      const key = fileKey(sha);
+      await deps.blobs.put(key, fetched.file.bytes, fetched.file.mimeType);
+      source = `file:${sha}`;
+      file = {
+        key,
+        name: fetched.file.name,
+        mimeType: fetched.file.mimeType ?? null,
+        size: fetched.file.bytes.length,
+      };
+    } else {
+      source = fetched.text ?? "";
+    }
+    const customId = itemCustomId(connection.provider, connection.id, itemId);
+    const { document, process } = await saveDocument(db, {
+      source,
+      file,
+      url: fetched.url ?? null,
+      customId,
+      containerTags: connection.containerTags,
+      metadata: {
+        ...(fetched.metadata ?? {}),
+        source: connection.provider,
+        connectionId: connection.id,
+        sourceItemId: itemId,
+      },
+      title: fetched.title ?? null,
+      filepath: fetched.filepath ?? null,
+      connectionId: connection.id,
+    });
+    if (process) await deps.processing.start({ documentId: document.id, run: document.processingRun });
+    return { documentId: document.id, changed: process, created: document.processingRun === 1 && process };
+  }
+
+  return {
+    async beginSync(input: SyncStart): Promise<BeganSync> {
+      return translate(async () => {
+        const connection = await findConnection(db, input.connectionId);
+        if (!connection) return { skipped: "the connection was deleted" };
+        const connector = findConnector(connection.provider);
+        if (!connector) return { skipped: `no connector for provider ${connection.provider}` };
+        const run = await startSyncRun(db, input);
+        if (connection.status !== "active") {
+          await finishSyncRun(db, run.id, {
+            status: "skipped",
+            counts: emptyCounts(),
+            errorCode: connection.status,
+            error: `the connection is ${connection.status}; reconnect it to sync again`,
+          });
+          return { skipped: connection.status, runId: run.id };
+        }
+        const ctx = contextFor(connection, connector);
+        const cursor =
+          connector.listing === "delta" && connection.cursor != null
+            ? connection.cursor
+            : await connector.initialCursor(ctx);
+        return { runId: run.id, cursor, listing: connector.listing };
+      });
+    },
+
+    /**
+     * One page of the listing. Safe to retry: an item already saved by a failed attempt now has its
+     * version stored and counts as unchanged, and document writes go by the item's customId.
+     */
+    async syncPage(input: PageInput): Promise<PageResult> {
+      return translate(async () => {
+        const { connection, connector } = await load(input.connectionId);
+        const ctx = contextFor(connection, connector);
+        const page = await connector.listPage(ctx, input.cursor);
+        const counts = emptyCounts();
+        const known = await knownItems(
+          db,
+          connection.id,
+          page.items.map((i) => i.id),
+        );
+        const unchanged: string[] = [];
+        let held = connection.documentLimit ? await connectionDocumentCount(db, connection.id) : 0;
+        for (const item of page.items) {
+          ctx.heartbeat();
+          const before = known.get(item.id);
+          if (before && before.version === item.version && before.documentId) {
+            unchanged.push(item.id);
+            counts.unchanged++;
+            continue;
+          }
+          if (!before && connection.documentLimit && held >= connection.documentLimit) continue;
+          try {
+            const written = await syncItem(connection, connector, ctx, item, input.runId);
+            if (written === "absent") continue;
+            if (!before) {
+              counts.added++;
+              held++;
+            } else counts.updated++;
+          } catch (error) {
+            if (isStopping(error)) throw error;
+            // One bad item (unreadable object, malformed mail) must not stop the others.
+            counts.failed++;
+            ctx.log.warn({ itemId: item.id, err: error }, "could not sync an item");
+            if (before) unchanged.push(item.id);
+          }
+        }
+        await markItemsSeen(db, connection.id, unchanged, input.runId);
+        if (page.deleted?.length) {
+          const removed = await removeItems(db, connection.id, { itemIds: page.deleted });
+          counts.deleted += removed.documentIds.length;
+        }
+        // A delta source resumes from here next time, also after a crash between pages.
+        if (connector.listing === "delta" && page.next !== null)
+          await updateConnection(db, connection.id, { cursor: page.next as never });
+        return { next: page.next, counts };
+      });
+    },
+
+    /** After a complete full pass: what was not listed is gone at the source. */
+    async sweepUnseen(input: { connectionId: string; runId: string }): Promise<{ deleted: number }> {
+      return translate(async () => {
+        const removed = await removeItems(db, input.connectionId, { notSeenIn: input.runId });
+        return { deleted: removed.documentIds.length };
+      });
+    },
+
+    async finishSync(input: {
+      connectionId: string;
+      runId: string;
+      status: "done" | "failed" | "auth_expired";
+      counts: SyncCounts;
+      errorCode?: string;
+      error?: string;
+    }): Promise<void> {
+      return translate(async () => {
+        await finishSyncRun(db, input.runId, input);
+        // Credentials the source refused stay refused: stop scheduling work until someone reconnects.
+        if (input.status === "auth_expired")
+          await updateConnection(db, input.connectionId, { status: "auth_expired" });
+      });
+    },
+  };
+
+  async function syncItem(
+    connection: ConnectionRow,
+    connector: Connector,
+    ctx: SyncContext<unknown, unknown>,
+    item: SourceItem,
+    runId: string,
+  ): Promise<"written" | "absent"> {
+    const fetched = item.content ?? (await connector.fetchItem(ctx, item));
+    if (!fetched) return "absent";
+    const { documentId } = await upsertDocument(connection, item.id, fetched);
+    for (const child of fetched.children ?? []) {
+      const childDoc = await upsertDocument(connection, child.id, child);
+      await saveItem(db, {
+        connectionId: connection.id,
+        itemId: child.id,
+        parentItemId: item.id,
+        version: item.version,
+        documentId: childDoc.documentId,
+        seenRun: runId,
+      });
+    }
+    // Saved last: an attempt that died before this point is redone in full by the retry.
+    await saveItem(db, {
+      connectionId: connection.id,
+      itemId: item.id,
+      version: item.version,
+      documentId,
+      seenRun: runId,
+    });
+    return "written";
+  }
+}
+
+export type SyncActivities = ReturnType<typeof createSyncActivities>;
+
+function isStopping(error: unknown): boolean {
+  return (
+    error instanceof ConnectorAuthError ||
+    error instanceof ConnectorRateLimitError ||
+    error instanceof ConnectorConfigError ||
+    (error as Error)?.name === "AbortError" ||
+    (error as Error)?.name === "CancelledFailure"
+  );
+}
+
+/** Connector failures the workflow must tell apart: refused credentials, wrong settings, rate limits. */
+async function translate<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ConnectorAuthError)
+      throw ApplicationFailure.create({ type: AUTH_EXPIRED, message: error.message, nonRetryable: true });
+    if (error instanceof ConnectorConfigError)
+      throw ApplicationFailure.create({ type: CONNECTOR_CONFIG, message: error.message, nonRetryable: true });
+    if (error instanceof ConnectorRateLimitError)
+      // Temporal waits at least as long as the source asked before the next attempt.
+      throw ApplicationFailure.create({
+        type: "RateLimited",
+        message: error.message,
+        nextRetryDelay: Math.max(1000, error.retryAfterMs),
+      });
+    throw error;
+  }
+}

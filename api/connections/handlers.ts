@@ -1,0 +1,197 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import { and, desc, inArray } from "drizzle-orm";
+import { findConnector } from "../../connectors/registry.ts";
+import {
+  type ConnectionDeps,
+  ConnectionSetupError,
+  configureConnection,
+  contextForConnection,
+  createConnectionFor,
+  presentConnection,
+  presentConnections,
+  removeConnection,
+} from "../../services/connections.ts";
+import { findConnection, latestSyncRuns, listConnections } from "../../store/connections.ts";
+import { documents } from "../../store/schema/index.ts";
+import type { ApiDeps, AppEnv } from "../deps.ts";
+import { badRequest, notFound } from "../errors.ts";
+import type * as routes from "./routes.ts";
+
+export function connectionHandlers(deps: ApiDeps) {
+  const { db } = deps;
+  const service = (origin: string): ConnectionDeps => ({
+    db,
+    secrets: deps.secrets,
+    syncs: deps.syncs,
+    network: {
+      allowPrivateNetwork: deps.config.ALLOW_PRIVATE_NETWORK,
+      timeoutMs: deps.config.FETCH_TIMEOUT_MS,
+      maxBytes: deps.config.MAX_CONTENT_BYTES,
+    },
+    log: deps.log,
+    baseUrl: origin,
+  });
+  const setupErrors = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof ConnectionSetupError) throw badRequest(error.message, error.field);
+      throw error;
+    }
+  };
+  const knownProvider = (provider: string) => {
+    if (!findConnector(provider)) throw badRequest(`unknown provider '${provider}'`, "provider");
+  };
+  const one = async (connectionId: string) => {
+    const row = await findConnection(db, connectionId);
+    if (!row) throw notFound("connection");
+    return row;
+  };
+
+  const list: RouteHandler<typeof routes.list, AppEnv> = async (c) => {
+    const body = c.req.valid("json") ?? {};
+    const rows = await listConnections(db, { containerTags: body.containerTags });
+    return c.json(await presentConnections(db, rows), 200);
+  };
+
+  const create: RouteHandler<typeof routes.create, AppEnv> = async (c) => {
+    const { provider } = c.req.valid("param");
+    knownProvider(provider);
+    const body = c.req.valid("json");
+    const containerTags = [
+      ...new Set([...(body.containerTag ? [body.containerTag] : []), ...(body.containerTags ?? [])]),
+    ];
+    if (!containerTags.length)
+      throw badRequest("a connection needs containerTag or containerTags", "containerTags");
+    const origin = new URL(c.req.url).origin;
+    const connection = await setupErrors(() =>
+      createConnectionFor(service(origin), provider, {
+        containerTags,
+        metadata: body.metadata ?? {},
+        documentLimit: body.documentLimit,
+        redirectUrl: body.redirectUrl,
+        syncIntervalMinutes: body.syncIntervalMinutes,
+      }),
+    );
+    return c.json(
+      {
+        id: connection.id,
+        authLink: `${origin}/v3/connections/${connection.id}`,
+        expiresIn: "0",
+        ...(body.redirectUrl ? { redirectsTo: body.redirectUrl } : {}),
+      },
+      200,
+    );
+  };
+
+  const getById: RouteHandler<typeof routes.getById, AppEnv> = async (c) => {
+    const row = await one(c.req.valid("param").connectionId);
+    const runs = await latestSyncRuns(db, [row.id]);
+    return c.json(presentConnection(row, runs.get(row.id)), 200);
+  };
+
+  const getByTag: RouteHandler<typeof routes.getByTag, AppEnv> = async (c) => {
+    const { provider } = c.req.valid("param");
+    knownProvider(provider);
+    const [row] = await listConnections(db, { provider, containerTags: c.req.valid("json").containerTags });
+    if (!row) throw notFound("connection");
+    const runs = await latestSyncRuns(db, [row.id]);
+    return c.json(presentConnection(row, runs.get(row.id)), 200);
+  };
+
+  const importNow: RouteHandler<typeof routes.importNow, AppEnv> = async (c) => {
+    const { provider } = c.req.valid("param");
+    knownProvider(provider);
+    const body = c.req.valid("json") ?? {};
+    const rows = await listConnections(db, { provider, containerTags: body.containerTags });
+    let started = 0;
+    let running = 0;
+    for (const row of rows) {
+      if (row.status !== "active") continue;
+      if ((await deps.syncs.startNow(row.id, "import")) === "started") started++;
+      else running++;
+    }
+    return c.json(
+      `Sync started for ${started} ${provider} connection(s)${running ? `; ${running} already syncing` : ""}`,
+      200,
+    );
+  };
+
+  const listDocuments: RouteHandler<typeof routes.listDocuments, AppEnv> = async (c) => {
+    const { provider } = c.req.valid("param");
+    knownProvider(provider);
+    const body = c.req.valid("json") ?? {};
+    const rows = await listConnections(db, { provider, containerTags: body.containerTags });
+    if (!rows.length) return c.json([], 200);
+    const docs = await db
+      .select()
+      .from(documents)
+      .where(
+        and(
+          inArray(
+            documents.connectionId,
+            rows.map((r) => r.id),
+          ),
+        ),
+      )
+      .orderBy(desc(documents.updatedAt))
+      .limit(1000);
+    return c.json(
+      docs.map((d) => ({
+        id: d.id,
+        createdAt: d.createdAt.toISOString(),
+        status: d.status,
+        summary: d.summary,
+        title: d.title,
+        type: d.type,
+        updatedAt: d.updatedAt.toISOString(),
+      })),
+      200,
+    );
+  };
+
+  const resources: RouteHandler<typeof routes.resources, AppEnv> = async (c) => {
+    const row = await one(c.req.valid("param").connectionId);
+    const q = c.req.valid("query");
+    const { connector, ctx } = contextForConnection(service(new URL(c.req.url).origin), row);
+    if (!connector.resources) throw badRequest(`${row.provider} connections have no resources to list`);
+    const found = await setupErrors(async () => {
+      try {
+        return await connector.resources?.(ctx, { page: q.page, perPage: q.per_page, parentId: q.parent_id });
+      } catch (error) {
+        throw new ConnectionSetupError((error as Error).message);
+      }
+    });
+    return c.json(found ?? { resources: [] }, 200);
+  };
+
+  const configure: RouteHandler<typeof routes.configure, AppEnv> = async (c) => {
+    const row = await one(c.req.valid("param").connectionId);
+    const { resources: chosen } = c.req.valid("json");
+    await setupErrors(() => configureConnection(service(new URL(c.req.url).origin), row, chosen));
+    return c.json(
+      { message: `Configured ${chosen.length} resource(s); a sync has started`, success: true },
+      200,
+    );
+  };
+
+  const remove: RouteHandler<typeof routes.remove, AppEnv> = async (c) => {
+    const { connectionIdOrProvider: target } = c.req.valid("param");
+    const withDocuments = c.req.valid("query").deleteDocuments === "true";
+    const svc = service(new URL(c.req.url).origin);
+    if (findConnector(target)) {
+      // deleteByProvider: the provider's connections holding any of the tags.
+      const tags = (c.req.valid("json") ?? {}).containerTags;
+      if (!tags?.length) throw badRequest("deleting by provider needs containerTags", "containerTags");
+      const rows = await listConnections(db, { provider: target, containerTags: tags });
+      if (!rows.length) throw notFound("connection");
+      for (const row of rows) await removeConnection(svc, row, withDocuments);
+      return c.json({ id: (rows[0] as { id: string }).id, provider: target }, 200);
+    }
+    const row = await one(target);
+    await removeConnection(svc, row, withDocuments);
+    return c.json({ id: row.id, provider: row.provider }, 200);
+  };
+
+  return { list, create, getById, getByTag, importNow, listDocuments, resources, configure, remove };
+}

@@ -1,0 +1,106 @@
+import { z } from "@hono/zod-openapi";
+import { ContainerTag } from "../schemas.ts";
+
+export const Provider = z
+  .string()
+  .min(1)
+  .max(50)
+  .openapi({ param: { name: "provider", in: "path" }, example: "s3" });
+export const ConnectionIdParam = z.object({
+  connectionId: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "connectionId", in: "path" } }),
+});
+
+const FlatMetadata = z.record(z.string().min(1).max(200), z.union([z.string(), z.number(), z.boolean()]));
+
+export const CreateBody = z
+  .object({
+    containerTag: ContainerTag.optional(),
+    containerTags: z.array(ContainerTag).max(20).optional(),
+    documentLimit: z.number().int().min(1).max(1_000_000).optional(),
+    metadata: FlatMetadata.nullish().openapi({
+      description:
+        "The provider's settings (bucket, startUrls, host, ...) and credentials; credentials are sealed at rest and never returned",
+    }),
+    redirectUrl: z.url().optional(),
+    syncIntervalMinutes: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 60)
+      .default(60)
+      .openapi({
+        description: "Minutes between scheduled syncs (a Temporal schedule); 0 = only on create and import",
+      }),
+  })
+  .openapi("ConnectionCreate");
+
+export const CreateResponse = z
+  .object({ id: z.string(), authLink: z.string(), expiresIn: z.string(), redirectsTo: z.string().optional() })
+  .openapi("ConnectionCreated");
+
+export const TagsBody = z.object({ containerTags: z.array(ContainerTag).max(20).optional() });
+export const RequiredTagsBody = z.object({ containerTags: z.array(ContainerTag).min(1).max(20) });
+
+const Counts = z.object({
+  added: z.number(),
+  updated: z.number(),
+  deleted: z.number(),
+  unchanged: z.number(),
+  failed: z.number(),
+});
+
+export const ConnectionJson = z
+  .object({
+    id: z.string(),
+    provider: z.string(),
+    createdAt: z.string(),
+    containerTags: z.array(z.string()),
+    documentLimit: z.number().optional(),
+    email: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()),
+    status: z.enum(["active", "auth_expired", "paused"]),
+    syncIntervalMinutes: z.number(),
+    lastSync: z
+      .object({
+        id: z.string(),
+        trigger: z.string(),
+        status: z.enum(["running", "done", "failed", "auth_expired", "skipped"]),
+        errorCode: z.string().nullable(),
+        error: z.string().nullable(),
+        startedAt: z.string(),
+        finishedAt: z.string().nullable(),
+        counts: Counts,
+      })
+      .nullable(),
+  })
+  .openapi("Connection");
+
+export const ConnectionDocument = z.object({
+  id: z.string(),
+  createdAt: z.string(),
+  status: z.string(),
+  summary: z.string().nullable(),
+  title: z.string().nullable(),
+  type: z.string(),
+  updatedAt: z.string(),
+});
+
+export const ResourcesQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(30),
+  parent_id: z.string().max(500).optional(),
+});
+
+export const ConfigureBody = z.object({
+  resources: z.array(z.record(z.string(), z.unknown())).min(1).max(500),
+});
+
+export const DeleteQuery = z.object({
+  deleteDocuments: z.enum(["true", "false"]).default("true").openapi({
+    description: "Also delete the documents the connection imported (default true)",
+  }),
+});

@@ -1,0 +1,99 @@
+// What a connector is to the sync engine: a declaration (provider slug, settings schema, which settings
+// are secret) plus one sync module that lists the source page by page with a typed cursor and fetches
+// items. The engine (workflows/sync-connection.ts, activities/sync.ts) knows connectors only through
+// connectors/registry.ts; it decides what changed by comparing each item's `version` with the one it
+// stored at the last sync, and fetches only changed items.
+
+import type { z } from "zod";
+import type { Logger } from "../config/logger.ts";
+
+export type ItemMetadata = Record<string, string | number | boolean | string[]>;
+
+/** One item at the source as listed: its stable id and a version that changes whenever its content does. */
+export interface SourceItem {
+  /** Stable at the source: S3 key, page URL, `INBOX/<uidvalidity>/<uid>`, `owner/repo/path`... */
+  id: string;
+  /** ETag, Last-Modified, content hash, git blob sha, UID...: equal versions are never fetched again. */
+  version: string;
+  /** Listings that already hold the content (a crawled page) hand it over; the engine then skips fetchItem. */
+  content?: FetchedItem;
+}
+
+/** A file or text the extraction pipeline turns into a document. */
+export interface FetchedItem {
+  title?: string;
+  /** Text (plain or Markdown). Exactly one of text and file. */
+  text?: string;
+  /** Original bytes (PDF, .docx, mail attachment...), processed like an upload. */
+  file?: { bytes: Buffer; name: string; mimeType?: string };
+  /** Where a person can open it (shown with search results). */
+  url?: string;
+  /** Path-like grouping, e.g. `/bucket/prefix/` or `/owner/repo/docs/`. */
+  filepath?: string;
+  metadata?: ItemMetadata;
+  /**
+   * Items that live inside this one (mail attachments): each becomes its own document, synced and
+   * deleted together with its parent. Ids are the parent's id plus a suffix unique within it.
+   */
+  children?: (FetchedItem & { id: string })[];
+}
+
+export interface ListPage<Cursor> {
+  items: SourceItem[];
+  /** Ids the source reports as deleted (delta listings). Full listings leave it out: see `listing`. */
+  deleted?: string[];
+  /** Where the next page starts; null when this pass over the source is finished. */
+  next: Cursor | null;
+}
+
+/** Network rules for connectors that fetch user-given URLs (the crawler). */
+export interface NetworkPolicy {
+  allowPrivateNetwork: boolean;
+  timeoutMs: number;
+  maxBytes: number;
+}
+
+export interface SyncContext<Config, Secrets> {
+  connectionId: string;
+  /** The connection's settings (metadata at creation), parsed with the connector's configSchema. */
+  config: Config;
+  /** Its secrets (taken out of metadata at creation, stored sealed), parsed with secretsSchema. */
+  secrets: Secrets;
+  network: NetworkPolicy;
+  /** Cancelled when the activity is (worker shutdown, timeout): long calls should pass it on. */
+  signal: AbortSignal;
+  /** Call during long work so Temporal knows the activity is alive. */
+  heartbeat(): void;
+  log: Logger;
+}
+
+export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown> {
+  /** The slug in `/v3/connections/:provider`. */
+  provider: string;
+  displayName: string;
+  /** Non-secret settings from the create call's metadata (bucket, start URL, host...). */
+  configSchema: z.ZodType<Config>;
+  /** Keys of metadata that are secret (passwords, tokens): sealed at rest, never returned. */
+  secretKeys: readonly string[];
+  secretsSchema: z.ZodType<Secrets>;
+  /**
+   * "full": every pass lists everything; at the end of a complete pass the engine deletes the documents
+   * of items it did not see. "delta": the source reports deletions itself (`deleted`) and the cursor
+   * carries over from one sync to the next.
+   */
+  listing: "full" | "delta";
+  /** The cursor a pass starts from ("full"), or the first sync starts from ("delta"). */
+  initialCursor(ctx: SyncContext<Config, Secrets>): Promise<Cursor> | Cursor;
+  listPage(ctx: SyncContext<Config, Secrets>, cursor: Cursor): Promise<ListPage<Cursor>>;
+  /** The item's content; null when it turned out not to be content (gone, a 404 page): treated as absent. */
+  fetchItem(ctx: SyncContext<Config, Secrets>, item: SourceItem): Promise<FetchedItem | null>;
+  /** Checks settings and credentials when the connection is created, so mistakes are a 400 at once. */
+  verify?(ctx: SyncContext<Config, Secrets>): Promise<void>;
+  /** Selectable resources (GitHub repositories) for `GET /v3/connections/:id/resources`. */
+  resources?(
+    ctx: SyncContext<Config, Secrets>,
+    query: { page: number; perPage: number; parentId?: string },
+  ): Promise<{ resources: Record<string, unknown>[]; total_count?: number }>;
+  /** Validates the `resources` of `POST /v3/connections/:id/configure`; the result is stored in config. */
+  configure?(resources: Record<string, unknown>[]): Partial<Config>;
+}

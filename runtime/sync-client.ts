@@ -1,0 +1,87 @@
+import {
+  type Client,
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+} from "@temporalio/client";
+import { WorkflowIdReusePolicy } from "@temporalio/common";
+import type { SyncTrigger } from "../activities/sync.ts";
+import type { syncConnection } from "../workflows/sync-connection.ts";
+
+/** Readable ids in Temporal's UI: the sync of a connection, and the schedule that starts it. */
+export const syncWorkflowId = (connectionId: string) => `sync/${connectionId}`;
+export const syncScheduleId = (connectionId: string) => `sync-schedule/${connectionId}`;
+
+/** How the API starts, schedules and stops connection syncs. */
+export class ConnectionSyncs {
+  constructor(
+    private readonly client: Client,
+    readonly taskQueue: string,
+  ) {}
+
+  /** Starts a sync now; a sync of the connection that is already running is left to finish ("running"). */
+  async startNow(connectionId: string, trigger: SyncTrigger): Promise<"started" | "running"> {
+    try {
+      await this.client.workflow.start<typeof syncConnection>("syncConnection", {
+        workflowId: syncWorkflowId(connectionId),
+        taskQueue: this.taskQueue,
+        args: [{ connectionId, trigger }],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      });
+      return "started";
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return "running";
+      throw error;
+    }
+  }
+
+  /** Creates or replaces the connection's schedule; 0 minutes removes it. Overlapping runs are skipped. */
+  async schedule(connectionId: string, everyMinutes: number): Promise<void> {
+    await this.unschedule(connectionId);
+    if (everyMinutes <= 0) return;
+    await this.client.schedule.create({
+      scheduleId: syncScheduleId(connectionId),
+      spec: { intervals: [{ every: `${everyMinutes} minutes` }] },
+      action: {
+        type: "startWorkflow",
+        workflowType: "syncConnection",
+        // Temporal appends the scheduled time, e.g. sync/<id>-2026-11-22T10:00:00Z.
+        workflowId: syncWorkflowId(connectionId),
+        taskQueue: this.taskQueue,
+        args: [{ connectionId, trigger: "schedule" }],
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: "1 minute" },
+    });
+  }
+
+  async unschedule(connectionId: string): Promise<void> {
+    try {
+      await this.client.schedule.getHandle(syncScheduleId(connectionId)).delete();
+    } catch (error) {
+      if (!(error instanceof ScheduleNotFoundError)) throw error;
+    }
+  }
+
+  /** Whether the schedule exists, and its interval (for status and tests). */
+  async describeSchedule(connectionId: string): Promise<{ everyMs: number } | undefined> {
+    try {
+      const d = await this.client.schedule.getHandle(syncScheduleId(connectionId)).describe();
+      const every = d.spec.intervals?.[0]?.every;
+      return { everyMs: typeof every === "number" ? every : Number(every ?? 0) };
+    } catch (error) {
+      if (error instanceof ScheduleNotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  /** On delete: no schedule, no running sync. */
+  async stop(connectionId: string): Promise<void> {
+    await this.unschedule(connectionId);
+    try {
+      await this.client.workflow.getHandle(syncWorkflowId(connectionId)).terminate("connection deleted");
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
+  }
+}

@@ -1,0 +1,279 @@
+import { createHash } from "node:crypto";
+import { and, arrayOverlaps, desc, eq, inArray, lt, or, sql } from "drizzle-orm";
+import type { Database } from "./db.ts";
+import { newId } from "./ids.ts";
+import {
+  type ConnectionItemRow,
+  type ConnectionRow,
+  type ConnectionStatus,
+  connectionItems,
+  connections,
+  documents,
+  type SyncCounts,
+  type SyncRunRow,
+  type SyncRunStatus,
+  syncRuns,
+} from "./schema/index.ts";
+import type { TagScope } from "./scope.ts";
+
+export type { ConnectionItemRow, ConnectionRow, SyncCounts, SyncRunRow };
+
+export const emptyCounts = (): SyncCounts => ({ added: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0 });
+
+function connectionInScope(scope: TagScope | undefined) {
+  return scope ? arrayOverlaps(connections.containerTags, [...scope]) : undefined;
+}
+
+export interface NewConnection {
+  provider: string;
+  containerTags: string[];
+  metadata: Record<string, string | number | boolean>;
+  sealedSecrets: string | null;
+  documentLimit?: number | null;
+  syncIntervalMinutes: number;
+  redirectUrl?: string | null;
+}
+
+export async function createConnection(db: Database, input: NewConnection): Promise<ConnectionRow> {
+  const [row] = await db
+    .insert(connections)
+    .values({ id: newId(), ...input })
+    .returning();
+  return row as ConnectionRow;
+}
+
+export async function findConnection(
+  db: Database,
+  id: string,
+  scope: TagScope = null,
+): Promise<ConnectionRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(connections)
+    .where(and(eq(connections.id, id), connectionInScope(scope)));
+  return row;
+}
+
+export async function listConnections(
+  db: Database,
+  filter: { provider?: string; containerTags?: string[] },
+  scope: TagScope = null,
+): Promise<ConnectionRow[]> {
+  return db
+    .select()
+    .from(connections)
+    .where(
+      and(
+        filter.provider ? eq(connections.provider, filter.provider) : undefined,
+        filter.containerTags?.length
+          ? arrayOverlaps(connections.containerTags, filter.containerTags)
+          : undefined,
+        connectionInScope(scope),
+      ),
+    )
+    .orderBy(desc(connections.createdAt));
+}
+
+export async function deleteConnection(db: Database, id: string): Promise<ConnectionRow | undefined> {
+  const [row] = await db.delete(connections).where(eq(connections.id, id)).returning();
+  return row;
+}
+
+export async function updateConnection(
+  db: Database,
+  id: string,
+  values: Partial<
+    Pick<ConnectionRow, "metadata" | "status" | "cursor" | "sealedSecrets" | "syncIntervalMinutes" | "email">
+  >,
+): Promise<void> {
+  await db
+    .update(connections)
+    .set({ ...values, updatedAt: new Date() })
+    .where(eq(connections.id, id));
+}
+
+export async function startSyncRun(
+  db: Database,
+  input: { connectionId: string; trigger: string; workflowId: string },
+): Promise<SyncRunRow> {
+  const [row] = await db
+    .insert(syncRuns)
+    .values({ id: newId(), ...input })
+    .returning();
+  return row as SyncRunRow;
+}
+
+export async function finishSyncRun(
+  db: Database,
+  runId: string,
+  outcome: {
+    status: Exclude<SyncRunStatus, "running">;
+    counts: SyncCounts;
+    errorCode?: string;
+    error?: string;
+  },
+): Promise<void> {
+  await db
+    .update(syncRuns)
+    .set({
+      status: outcome.status,
+      counts: outcome.counts,
+      errorCode: outcome.errorCode ?? null,
+      error: outcome.error?.slice(0, 2000) ?? null,
+      finishedAt: new Date(),
+    })
+    .where(eq(syncRuns.id, runId));
+}
+
+export async function findSyncRun(db: Database, runId: string): Promise<SyncRunRow | undefined> {
+  const [row] = await db.select().from(syncRuns).where(eq(syncRuns.id, runId));
+  return row;
+}
+
+/** The newest run of each connection (one query for a list). */
+export async function latestSyncRuns(
+  db: Database,
+  connectionIds: string[],
+): Promise<Map<string, SyncRunRow>> {
+  if (!connectionIds.length) return new Map();
+  const rows = await db
+    .selectDistinctOn([syncRuns.connectionId])
+    .from(syncRuns)
+    .where(inArray(syncRuns.connectionId, connectionIds))
+    .orderBy(syncRuns.connectionId, desc(syncRuns.startedAt));
+  return new Map(rows.map((r) => [r.connectionId, r]));
+}
+
+export async function recentSyncRuns(db: Database, connectionId: string, limit = 10): Promise<SyncRunRow[]> {
+  return db
+    .select()
+    .from(syncRuns)
+    .where(eq(syncRuns.connectionId, connectionId))
+    .orderBy(desc(syncRuns.startedAt))
+    .limit(limit);
+}
+
+/** What the connection stored of these items at earlier syncs. */
+export async function knownItems(
+  db: Database,
+  connectionId: string,
+  itemIds: string[],
+): Promise<Map<string, ConnectionItemRow>> {
+  if (!itemIds.length) return new Map();
+  const rows = await db
+    .select()
+    .from(connectionItems)
+    .where(and(eq(connectionItems.connectionId, connectionId), inArray(connectionItems.itemId, itemIds)));
+  return new Map(rows.map((r) => [r.itemId, r]));
+}
+
+/** Items listed again unchanged: they, and the items inside them, are still there. */
+export async function markItemsSeen(
+  db: Database,
+  connectionId: string,
+  itemIds: string[],
+  runId: string,
+): Promise<void> {
+  if (!itemIds.length) return;
+  await db
+    .update(connectionItems)
+    .set({ seenRun: runId })
+    .where(
+      and(
+        eq(connectionItems.connectionId, connectionId),
+        or(inArray(connectionItems.itemId, itemIds), inArray(connectionItems.parentItemId, itemIds)),
+      ),
+    );
+}
+
+export async function saveItem(
+  db: Database,
+  item: {
+    connectionId: string;
+    itemId: string;
+    parentItemId?: string | null;
+    version: string;
+    documentId: string | null;
+    seenRun: string;
+  },
+): Promise<void> {
+  const values = { ...item, parentItemId: item.parentItemId ?? null, updatedAt: new Date() };
+  await db
+    .insert(connectionItems)
+    .values(values)
+    .onConflictDoUpdate({
+      target: [connectionItems.connectionId, connectionItems.itemId],
+      set: {
+        version: values.version,
+        documentId: values.documentId,
+        seenRun: values.seenRun,
+        updatedAt: values.updatedAt,
+        parentItemId: values.parentItemId,
+      },
+    });
+}
+
+/**
+ * Items of a connection that a complete pass (run) did not list, or that are named as deleted: their
+ * documents and records go. Returns the removed document ids, so their workflows can be stopped.
+ */
+export async function removeItems(
+  db: Database,
+  connectionId: string,
+  which: { notSeenIn: string } | { itemIds: string[] },
+): Promise<{ items: number; documentIds: string[] }> {
+  return db.transaction(async (tx) => {
+    const condition =
+      "notSeenIn" in which
+        ? sql`${connectionItems.seenRun} <> ${which.notSeenIn}`
+        : or(
+            inArray(connectionItems.itemId, which.itemIds.length ? which.itemIds : [""]),
+            inArray(connectionItems.parentItemId, which.itemIds.length ? which.itemIds : [""]),
+          );
+    const gone = await tx
+      .delete(connectionItems)
+      .where(and(eq(connectionItems.connectionId, connectionId), condition))
+      .returning({ documentId: connectionItems.documentId });
+    const documentIds = gone.flatMap((g) => (g.documentId ? [g.documentId] : []));
+    if (documentIds.length)
+      await tx
+        .delete(documents)
+        .where(and(inArray(documents.id, documentIds), eq(documents.connectionId, connectionId)));
+    return { items: gone.length, documentIds };
+  });
+}
+
+/** How many documents the connection holds now (for documentLimit). */
+export async function connectionDocumentCount(db: Database, connectionId: string): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(documents)
+    .where(eq(documents.connectionId, connectionId));
+  return Number(row?.n ?? 0);
+}
+
+/** A document's customId for a source item: readable, unique per connection, within the 255-character limit. */
+export function itemCustomId(provider: string, connectionId: string, itemId: string): string {
+  const readable = `${provider}:${connectionId}:${itemId}`;
+  if (readable.length <= 255) return readable;
+  const digest = createHash("sha256").update(itemId).digest("hex").slice(0, 40);
+  return `${provider}:${connectionId}:${itemId.slice(0, 150)}#${digest}`;
+}
+
+export async function deleteConnectionDocuments(db: Database, connectionId: string): Promise<number> {
+  const rows = await db
+    .delete(documents)
+    .where(eq(documents.connectionId, connectionId))
+    .returning({ id: documents.id });
+  return rows.length;
+}
+
+/** Runs left `running` by a sync whose workflow is gone (a terminated workflow, a lost server). */
+export async function staleRunningSyncRuns(db: Database, olderThan: Date): Promise<SyncRunRow[]> {
+  return db
+    .select()
+    .from(syncRuns)
+    .where(and(eq(syncRuns.status, "running"), lt(syncRuns.startedAt, olderThan)));
+}
+
+export type { ConnectionStatus };

@@ -1,0 +1,186 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { Client, Connection } from "@temporalio/client";
+import Supermemory from "supermemory";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { FIXTURES_DIR } from "../support/fixtures.ts";
+import { caller } from "../support/http.ts";
+import { type S3TestServer, startS3Server } from "../support/s3-server.ts";
+import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
+
+// The connector engine end to end with a real S3-compatible server: a connection created through the
+// SDK, synced by the real Temporal workflow, its objects found as documents, then changes at the source.
+describe("S3 connections through the sync engine", () => {
+  let service: TestService;
+  let s3: S3TestServer;
+  let client: Supermemory;
+  let temporal: Client;
+  let connectionId: string;
+  const call = caller(() => service.url);
+  const BUCKET = "team-notes";
+
+  beforeAll(async () => {
+    s3 = await startS3Server({ buckets: [BUCKET] });
+    await s3.putObject(
+      BUCKET,
+      "notes/garden.txt",
+      "The greenhouse tomatoes need watering every morning in July.",
+    );
+    await s3.putObject(
+      BUCKET,
+      "notes/boat.md",
+      "# Boat\nThe sailing boat is moored at pier seven in Lisbon.",
+    );
+    await s3.putObject(
+      BUCKET,
+      "notes/report.docx",
+      readFileSync(path.join(FIXTURES_DIR, "docx", "simple.docx")),
+    );
+    await s3.putObject(BUCKET, "elsewhere/ignored.txt", "Outside the prefix: never synced.");
+    service = await startTestService();
+    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
+    temporal = new Client({
+      connection: await Connection.connect({ address: inject("TEST_TEMPORAL_ADDRESS") }),
+    });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await s3?.stop();
+    await temporal?.connection.close();
+  });
+
+  const metadata = () => ({
+    bucket: BUCKET,
+    prefix: "notes/",
+    endpoint: s3.endpoint,
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+  });
+
+  async function syncFinished(previousRunId?: string) {
+    return waitFor(async () => {
+      const c = (await call("GET", `/v3/connections/${connectionId}`)).json;
+      const run = c.lastSync;
+      return run && run.id !== previousRunId && run.status !== "running" ? c : undefined;
+    }, "the sync run to finish");
+  }
+
+  async function documentsDone() {
+    return waitFor(async () => {
+      const docs = await client.connections.listDocuments("s3", { containerTags: ["team"] });
+      return docs.every((d) => d.status === "done" || d.status === "failed") ? docs : undefined;
+    }, "documents to be processed");
+  }
+
+  const searchTitles = async (q: string) =>
+    (await client.search.documents({ q, containerTags: ["team"], limit: 10 })).results.map((r) => r.title);
+
+  it("creates a connection whose first sync imports the objects as searchable documents", async () => {
+    const created = await client.connections.create("s3", {
+      containerTag: "team",
+      metadata: metadata(),
+      redirectUrl: "http://127.0.0.1:9/done",
+    });
+    connectionId = created.id;
+    expect(created.authLink).toContain(`/v3/connections/${created.id}`);
+    expect(created.redirectsTo).toBe("http://127.0.0.1:9/done");
+
+    const connection = await syncFinished();
+    expect(connection.lastSync).toMatchObject({
+      status: "done",
+      trigger: "create",
+      counts: { added: 3, updated: 0, deleted: 0, failed: 0 },
+    });
+    // Secrets are never returned, only that they are set.
+    expect(connection.metadata).toMatchObject({
+      bucket: BUCKET,
+      accessKeyIdSet: true,
+      secretAccessKeySet: true,
+    });
+    expect(JSON.stringify(connection)).not.toContain(
+      s3.secretAccessKey === "S3RVER" ? '"secretAccessKey"' : s3.secretAccessKey,
+    );
+
+    const docs = await documentsDone();
+    expect(docs).toHaveLength(3);
+    expect(docs.every((d) => d.status === "done")).toBe(true);
+    expect(await searchTitles("greenhouse tomatoes watering")).toContain("garden.txt");
+    const sdkGet = await client.connections.getByID(connectionId);
+    expect(sdkGet).toMatchObject({ id: connectionId, provider: "s3", containerTags: ["team"] });
+    const byTag = await client.connections.getByTag("s3", { containerTags: ["team"] });
+    expect(byTag.id).toBe(connectionId);
+    expect((await client.connections.list({})).map((c) => c.id)).toContain(connectionId);
+  });
+
+  it("shows the sync and its schedule in Temporal under readable ids", async () => {
+    const schedule = await temporal.schedule.getHandle(`sync-schedule/${connectionId}`).describe();
+    expect(schedule.action).toMatchObject({
+      workflowType: "syncConnection",
+      workflowId: `sync/${connectionId}`,
+    });
+    const run = await temporal.workflow.getHandle(`sync/${connectionId}`).describe();
+    expect(run.type).toBe("syncConnection");
+    expect(run.status.name).toBe("COMPLETED");
+  });
+
+  it("syncs exactly the changes at the source: added, modified, deleted", async () => {
+    const before = (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync.id;
+    const docsBefore = await client.connections.listDocuments("s3", { containerTags: ["team"] });
+    const garden = docsBefore.find((d) => d.title === "garden.txt");
+    await s3.putObject(BUCKET, "notes/garden.txt", "The greenhouse cucumbers need shade netting in August.");
+    await s3.deleteObject(BUCKET, "notes/boat.md");
+    await s3.putObject(BUCKET, "notes/kitchen.txt", "The kitchen kettle descaler is under the sink.");
+
+    const started = await client.connections.import("s3", { containerTags: ["team"] });
+    expect(started).toMatch(/started for 1/);
+    const connection = await syncFinished(before);
+    expect(connection.lastSync).toMatchObject({
+      status: "done",
+      trigger: "import",
+      counts: { added: 1, updated: 1, deleted: 1, unchanged: 1, failed: 0 },
+    });
+    const docs = await documentsDone();
+    expect(docs.map((d) => d.title).sort()).toEqual(
+      ["report.docx", "garden.txt", "kitchen.txt"].sort(),
+    );
+    // The modified object updated its document in place: same id, new content.
+    expect(docs.find((d) => d.title === "garden.txt")?.id).toBe(garden?.id);
+    expect(await searchTitles("cucumbers shade netting")).toContain("garden.txt");
+    expect(await searchTitles("sailing boat pier Lisbon")).not.toContain("boat.md");
+    expect(await searchTitles("kettle descaler")).toContain("kitchen.txt");
+
+    // A sync with nothing changed touches nothing.
+    const quiet = (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync.id;
+    await client.connections.import("s3", {});
+    const again = await syncFinished(quiet);
+    expect(again.lastSync.counts).toEqual({ added: 0, updated: 0, deleted: 0, unchanged: 3, failed: 0 });
+    const all = await client.documents.list({ containerTags: ["team"], limit: 100 });
+    expect(all.memories).toHaveLength(3);
+  });
+
+  it("refuses bad settings and credentials at creation with a 400", async () => {
+    const wrongKey = await call("POST", "/v3/connections/s3", {
+      containerTag: "team",
+      metadata: { ...metadata(), accessKeyId: "NOT-S3RVER" },
+    });
+    expect(wrongKey.status).toBe(400);
+    expect(wrongKey.json.error.message).toMatch(/refused the credentials/);
+    const noBucket = await call("POST", "/v3/connections/s3", {
+      containerTag: "team",
+      metadata: { prefix: "x" },
+    });
+    expect(noBucket.status).toBe(400);
+    expect(noBucket.json.error.field).toBe("metadata.bucket");
+    const unknown = await call("POST", "/v3/connections/dropbox", { containerTag: "team" });
+    expect(unknown.status).toBe(400);
+  });
+
+  it("deletes a connection with its documents and its schedule", async () => {
+    const removed = await client.connections.deleteByID(connectionId);
+    expect(removed).toEqual({ id: connectionId, provider: "s3" });
+    expect((await call("GET", `/v3/connections/${connectionId}`)).status).toBe(404);
+    expect((await client.documents.list({ containerTags: ["team"] })).memories).toHaveLength(0);
+    await expect(temporal.schedule.getHandle(`sync-schedule/${connectionId}`).describe()).rejects.toThrow();
+  });
+});

@@ -1,0 +1,140 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  ContinueAsNew,
+  continueAsNew,
+  proxyActivities,
+  workflowInfo,
+} from "@temporalio/workflow";
+// Type-only: the workflow bundle never contains activity code.
+import type { SyncActivities, SyncTrigger } from "../activities/sync.ts";
+import type { SyncCounts } from "../store/schema/sync-runs.ts";
+import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "./failure-types.ts";
+
+const nonRetryableErrorTypes = [AUTH_EXPIRED, CONNECTOR_CONFIG];
+
+/** Bookkeeping: quick, retried through store hiccups. */
+const bookkeeping = proxyActivities<SyncActivities>({
+  startToCloseTimeout: "1 minute",
+  retry: {
+    initialInterval: "1s",
+    backoffCoefficient: 2,
+    maximumInterval: "30s",
+    maximumAttempts: 20,
+    nonRetryableErrorTypes,
+  },
+});
+
+/**
+ * One page of the source: listing, fetching changed items, saving documents. Heartbeats per item; a
+ * crashed attempt is retried on another worker and redoes the page, skipping items already saved.
+ * Rate limits wait as long as the source asked (the activity sets the next retry delay).
+ */
+const paging = proxyActivities<SyncActivities>({
+  startToCloseTimeout: "30 minutes",
+  heartbeatTimeout: "2 minutes",
+  retry: {
+    initialInterval: "2s",
+    backoffCoefficient: 2,
+    maximumInterval: "5 minutes",
+    maximumAttempts: 12,
+    nonRetryableErrorTypes,
+  },
+});
+
+/** Pages per workflow run before continuing as new, so histories of huge sources stay small. */
+const PAGES_PER_RUN = 200;
+
+export interface SyncState {
+  connectionId: string;
+  trigger: SyncTrigger;
+  /** Set once the run is open; a continued workflow carries on with it. */
+  runId?: string;
+  cursor?: unknown;
+  listing?: "full" | "delta";
+  counts?: SyncCounts;
+  pages?: number;
+}
+
+export type SyncOutcome = "done" | "failed" | "auth_expired" | "skipped";
+
+/** Syncs one connection: pages through the source from a checkpoint, then removes what vanished. */
+export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
+  const { connectionId } = state;
+  let runId = state.runId;
+  let cursor = state.cursor;
+  let listing = state.listing ?? "full";
+  const counts: SyncCounts = state.counts ?? { added: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0 };
+  let pages = state.pages ?? 0;
+  try {
+    if (!runId) {
+      const began = await bookkeeping.beginSync({
+        connectionId,
+        trigger: state.trigger,
+        workflowId: workflowInfo().workflowId,
+      });
+      if ("skipped" in began) return "skipped";
+      runId = began.runId;
+      cursor = began.cursor;
+      listing = began.listing;
+    }
+    let pagesThisRun = 0;
+    for (;;) {
+      const page = await paging.syncPage({ connectionId, runId, cursor });
+      add(counts, page.counts);
+      pages++;
+      pagesThisRun++;
+      if (page.next === null) break;
+      cursor = page.next;
+      if (pagesThisRun >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {
+        return await continueAsNew<typeof syncConnection>({
+          connectionId,
+          trigger: state.trigger,
+          runId,
+          cursor,
+          listing,
+          counts,
+          pages,
+        });
+      }
+    }
+    if (listing === "full") {
+      const swept = await bookkeeping.sweepUnseen({ connectionId, runId });
+      counts.deleted += swept.deleted;
+    }
+    await bookkeeping.finishSync({ connectionId, runId, status: "done", counts });
+    return "done";
+  } catch (error) {
+    if (error instanceof ContinueAsNew || !runId) throw error;
+    const type = failureType(error);
+    const status = type === AUTH_EXPIRED ? "auth_expired" : "failed";
+    await bookkeeping.finishSync({
+      connectionId,
+      runId,
+      status,
+      counts,
+      errorCode: type === AUTH_EXPIRED ? "auth_expired" : type === CONNECTOR_CONFIG ? "config" : "error",
+      error: failureMessage(error),
+    });
+    return status;
+  }
+}
+
+function add(total: SyncCounts, page: SyncCounts) {
+  total.added += page.added;
+  total.updated += page.updated;
+  total.deleted += page.deleted;
+  total.unchanged += page.unchanged;
+  total.failed += page.failed;
+}
+
+function failureType(error: unknown): string | undefined {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure)
+    return error.cause.type ?? undefined;
+  return undefined;
+}
+
+function failureMessage(error: unknown): string {
+  if (error instanceof ActivityFailure) return error.cause?.message || error.message;
+  return error instanceof Error ? error.message : String(error);
+}
