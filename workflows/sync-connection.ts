@@ -32,7 +32,7 @@ const bookkeeping = proxyActivities<SyncActivities>({
  */
 const paging = proxyActivities<SyncActivities>({
   startToCloseTimeout: "30 minutes",
-  heartbeatTimeout: "2 minutes",
+  heartbeatTimeout: "1 minute",
   retry: {
     initialInterval: "2s",
     backoffCoefficient: 2,

@@ -104,7 +104,8 @@ export async function fetchS3Item(ctx: S3Context, item: SourceItem): Promise<Fet
     (client) => client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: ctx.signal }),
     (name, status) => {
       // Deleted between listing and fetch: absent, which is what the next pass would conclude anyway.
-      if (name === "NoSuchKey" || status === 404) return "absent";
+      // A bare 404 (no error body) counts too, but never a missing bucket: that is a config error.
+      if (name === "NoSuchKey" || (status === 404 && !CONFIG_ERRORS.has(name))) return "absent";
       // An Intelligent-Tiering archive tier, or an archived object listed under another class.
       if (name === "InvalidObjectState") {
         ctx.log.info(
