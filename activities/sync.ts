@@ -11,6 +11,7 @@ import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } fro
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import { syncScheduleId } from "../runtime/sync-client.ts";
 import {
   type ConnectionRow,
   connectionDocumentCount,
@@ -151,16 +152,9 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         if (!connection) return { skipped: "the connection was deleted" };
         const connector = findConnector(connection.provider);
         if (!connector) return { skipped: `no connector for provider ${connection.provider}` };
+        // A connection whose credentials were refused waits for someone to reconnect it; its last run says why.
+        if (connection.status !== "active") return { skipped: connection.status };
         const run = await startSyncRun(db, input);
-        if (connection.status !== "active") {
-          await finishSyncRun(db, run.id, {
-            status: "skipped",
-            counts: emptyCounts(),
-            errorCode: connection.status,
-            error: `the connection is ${connection.status}; reconnect it to sync again`,
-          });
-          return { skipped: connection.status, runId: run.id };
-        }
         const ctx = contextFor(connection, connector);
         const cursor =
           connector.listing === "delta" && connection.cursor != null
@@ -242,8 +236,13 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       return translate(async () => {
         await finishSyncRun(db, input.runId, input);
         // Credentials the source refused stay refused: stop scheduling work until someone reconnects.
-        if (input.status === "auth_expired")
+        if (input.status === "auth_expired") {
           await updateConnection(db, input.connectionId, { status: "auth_expired" });
+          await Context.current()
+            .client.schedule.getHandle(syncScheduleId(input.connectionId))
+            .pause("the source refused the credentials")
+            .catch((err: unknown) => deps.log.warn({ err }, "could not pause the sync schedule"));
+        }
       });
     },
   };

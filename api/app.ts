@@ -2,6 +2,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
 import { bearerAuth, endpointGuard } from "./auth.ts";
+import { connectionsApp } from "./connections/index.ts";
+import { containerTagsApp } from "./container-tags/index.ts";
 import type { ApiDeps, AppEnv } from "./deps.ts";
 import { documentsApp } from "./documents/index.ts";
 import { ApiError, errorBody, renderError } from "./errors.ts";
@@ -58,7 +60,10 @@ export function createApp(deps: ApiDeps) {
     });
   const jsonLimit = limit(deps.config.MAX_CONTENT_BYTES);
   const fileLimit = limit(deps.config.MAX_FILE_BYTES);
-  api.use("*", (c, next) => (c.req.path.endsWith("/file") ? fileLimit(c, next) : jsonLimit(c, next)));
+  // Uploads and imports of an export (which carries files) may be as large as a file.
+  const largeBody = (path: string) =>
+    path.endsWith("/file") || (path.startsWith("/v3/container-tags/") && path.endsWith("/import"));
+  api.use("*", (c, next) => (largeBody(c.req.path) ? fileLimit(c, next) : jsonLimit(c, next)));
   api.use("*", bearerAuth(deps.db));
   api.use("*", rateLimit(deps.db, deps.config));
   api.use("*", endpointGuard());
@@ -72,6 +77,8 @@ export function createApp(deps: ApiDeps) {
   api.route("/v4/profile", profileApp(deps));
   api.route("/v3/auth/scoped-key", scopedKeysApp(deps));
   api.route("/v3/settings", settingsApp(deps));
+  api.route("/v3/connections", connectionsApp(deps));
+  api.route("/v3/container-tags", containerTagsApp(deps));
   app.route("/", api);
   return app;
 }

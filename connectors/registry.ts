@@ -1,14 +1,21 @@
 // Every connector the engine knows, by provider slug. The engine and the API import this module only,
 // never a provider's module directly.
 
+import { githubConnector } from "./github/index.ts";
+import { gmail } from "./gmail/index.ts";
+import { imap } from "./imap/index.ts";
 import { s3Connector } from "./s3/index.ts";
 import type { Connector } from "./types.ts";
+import { webCrawlerConnector } from "./web-crawler/index.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: connectors differ in config, secrets and cursor types
 type AnyConnector = Connector<any, any, any>;
 
 const connectors = new Map<string, AnyConnector>(
-  ([s3Connector] as AnyConnector[]).map((c) => [c.provider, c]),
+  ([s3Connector, webCrawlerConnector, imap, gmail, githubConnector] as AnyConnector[]).map((c) => [
+    c.provider,
+    c,
+  ]),
 );
 
 export function findConnector(provider: string): AnyConnector | undefined {
@@ -17,4 +24,9 @@ export function findConnector(provider: string): AnyConnector | undefined {
 
 export function connectorProviders(): string[] {
   return [...connectors.keys()].sort();
+}
+
+/** Lets connectors release what they keep open (mail sessions) when a worker stops. */
+export async function shutdownConnectors(): Promise<void> {
+  await Promise.allSettled([...connectors.values()].map((c) => c.shutdown?.()));
 }

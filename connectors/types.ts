@@ -94,6 +94,8 @@ export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown
     ctx: SyncContext<Config, Secrets>,
     query: { page: number; perPage: number; parentId?: string },
   ): Promise<{ resources: Record<string, unknown>[]; total_count?: number }>;
+  /** Releases what the connector keeps between calls (open IMAP sessions) when the worker stops. */
+  shutdown?(): Promise<void>;
   /** Validates the `resources` of `POST /v3/connections/:id/configure`; the result is stored in config. */
   configure?(resources: Record<string, unknown>[]): Partial<Config>;
 }

@@ -10,6 +10,7 @@ import { createApp } from "../api/app.ts";
 import { createBlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
+import { shutdownConnectors } from "../connectors/registry.ts";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
 import { createChatModel } from "../pipeline/llm/chat.ts";
@@ -137,6 +138,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         },
         sync: { db: store.db, blobs, secrets, processing, network, log },
       });
+      stops.push(() => shutdownConnectors());
       const running = worker.run().catch((err) => log.error({ err }, "worker stopped with an error"));
       stops.push(async () => {
         if (worker.getState() === "RUNNING") worker.shutdown();

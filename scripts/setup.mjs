@@ -588,6 +588,8 @@ async function main() {
   await ensureSpeech(forTests);
   await ensureModels(forTests);
   if (forTests) await ensurePostgres();
+  // A real IMAP server for the mail connector's tests (Debian's dovecot-imapd; needs root to install).
+  if (forTests) await run("bash", [path.join(ROOT, "scripts", "setup-dovecot.sh")]);
   log(`done in ${seconds(started)}`);
 }
 

@@ -7,9 +7,13 @@ import {
   MemoryNotFoundError,
   updateMemory,
 } from "../../services/memories.ts";
+import { findMemory, listMemories } from "../../store/memory-list.ts";
+import type { MemoryRow } from "../../store/schema/index.ts";
 import type { AppEnv } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
+import { tagsOf } from "../schemas.ts";
 import type * as routes from "./routes.ts";
+import { ListMemoriesBody } from "./schemas.ts";
 
 const dateOrNull = (value: string | null | undefined) =>
   value === undefined ? undefined : value === null ? null : new Date(value);
@@ -93,7 +97,67 @@ export function createMemoryHandlers(deps: MemoryDeps) {
     );
   };
 
-  return { create, forget, update };
+  const list: RouteHandler<typeof routes.listMemories, AppEnv> = async (c) => {
+    // The body is optional: parse again so defaults apply when it was left out.
+    const q = ListMemoriesBody.parse(c.req.valid("json") ?? {});
+    const scope = c.get("scope");
+    const containerTags = tagsOf(q);
+    scope.check(containerTags);
+    const { rows, total } = await listMemories(deps.db, {
+      containerTags,
+      scope: scope.tags,
+      includeHistory: q.includeHistory,
+      includeForgotten: q.includeForgotten,
+      sort: q.sort,
+      order: q.order,
+      limit: q.limit,
+      page: q.page,
+    });
+    return c.json(
+      {
+        memories: rows.map(presentMemory),
+        pagination: {
+          currentPage: q.page,
+          totalPages: Math.ceil(total / q.limit),
+          totalItems: total,
+          limit: q.limit,
+        },
+      },
+      200,
+    );
+  };
+
+  const get: RouteHandler<typeof routes.getMemory, AppEnv> = async (c) => {
+    const row = await findMemory(deps.db, c.req.valid("param").id, c.get("scope").tags);
+    if (!row) throw notFound("memory");
+    return c.json(presentMemory(row), 200);
+  };
+
+  return { create, forget, update, list, get };
+}
+
+/** A stored memory in the shape POST /v4/memories answers, with its container, state and links. */
+function presentMemory(m: MemoryRow) {
+  const expired = m.forgetAfter !== null && m.forgetAfter.getTime() <= Date.now();
+  return {
+    id: m.id,
+    memory: m.content,
+    isStatic: m.isStatic,
+    createdAt: m.createdAt.toISOString(),
+    forgetAfter: m.forgetAfter?.toISOString() ?? null,
+    version: m.version,
+    containerTag: m.containerTag,
+    metadata: m.metadata,
+    isForgotten: m.isForgotten || expired,
+    forgetReason: m.forgetReason,
+    parentId: m.parentId,
+    rootId: m.rootId,
+    isLatest: m.isLatest,
+    relation: m.relation,
+    relatedTo: m.relatedTo,
+    sourceDocumentId: m.sourceDocumentId,
+    updatedAt: m.updatedAt.toISOString(),
+  };
 }
 
 /** Metadata values are flat (string | number | boolean | string[]); temporal context is stored in that form. */

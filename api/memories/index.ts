@@ -9,6 +9,8 @@ export function memoriesApp(deps: ApiDeps) {
   const h = createMemoryHandlers(deps);
   return new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     .openapi(routes.createMemories, h.create)
+    .openapi(routes.listMemories, h.list)
+    .openapi(routes.getMemory, h.get)
     .openapi(routes.forgetMemory, h.forget)
     .openapi(routes.updateMemory, h.update);
 }

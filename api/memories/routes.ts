@@ -5,6 +5,10 @@ import {
   CreateMemoriesResponse,
   ForgetMemoryBody,
   ForgetMemoryResponse,
+  ListMemoriesBody,
+  ListMemoriesResponse,
+  MemoryIdParam,
+  MemoryJson,
   UpdateMemoryBody,
   UpdateMemoryResponse,
 } from "./schemas.ts";
@@ -47,4 +51,33 @@ export const updateMemory = createRoute({
   summary: "Update a memory: a new version linked to the previous one, which stays in history",
   request: body(UpdateMemoryBody),
   responses: { 200: json(UpdateMemoryResponse, "The new version"), ...errorResponses, ...notFoundResponse },
+});
+
+export const listMemories = createRoute({
+  method: "post",
+  path: "/list",
+  tags,
+  security,
+  summary: "List memories of container tags, a page at a time",
+  description:
+    "Latest versions of live memories by default; includeHistory adds earlier versions, includeForgotten adds " +
+    "forgotten memories and those past their forgetAfter (checked at request time). A scoped key sees only " +
+    "its own tags' memories; naming another tag is 403.",
+  request: { body: { content: { "application/json": { schema: ListMemoriesBody } }, required: false } },
+  responses: {
+    200: json(ListMemoriesResponse, "One page of memories"),
+    ...errorResponses,
+    403: json(ErrorResponse, "A container tag outside the key's scope"),
+  },
+});
+
+export const getMemory = createRoute({
+  method: "get",
+  path: "/{id}",
+  tags,
+  security,
+  summary: "Get one memory (any version, also forgotten) by id",
+  description: "A memory of a container tag outside the key's scope is 404, exactly like an unknown id.",
+  request: { params: MemoryIdParam },
+  responses: { 200: json(MemoryJson, "The memory"), ...errorResponses, ...notFoundResponse },
 });

@@ -89,3 +89,67 @@ export const UpdateMemoryResponse = z
     version: z.number(),
   })
   .openapi("UpdatedMemory");
+
+const pageNumber = (def: number, max: number) => z.coerce.number().int().min(1).max(max).default(def);
+
+export const ListMemoriesBody = z
+  .object({
+    containerTag: ContainerTag.optional(),
+    containerTags: z.array(ContainerTag).max(100).optional(),
+    limit: pageNumber(50, 1000),
+    page: pageNumber(1, 1_000_000),
+    includeHistory: z
+      .boolean()
+      .default(false)
+      .openapi({ description: "Every version of each memory, not only the latest" }),
+    includeForgotten: z.boolean().default(false).openapi({
+      description: "Also forgotten memories and those whose forgetAfter has passed (left out by default)",
+    }),
+    sort: z.enum(["createdAt", "updatedAt"]).default("createdAt"),
+    order: z.enum(["desc", "asc"]).default("desc"),
+  })
+  .openapi("ListMemories");
+
+export const MemoryJson = z
+  .object({
+    id: z.string(),
+    memory: z.string(),
+    isStatic: z.boolean(),
+    createdAt: z.string(),
+    forgetAfter: z.string().nullable(),
+    version: z.number(),
+    containerTag: z.string(),
+    metadata: z.record(z.string(), z.unknown()),
+    isForgotten: z
+      .boolean()
+      .openapi({ description: "Forgotten on request, or its forgetAfter has passed (as of this request)" }),
+    forgetReason: z.string().nullable(),
+    parentId: z.string().nullable(),
+    rootId: z.string().nullable(),
+    isLatest: z.boolean(),
+    relation: z.string().nullable(),
+    relatedTo: z.string().nullable(),
+    sourceDocumentId: z.string().nullable(),
+    updatedAt: z.string(),
+  })
+  .openapi("Memory");
+
+export const ListMemoriesResponse = z
+  .object({
+    memories: z.array(MemoryJson),
+    pagination: z.object({
+      currentPage: z.number(),
+      totalPages: z.number(),
+      totalItems: z.number(),
+      limit: z.number(),
+    }),
+  })
+  .openapi("MemoryList");
+
+export const MemoryIdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(255)
+    .openapi({ param: { name: "id", in: "path" } }),
+});

@@ -141,9 +141,7 @@ describe("S3 connections through the sync engine", () => {
       counts: { added: 1, updated: 1, deleted: 1, unchanged: 1, failed: 0 },
     });
     const docs = await documentsDone();
-    expect(docs.map((d) => d.title).sort()).toEqual(
-      ["report.docx", "garden.txt", "kitchen.txt"].sort(),
-    );
+    expect(docs.map((d) => d.title).sort()).toEqual(["report.docx", "garden.txt", "kitchen.txt"].sort());
     // The modified object updated its document in place: same id, new content.
     expect(docs.find((d) => d.title === "garden.txt")?.id).toBe(garden?.id);
     expect(await searchTitles("cucumbers shade netting")).toContain("garden.txt");

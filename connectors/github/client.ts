@@ -1,0 +1,280 @@
+// The Octokit client a sync uses, and how GitHub's failures become the connector errors the engine acts on.
+// Requests go through a small node:http(s) fetch so that the host's addresses can be checked when the
+// socket connects: `baseUrl` is user-given, and native fetch offers no hook to refuse private addresses.
+
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
+import { isIP, type LookupFunction } from "node:net";
+import zlib from "node:zlib";
+import { Octokit } from "@octokit/rest";
+import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
+import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
+import type { SyncContext } from "../types.ts";
+import type { GithubConfig, GithubSecrets } from "./index.ts";
+
+export type GithubContext = SyncContext<GithubConfig, GithubSecrets>;
+
+/** GitHub's advice when a limit is hit without saying how long to wait: at least a minute. */
+const DEFAULT_RETRY_AFTER_MS = 60_000;
+/** The blob API serves up to 100 MB, which is ~134 MB of base64 inside JSON. */
+const MAX_RESPONSE_BYTES = 160 * 1024 * 1024;
+const MAX_REDIRECTS = 5;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const USER_AGENT = "memory-service-github-connector/0.1";
+
+export class PrivateAddressError extends Error {
+  constructor(host: string) {
+    super(`GitHub host ${host} is on a private network, which this deployment does not allow`);
+    this.name = "PrivateAddressError";
+  }
+}
+
+/** Checked at connect time, so a DNS answer that changes after a check (rebinding) cannot slip through. */
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+    if (error) return callback(error, "");
+    const allowed = addresses.filter((a) => isPublicAddress(a.address));
+    const first = allowed[0];
+    if (!first) return callback(new PrivateAddressError(hostname), "");
+    if (options.all) return callback(null, allowed);
+    callback(null, first.address, first.family);
+  });
+};
+
+const agents = {
+  open: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
+  publicOnly: {
+    http: new http.Agent({ keepAlive: true, lookup: publicOnlyLookup }),
+    https: new https.Agent({ keepAlive: true, lookup: publicOnlyLookup }),
+  },
+};
+
+interface RawResponse {
+  status: number;
+  statusText: string;
+  headers: Headers;
+  body: Buffer;
+}
+
+function send(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  signal: AbortSignal | undefined,
+  allowPrivateNetwork: boolean,
+  timeoutMs: number,
+): Promise<RawResponse> {
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (!allowPrivateNetwork && isIP(host) && !isPublicAddress(host)) {
+    return Promise.reject(new PrivateAddressError(host));
+  }
+  const secure = url.protocol === "https:";
+  const pool = allowPrivateNetwork ? agents.open : agents.publicOnly;
+  return new Promise((resolve, reject) => {
+    const request = (secure ? https : http).request(url, {
+      method,
+      headers: { ...headers, "accept-encoding": "gzip" },
+      agent: secure ? pool.https : pool.http,
+      signal,
+    });
+    request.setTimeout(timeoutMs, () =>
+      request.destroy(new Error(`no answer from ${url.host} in ${timeoutMs} ms`)),
+    );
+    request.on("error", reject);
+    request.on("response", (response: IncomingMessage) => {
+      const stream =
+        response.headers["content-encoding"] === "gzip" ? response.pipe(zlib.createGunzip()) : response;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) {
+          reject(new Error(`response from ${url.host} is larger than ${MAX_RESPONSE_BYTES} bytes`));
+          request.destroy();
+          return;
+        }
+        chunks.push(chunk);
+      });
+      stream.on("error", reject);
+      response.on("error", reject);
+      stream.on("end", () => {
+        const out = new Headers();
+        for (const [name, value] of Object.entries(response.headers)) {
+          // The body is handed over decoded, so its original encoding and length no longer apply.
+          if (value === undefined || name === "content-encoding" || name === "content-length") continue;
+          out.set(name, Array.isArray(value) ? value.join(", ") : value);
+        }
+        resolve({
+          status: response.statusCode ?? 0,
+          statusText: response.statusMessage ?? "",
+          headers: out,
+          body: Buffer.concat(chunks),
+        });
+      });
+    });
+    request.end(body);
+  });
+}
+
+/** A fetch for Octokit: follows redirects (renamed repositories answer 301), drops credentials across origins. */
+function guardedFetch(allowPrivateNetwork: boolean, timeoutMs: number) {
+  return async (input: string | URL, init: RequestInit = {}): Promise<Response> => {
+    let url = new URL(String(input));
+    let method = (init.method ?? "GET").toUpperCase();
+    let body = typeof init.body === "string" ? init.body : undefined;
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries((init.headers ?? {}) as Record<string, string>)) {
+      headers[name.toLowerCase()] = String(value);
+    }
+    for (let hop = 0; ; hop++) {
+      const raw = await send(
+        url,
+        method,
+        headers,
+        body,
+        init.signal ?? undefined,
+        allowPrivateNetwork,
+        timeoutMs,
+      );
+      const location = raw.headers.get("location");
+      if (REDIRECTS.has(raw.status) && location) {
+        if (hop >= MAX_REDIRECTS)
+          throw new Error(`more than ${MAX_REDIRECTS} redirects from ${String(input)}`);
+        const next = new URL(location, url);
+        if (next.origin !== url.origin) delete headers.authorization;
+        if (raw.status === 303 || ((raw.status === 301 || raw.status === 302) && method !== "HEAD")) {
+          if (method !== "GET" && method !== "HEAD") body = undefined;
+          method = method === "HEAD" ? "HEAD" : "GET";
+        }
+        url = next;
+        continue;
+      }
+      const noBody = raw.status === 204 || raw.status === 205 || raw.status === 304 || method === "HEAD";
+      const response = new Response(noBody ? null : new Uint8Array(raw.body), {
+        status: raw.status,
+        statusText: raw.statusText,
+        headers: raw.headers,
+      });
+      Object.defineProperty(response, "url", { value: url.href });
+      return response;
+    }
+  };
+}
+
+const noop = () => {};
+
+export function githubClient(ctx: GithubContext): Octokit {
+  const octokit = new Octokit({
+    auth: ctx.secrets.token,
+    baseUrl: ctx.config.baseUrl,
+    userAgent: USER_AGENT,
+    request: {
+      fetch: guardedFetch(ctx.network.allowPrivateNetwork, ctx.network.timeoutMs),
+      signal: ctx.signal,
+    },
+    // Failed requests are reported by the connector as typed errors; Octokit's own error lines would
+    // duplicate them on stderr.
+    log: {
+      debug: noop,
+      info: noop,
+      warn: (message: string) => ctx.log.warn({ provider: "github" }, message),
+      error: noop,
+    },
+  });
+  octokit.hook.after("request", () => ctx.heartbeat());
+  return octokit;
+}
+
+/** What Octokit throws for an HTTP status (RequestError, named HttpError); duck-typed to avoid a transitive import. */
+export interface HttpError {
+  status: number;
+  message: string;
+  response?: { headers: Record<string, string | number | undefined>; data?: unknown };
+}
+
+export function httpError(error: unknown): HttpError | undefined {
+  if (
+    error instanceof Error &&
+    error.name === "HttpError" &&
+    typeof (error as { status?: unknown }).status === "number"
+  ) {
+    return error as unknown as HttpError;
+  }
+  return undefined;
+}
+
+export function httpStatus(error: unknown): number | undefined {
+  return httpError(error)?.status;
+}
+
+function findCause<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof type) return e;
+  }
+  return undefined;
+}
+
+/**
+ * GitHub's documented order: wait `retry-after` seconds if given; else, with no requests remaining, until
+ * `x-ratelimit-reset`; else (secondary limits) at least a minute. The reset time is measured against the
+ * response's own Date so a skewed local clock does not shorten the wait. Undefined: not a rate limit.
+ */
+export function rateLimitWaitMs(error: HttpError, now = Date.now()): number | undefined {
+  const headers = error.response?.headers ?? {};
+  const header = (name: string) => {
+    const value = headers[name];
+    return value === undefined ? undefined : String(value);
+  };
+  const retryAfter = header("retry-after");
+  if (retryAfter !== undefined) {
+    const seconds = Number(retryAfter);
+    if (Number.isFinite(seconds)) return Math.max(1000, Math.ceil(seconds * 1000));
+    const at = Date.parse(retryAfter);
+    if (Number.isFinite(at)) return Math.max(1000, at - now);
+  }
+  const reset = Number(header("x-ratelimit-reset"));
+  if (header("x-ratelimit-remaining") === "0" && Number.isFinite(reset) && reset > 0) {
+    const serverNow = Date.parse(header("date") ?? "");
+    return Math.max(1000, reset * 1000 - (Number.isFinite(serverNow) ? serverNow : now));
+  }
+  if (error.status === 429 || /rate limit/i.test(error.message)) return DEFAULT_RETRY_AFTER_MS;
+  return undefined;
+}
+
+/** The connector error for a failure, or the failure itself when the engine should simply retry. */
+export function toConnectorError(error: unknown, ctx: GithubContext): unknown {
+  if (ctx.signal.aborted) return error;
+  if (
+    error instanceof ConnectorAuthError ||
+    error instanceof ConnectorConfigError ||
+    error instanceof ConnectorRateLimitError
+  ) {
+    return error;
+  }
+  const refused = findCause(error, PrivateAddressError);
+  if (refused) return new ConnectorConfigError(refused.message);
+  const http = httpError(error);
+  if (!http) return error;
+  if (http.status === 401) return new ConnectorAuthError(`GitHub refused the token: ${http.message}`);
+  if (http.status === 403 || http.status === 429) {
+    const wait = rateLimitWaitMs(http);
+    if (wait !== undefined) return new ConnectorRateLimitError(`GitHub rate limit: ${http.message}`, wait);
+    // Missing scopes, SAML SSO not authorized for the token, a fine-grained token without this permission.
+    if (http.status === 403) return new ConnectorAuthError(`GitHub denied access: ${http.message}`);
+  }
+  return error;
+}
+
+/** rel → URL from a Link header. */
+export function parseLink(header: unknown): Record<string, string> {
+  const links: Record<string, string> = {};
+  if (typeof header !== "string") return links;
+  for (const part of header.split(",")) {
+    const match = part.match(/<([^>]*)>\s*;\s*rel="([^"]+)"/);
+    if (!match?.[1] || !match[2]) continue;
+    for (const rel of match[2].split(/\s+/)) links[rel] = match[1];
+  }
+  return links;
+}

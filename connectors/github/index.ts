@@ -1,0 +1,100 @@
+/**
+ * GitHub connector (provider `github`): syncs the documentation files, issues and pull requests of chosen
+ * repositories on github.com or a GitHub Enterprise Server.
+ *
+ * Documents, by id (stable across passes; the version decides what is fetched again):
+ * - `owner/repo/blob/<path>`: a README or a file with one of `fileExtensions` on the default branch, version
+ *   the git blob sha (so a file is fetched again only when its bytes change);
+ * - `owner/repo/issues/<number>` and `owner/repo/pull/<number>`: title, body and comments, version
+ *   `updated_at` (a new comment changes it).
+ *
+ * Settings (the create call's `metadata`):
+ * - `repositories` (default ""): comma-separated `owner/name` list. Usually written by
+ *   `POST /v3/connections/:id/configure` from items picked out of `GET /v3/connections/:id/resources`;
+ *   while empty, a sync lists nothing.
+ * - `baseUrl` (default `https://api.github.com`): the REST API root, e.g. `https://ghe.example.com/api/v3`
+ *   for Enterprise Server. Hosts on loopback or private networks are refused unless the deployment's
+ *   network policy allows private networks (the same rule as for crawled URLs and S3 endpoints).
+ * - `includeIssues` (default true), `includePullRequests` (default true).
+ * - `fileExtensions` (default `md,mdx,markdown,txt,rst`): comma-separated, case-insensitive, without dots.
+ *   README files (with no extension or a text one) are always taken.
+ * - `maxFileBytes` (default 1 MiB): larger files are skipped (logged), not synced.
+ * - `filesPerPage` (default 500) and `issuesPerPage` (default 100, GitHub's maximum): listing page sizes.
+ *
+ * Secrets (sealed at rest, never returned): `token`, a personal access token (classic with `repo` scope for
+ * private repositories, or fine-grained with Contents and Issues/Pull requests read access) or an OAuth
+ * token.
+ */
+
+import { z } from "zod";
+import type { Connector } from "../types.ts";
+import { configureRepositories, parseRepositoryList } from "./repositories.ts";
+import {
+  fetchGithubItem,
+  type GithubCursor,
+  githubResources,
+  initialGithubCursor,
+  listGithubPage,
+  verifyGithub,
+} from "./sync.ts";
+
+const flatBoolean = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")]);
+
+export const DEFAULT_GITHUB_API = "https://api.github.com";
+
+export const githubConfigSchema = z.object({
+  repositories: z
+    .string()
+    .default("")
+    .superRefine((value, ctx) => {
+      const problem = parseRepositoryList(value).error;
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+  baseUrl: z
+    .url({ protocol: /^https?$/ })
+    .default(DEFAULT_GITHUB_API)
+    .transform((url) => url.replace(/\/+$/, "")),
+  includeIssues: flatBoolean.default(true),
+  includePullRequests: flatBoolean.default(true),
+  fileExtensions: z
+    .string()
+    .default("md,mdx,markdown,txt,rst")
+    .transform((value) =>
+      value
+        .split(",")
+        .map((ext) => ext.trim().replace(/^\.+/, "").toLowerCase())
+        .filter((ext) => ext.length > 0),
+    ),
+  maxFileBytes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    // The blob API serves files up to 100 MB.
+    .max(100 * 1024 * 1024)
+    .default(1024 * 1024),
+  filesPerPage: z.coerce.number().int().min(1).max(5000).default(500),
+  issuesPerPage: z.coerce.number().int().min(1).max(100).default(100),
+});
+export type GithubConfig = z.infer<typeof githubConfigSchema>;
+
+export const githubSecretsSchema = z.object({
+  token: z.string().min(1),
+});
+export type GithubSecrets = z.infer<typeof githubSecretsSchema>;
+
+export const githubConnector: Connector<GithubConfig, GithubSecrets, GithubCursor> = {
+  provider: "github",
+  displayName: "GitHub",
+  configSchema: githubConfigSchema,
+  secretKeys: ["token"],
+  secretsSchema: githubSecretsSchema,
+  listing: "full",
+  initialCursor: initialGithubCursor,
+  listPage: listGithubPage,
+  fetchItem: fetchGithubItem,
+  verify: verifyGithub,
+  resources: githubResources,
+  configure: configureRepositories,
+};
+
+export type { GithubCursor } from "./sync.ts";

@@ -1,0 +1,470 @@
+// Lists the configured repositories one after the other, each in phases: the documentation files of the
+// default branch (one recursive git tree), then its issues and pull requests (one issues listing, which
+// holds both). Every pass lists everything, because the engine deletes what a complete pass did not see;
+// the versions (blob sha, updated_at) keep unchanged items from being fetched again.
+//
+// No state crosses passes: a conditional request (ETag → 304) or `since` would save requests only if the
+// connector could re-list the previous pass's items without asking GitHub, and the contract gives it no
+// place to keep them (initialCursor sees no previous cursor; a pass ends with `next: null`).
+
+import type { Octokit } from "@octokit/rest";
+import { ConnectorConfigError } from "../errors.ts";
+import type { FetchedItem, ItemMetadata, ListPage, SourceItem } from "../types.ts";
+import { type GithubContext, githubClient, httpStatus, parseLink, toConnectorError } from "./client.ts";
+import { parseRepositoryList } from "./repositories.ts";
+
+export interface GithubCursor {
+  /** The repositories of this pass, fixed at its start so a pass never mixes two settings. */
+  repositories: string[];
+  /** Which of them is being listed. */
+  index: number;
+  /**
+   * "files": the default branch's tree; "issues": the issues listing (issues and pull requests);
+   * "pulls": the pull request listing, used instead when the repository has issues turned off (410).
+   */
+  phase: "files" | "issues" | "pulls";
+  /** files: the root tree sha, pinned after the first page so later pages list the same commit. */
+  tree: string | null;
+  /** files: how many matching files earlier pages of this tree listed. */
+  offset: number;
+  /** issues/pulls: the next page to ask for (1-based). */
+  page: number;
+}
+
+interface RepoRef {
+  repository: string;
+  owner: string;
+  repo: string;
+}
+
+interface FileEntry {
+  path: string;
+  sha: string;
+  size: number;
+}
+
+const README = /^readme(?:\.(?:md|mdx|markdown|txt|rst|adoc|asciidoc|org|textile))?$/i;
+const SYMLINK_MODE = "120000";
+
+export function initialGithubCursor(ctx: GithubContext): GithubCursor {
+  return {
+    repositories: parseRepositoryList(ctx.config.repositories).repositories,
+    index: 0,
+    phase: "files",
+    tree: null,
+    offset: 0,
+    page: 1,
+  };
+}
+
+export async function listGithubPage(
+  ctx: GithubContext,
+  cursor: GithubCursor,
+): Promise<ListPage<GithubCursor>> {
+  const repository = cursor.repositories[cursor.index];
+  if (repository === undefined) return { items: [], next: null };
+  const ref = splitRepository(repository);
+  try {
+    const octokit = githubClient(ctx);
+    if (cursor.phase === "files") return await listFiles(ctx, octokit, ref, cursor);
+    if (cursor.phase === "issues") return await listIssues(ctx, octokit, ref, cursor);
+    return await listPulls(ctx, octokit, ref, cursor);
+  } catch (error) {
+    throw toConnectorError(error, ctx);
+  }
+}
+
+async function listFiles(
+  ctx: GithubContext,
+  octokit: Octokit,
+  ref: RepoRef,
+  cursor: GithubCursor,
+): Promise<ListPage<GithubCursor>> {
+  const { filesPerPage, maxFileBytes, fileExtensions } = ctx.config;
+  let tree: Awaited<ReturnType<typeof readTree>>;
+  if (cursor.tree === null) {
+    const { data } = await inRepository(ref, () => octokit.repos.get({ owner: ref.owner, repo: ref.repo }));
+    tree = await readTree(octokit, ref, data.default_branch);
+  } else {
+    // git objects never go away, so a pinned tree that is not found means the repository is gone.
+    const pinned = cursor.tree;
+    tree = await inRepository(ref, () => readTree(octokit, ref, pinned));
+  }
+  if (!tree) return { items: [], next: afterFiles(ctx, cursor) };
+
+  const extensions = new Set(fileExtensions);
+  const wanted = tree.files.filter((file) => isDocument(file.path, extensions));
+  const files = wanted.filter((file) => file.size <= maxFileBytes).sort((a, b) => compare(a.path, b.path));
+  if (cursor.offset === 0 && files.length < wanted.length) {
+    ctx.log.info(
+      { repository: ref.repository, skipped: wanted.length - files.length, maxFileBytes },
+      "github: files larger than maxFileBytes are not synced",
+    );
+  }
+  const end = cursor.offset + filesPerPage;
+  const items = files.slice(cursor.offset, end).map((file) => ({
+    id: `${ref.repository}/blob/${file.path}`,
+    version: file.sha,
+  }));
+  const next = end < files.length ? { ...cursor, tree: tree.sha, offset: end } : afterFiles(ctx, cursor);
+  return { items, next };
+}
+
+async function listIssues(
+  ctx: GithubContext,
+  octokit: Octokit,
+  ref: RepoRef,
+  cursor: GithubCursor,
+): Promise<ListPage<GithubCursor>> {
+  const { includeIssues, includePullRequests, issuesPerPage } = ctx.config;
+  let response: Awaited<ReturnType<Octokit["issues"]["listForRepo"]>>;
+  try {
+    response = await inRepository(ref, () =>
+      octokit.issues.listForRepo({
+        owner: ref.owner,
+        repo: ref.repo,
+        state: "all",
+        // Oldest first: issues opened during a pass land on later pages instead of shifting earlier ones.
+        sort: "created",
+        direction: "asc",
+        per_page: issuesPerPage,
+        page: cursor.page,
+      }),
+    );
+  } catch (error) {
+    if (httpStatus(error) !== 410) throw error;
+    // "Issues are disabled for this repo": its pull requests are still there, under /pulls.
+    const next = includePullRequests
+      ? { ...cursor, phase: "pulls" as const, page: 1 }
+      : nextRepository(cursor);
+    return { items: [], next };
+  }
+  const items: SourceItem[] = [];
+  for (const issue of response.data) {
+    const isPull = Boolean(issue.pull_request);
+    if (isPull ? !includePullRequests : !includeIssues) continue;
+    items.push({
+      id: `${ref.repository}/${isPull ? "pull" : "issues"}/${issue.number}`,
+      version: issue.updated_at,
+    });
+  }
+  const more = Boolean(parseLink(response.headers.link).next);
+  return { items, next: more ? { ...cursor, page: cursor.page + 1 } : nextRepository(cursor) };
+}
+
+async function listPulls(
+  ctx: GithubContext,
+  octokit: Octokit,
+  ref: RepoRef,
+  cursor: GithubCursor,
+): Promise<ListPage<GithubCursor>> {
+  const response = await inRepository(ref, () =>
+    octokit.pulls.list({
+      owner: ref.owner,
+      repo: ref.repo,
+      state: "all",
+      sort: "created",
+      direction: "asc",
+      per_page: ctx.config.issuesPerPage,
+      page: cursor.page,
+    }),
+  );
+  const items = response.data.map((pull) => ({
+    id: `${ref.repository}/pull/${pull.number}`,
+    version: pull.updated_at,
+  }));
+  const more = Boolean(parseLink(response.headers.link).next);
+  return { items, next: more ? { ...cursor, page: cursor.page + 1 } : nextRepository(cursor) };
+}
+
+function afterFiles(ctx: GithubContext, cursor: GithubCursor): GithubCursor | null {
+  if (!ctx.config.includeIssues && !ctx.config.includePullRequests) return nextRepository(cursor);
+  return { ...cursor, phase: "issues", tree: null, offset: 0, page: 1 };
+}
+
+function nextRepository(cursor: GithubCursor): GithubCursor | null {
+  const index = cursor.index + 1;
+  if (index >= cursor.repositories.length) return null;
+  return { ...cursor, index, phase: "files", tree: null, offset: 0, page: 1 };
+}
+
+/**
+ * The blobs under a tree, by full path. GitHub cuts recursive listings off (100,000 entries or 7 MB) and
+ * says so with `truncated`; a cut listing would make the engine delete the files it left out, so such a
+ * tree is walked one level at a time instead. Null: the repository has no commits yet (409).
+ */
+async function readTree(
+  octokit: Octokit,
+  ref: RepoRef,
+  treeish: string,
+): Promise<{ sha: string; files: FileEntry[] } | null> {
+  let data: Awaited<ReturnType<Octokit["git"]["getTree"]>>["data"];
+  try {
+    ({ data } = await octokit.git.getTree({
+      owner: ref.owner,
+      repo: ref.repo,
+      tree_sha: treeish,
+      recursive: "1",
+    }));
+  } catch (error) {
+    if (httpStatus(error) === 409) return null;
+    throw error;
+  }
+  if (!data.truncated) return { sha: data.sha, files: blobsOf(data.tree, "") };
+
+  const { data: top } = await octokit.git.getTree({ owner: ref.owner, repo: ref.repo, tree_sha: data.sha });
+  if (top.truncated) {
+    throw new ConnectorConfigError(
+      `${ref.repository}: a folder of the default branch has too many entries for GitHub to list`,
+    );
+  }
+  const files = blobsOf(top.tree, "");
+  for (const entry of top.tree) {
+    if (entry.type !== "tree" || !entry.sha || !entry.path) continue;
+    const sub = await readTree(octokit, ref, entry.sha);
+    for (const file of sub?.files ?? []) files.push({ ...file, path: `${entry.path}/${file.path}` });
+  }
+  return { sha: data.sha, files };
+}
+
+function blobsOf(
+  entries: { path?: string; mode?: string; type?: string; sha?: string; size?: number }[],
+  prefix: string,
+): FileEntry[] {
+  const files: FileEntry[] = [];
+  for (const entry of entries) {
+    if (entry.type !== "blob" || entry.mode === SYMLINK_MODE || !entry.path || !entry.sha) continue;
+    files.push({ path: prefix + entry.path, sha: entry.sha, size: entry.size ?? 0 });
+  }
+  return files;
+}
+
+function isDocument(path: string, extensions: Set<string>): boolean {
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  if (README.test(name)) return true;
+  const dot = name.lastIndexOf(".");
+  return dot > 0 && extensions.has(name.slice(dot + 1).toLowerCase());
+}
+
+/** Code-unit order, so pages slice the same list whatever the locale. */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function splitRepository(repository: string): RepoRef {
+  const [owner = "", repo = ""] = repository.split("/");
+  return { repository, owner, repo };
+}
+
+/** Requests scoped to one repository: a 404 there means it is gone or the token cannot see it. */
+async function inRepository<T>(ref: RepoRef, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const status = httpStatus(error);
+    if (status === 404) {
+      throw new ConnectorConfigError(
+        `repository ${ref.repository} does not exist or the token cannot see it`,
+      );
+    }
+    if (status === 451) throw new ConnectorConfigError(`repository ${ref.repository} is blocked (451)`);
+    throw error;
+  }
+}
+
+type ItemRef =
+  | (RepoRef & { kind: "blob"; path: string })
+  | (RepoRef & { kind: "issues" | "pull"; number: number });
+
+function parseItemId(id: string): ItemRef | undefined {
+  const match = id.match(/^([^/]+)\/([^/]+)\/(blob|issues|pull)\/(.+)$/);
+  if (!match) return undefined;
+  const [, owner = "", repo = "", kind, rest = ""] = match;
+  const ref = { repository: `${owner}/${repo}`, owner, repo };
+  if (kind === "blob") return { ...ref, kind, path: rest };
+  if (!/^\d+$/.test(rest)) return undefined;
+  return { ...ref, kind: kind as "issues" | "pull", number: Number(rest) };
+}
+
+export async function fetchGithubItem(ctx: GithubContext, item: SourceItem): Promise<FetchedItem | null> {
+  const ref = parseItemId(item.id);
+  if (!ref) return null;
+  try {
+    const octokit = githubClient(ctx);
+    if (ref.kind === "blob") return await fetchFile(ctx, octokit, ref);
+    return await fetchConversation(octokit, ref);
+  } catch (error) {
+    // Deleted since it was listed (or turned off): absent; the next pass will not list it either.
+    const status = httpStatus(error);
+    if (status === 404 || status === 410) return null;
+    throw toConnectorError(error, ctx);
+  }
+}
+
+async function fetchFile(
+  ctx: GithubContext,
+  octokit: Octokit,
+  ref: RepoRef & { path: string },
+): Promise<FetchedItem | null> {
+  const { data } = await octokit.repos.getContent({ owner: ref.owner, repo: ref.repo, path: ref.path });
+  if (Array.isArray(data) || data.type !== "file") return null;
+  let bytes: Buffer;
+  if ("encoding" in data && data.encoding === "base64") {
+    bytes = Buffer.from(data.content ?? "", "base64");
+  } else {
+    // Over 1 MB the contents API leaves the content out (encoding "none"); the blob API serves up to 100 MB.
+    if (data.size > ctx.config.maxFileBytes) return null;
+    const { data: blob } = await octokit.git.getBlob({
+      owner: ref.owner,
+      repo: ref.repo,
+      file_sha: data.sha,
+    });
+    bytes = Buffer.from(blob.content, blob.encoding === "base64" ? "base64" : "utf8");
+  }
+  if (bytes.length > ctx.config.maxFileBytes) return null;
+
+  const slash = ref.path.lastIndexOf("/");
+  const dir = slash >= 0 ? `${ref.path.slice(0, slash)}/` : "";
+  const common = {
+    title: ref.path,
+    url: data.html_url ?? undefined,
+    filepath: `/${ref.owner}/${ref.repo}/${dir}`,
+    metadata: { repository: ref.repository, path: ref.path, kind: "file" },
+  };
+  const text = decodeUtf8(bytes);
+  if (text !== undefined) return { ...common, text };
+  // Not UTF-8 (a Latin-1 .txt, a misnamed binary): the pipeline detects what it is, as for an upload.
+  return { ...common, file: { bytes, name: ref.path.slice(slash + 1) } };
+}
+
+function decodeUtf8(bytes: Buffer): string | undefined {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+interface Conversation {
+  title: string;
+  body?: string | null;
+  html_url: string;
+  state: string;
+  user: { login: string } | null;
+  labels: (string | { name?: string })[];
+  comments?: number;
+}
+
+async function fetchConversation(
+  octokit: Octokit,
+  ref: RepoRef & { kind: "issues" | "pull"; number: number },
+): Promise<FetchedItem | null> {
+  const params = { owner: ref.owner, repo: ref.repo };
+  let conversation: Conversation;
+  let merged: boolean | undefined;
+  if (ref.kind === "pull") {
+    // /pulls also answers when the repository has issues turned off.
+    const { data } = await octokit.pulls.get({ ...params, pull_number: ref.number });
+    conversation = data;
+    merged = Boolean(data.merged_at);
+  } else {
+    const { data } = await octokit.issues.get({ ...params, issue_number: ref.number });
+    // The number belongs to a pull request now listed under its own id.
+    if (data.pull_request) return null;
+    conversation = data;
+  }
+
+  let comments: { body?: string; user: { login: string } | null; created_at: string }[] = [];
+  if (conversation.comments !== 0) {
+    try {
+      comments = await octokit.paginate(octokit.issues.listComments, {
+        ...params,
+        issue_number: ref.number,
+        per_page: 100,
+      });
+    } catch (error) {
+      if (httpStatus(error) !== 410) throw error;
+    }
+  }
+
+  const parts = [`# ${conversation.title}`];
+  if (conversation.body?.trim()) parts.push(conversation.body.trim());
+  for (const comment of comments) {
+    if (!comment.body?.trim()) continue;
+    parts.push(
+      `---\n\n**${comment.user?.login ?? "ghost"}** commented on ${comment.created_at}:\n\n${comment.body.trim()}`,
+    );
+  }
+  const labels = conversation.labels
+    .map((label) => (typeof label === "string" ? label : (label.name ?? "")))
+    .filter((name) => name.length > 0);
+  const metadata: ItemMetadata = {
+    repository: ref.repository,
+    number: ref.number,
+    state: conversation.state,
+    author: conversation.user?.login ?? "ghost",
+    labels,
+    kind: ref.kind === "pull" ? "pull_request" : "issue",
+  };
+  if (merged !== undefined) metadata.merged = merged;
+  return {
+    title: conversation.title,
+    text: parts.join("\n\n"),
+    url: conversation.html_url,
+    filepath: `/${ref.owner}/${ref.repo}/${ref.kind}/`,
+    metadata,
+  };
+}
+
+export async function verifyGithub(ctx: GithubContext): Promise<void> {
+  try {
+    const octokit = githubClient(ctx);
+    await octokit.users.getAuthenticated();
+    for (const repository of parseRepositoryList(ctx.config.repositories).repositories) {
+      const ref = splitRepository(repository);
+      await inRepository(ref, () => octokit.repos.get({ owner: ref.owner, repo: ref.repo }));
+    }
+  } catch (error) {
+    throw toConnectorError(error, ctx);
+  }
+}
+
+/** The repositories the token can see, for picking (`GET /v3/connections/:id/resources`). */
+export async function githubResources(
+  ctx: GithubContext,
+  query: { page: number; perPage: number },
+): Promise<{ resources: Record<string, unknown>[]; total_count?: number }> {
+  const perPage = Math.min(100, Math.max(1, Math.trunc(query.perPage) || 30));
+  const page = Math.max(1, Math.trunc(query.page) || 1);
+  try {
+    const octokit = githubClient(ctx);
+    const list = (p: number) =>
+      octokit.repos.listForAuthenticatedUser({
+        per_page: perPage,
+        page: p,
+        sort: "full_name",
+        direction: "asc",
+      });
+    const response = await list(page);
+    const resources = response.data.map((repo) => ({
+      id: repo.id,
+      full_name: repo.full_name,
+      private: repo.private,
+      default_branch: repo.default_branch,
+      description: repo.description,
+      updated_at: repo.updated_at,
+    }));
+    // GitHub sends no total for this listing; the last page's position and length give it exactly.
+    const links = parseLink(response.headers.link);
+    let total: number | undefined;
+    const lastPage = links.last ? Number(new URL(links.last).searchParams.get("page")) : Number.NaN;
+    if (Number.isInteger(lastPage) && lastPage > 0 && lastPage !== page) {
+      total = (lastPage - 1) * perPage + (await list(lastPage)).data.length;
+    } else if (!links.next && (resources.length > 0 || page === 1)) {
+      total = (page - 1) * perPage + resources.length;
+    }
+    return total === undefined ? { resources } : { resources, total_count: total };
+  } catch (error) {
+    throw toConnectorError(error, ctx);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * `gmail`: a Gmail (or Google Workspace) mailbox over IMAP, authenticated with an OAuth 2.0 access token
+ * (SASL XOAUTH2). Listing, items and attachments are those of the `imap` connector (connectors/imap/sync.ts).
+ *
+ * Config keys (the create call's metadata):
+ * - `email` (required): the account's address, the IMAP user name.
+ * - `mailboxes`: `"INBOX"` (default), a comma-separated list of Gmail labels as IMAP lists them
+ *   (`"INBOX, [Gmail]/Sent Mail"`), or `"*"` for every message once ("[Gmail]/All Mail": Gmail's label
+ *   folders hold copies of the same messages, and All Mail leaves out Trash and Spam).
+ * - `since`, `maxMessageBytes`, `pageSize`, `tlsRejectUnauthorized`: as for `imap`.
+ * - `host`, `port`, `secure`: imap.gmail.com, 993, true; overridable for tests and IMAP proxies.
+ *
+ * Secret keys: `accessToken` (required); `refreshToken`, `clientId`, `clientSecret` are stored for
+ * refreshing the access token (not done yet: an expired token stops the connection as auth_expired).
+ *
+ * Items link to the message in Gmail's web UI (a search by Message-ID).
+ */
+
+import { z } from "zod";
+import {
+  booleanSetting,
+  closeMailConnections,
+  fetchMail,
+  initialMailCursor,
+  listMailPage,
+  type MailAccount,
+  type MailCursor,
+  type MailFetchOptions,
+  type MailSelection,
+  mailSelectionShape,
+  portSetting,
+  verifyMail,
+} from "../imap/sync.ts";
+import type { Connector, SyncContext } from "../types.ts";
+
+export const GMAIL_IMAP_HOST = "imap.gmail.com";
+export const GMAIL_IMAP_PORT = 993;
+
+export const gmailConfigSchema = z.object({
+  email: z.string().trim().min(3).includes("@"),
+  host: z.string().trim().min(1).default(GMAIL_IMAP_HOST),
+  port: portSetting.default(GMAIL_IMAP_PORT),
+  secure: booleanSetting.default(true),
+  ...mailSelectionShape,
+});
+
+export type GmailConfig = z.output<typeof gmailConfigSchema>;
+
+export const gmailSecretsSchema = z.object({
+  accessToken: z.string().min(1),
+  refreshToken: z.string().min(1).optional(),
+  clientId: z.string().min(1).optional(),
+  clientSecret: z.string().min(1).optional(),
+});
+
+export type GmailSecrets = z.output<typeof gmailSecretsSchema>;
+
+type Ctx = SyncContext<GmailConfig, GmailSecrets>;
+
+function account(ctx: Ctx): MailAccount {
+  const { config, secrets } = ctx;
+  return {
+    host: config.host,
+    port: config.port,
+    secure: config.secure,
+    tlsRejectUnauthorized: config.tlsRejectUnauthorized,
+    user: config.email,
+    auth: { kind: "oauth2", accessToken: secrets.accessToken },
+  };
+}
+
+function selection(config: GmailConfig): MailSelection {
+  return {
+    mailboxes: config.mailboxes,
+    maxMessageBytes: config.maxMessageBytes,
+    pageSize: config.pageSize,
+    ...(config.since ? { since: config.since } : {}),
+  };
+}
+
+/** Gmail's web UI finds a message by its Message-ID; `u/<email>` picks the account when several are signed in. */
+export function gmailMessageUrl(email: string, messageId: string | undefined): string | undefined {
+  if (!messageId) return undefined;
+  const bare = messageId.replace(/^<|>$/g, "");
+  return `https://mail.google.com/mail/u/${encodeURIComponent(email)}/#search/rfc822msgid%3A${encodeURIComponent(bare)}`;
+}
+
+function fetchOptions(config: GmailConfig): MailFetchOptions {
+  return { link: ({ messageId }) => gmailMessageUrl(config.email, messageId) };
+}
+
+export const gmail: Connector<GmailConfig, GmailSecrets, MailCursor> = {
+  provider: "gmail",
+  displayName: "Gmail",
+  configSchema: gmailConfigSchema,
+  secretKeys: ["accessToken", "refreshToken", "clientId", "clientSecret"],
+  secretsSchema: gmailSecretsSchema,
+  listing: "full",
+  shutdown: closeMailConnections,
+  initialCursor: () => initialMailCursor(),
+  listPage: (ctx, cursor) => listMailPage(ctx, account(ctx), selection(ctx.config), cursor),
+  fetchItem: (ctx, item) =>
+    fetchMail(ctx, account(ctx), selection(ctx.config), item, fetchOptions(ctx.config)),
+  verify: (ctx) => verifyMail(ctx, account(ctx), selection(ctx.config)),
+};

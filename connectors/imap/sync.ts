@@ -1,0 +1,697 @@
+// Listing and fetching mail over IMAP, shared by the `imap` (password) and `gmail` (XOAUTH2) connectors.
+//
+// Listing is "full" but cheap: per mailbox, UID SEARCH over windows of UIDs gives the messages; a
+// message's content never changes under one UID, so `<uidvalidity>/<uid>` is its version and the
+// engine fetches each message once. When a server resets UIDVALIDITY every id changes and the engine
+// replaces them all, which is what such a reset means.
+//
+// Connections are pooled per connection id and credentials within the worker process: the engine calls
+// listPage and fetchItem as separate activities, and a login per message would be slow and would trip
+// providers' login rate limits (Gmail allows 15 simultaneous sessions per account).
+
+import { createHash } from "node:crypto";
+import { type FetchMessageObject, ImapFlow, type ListResponse, type MailboxLockObject } from "imapflow";
+import { type AddressObject, type Attachment, type ParsedMail, simpleParser } from "mailparser";
+import { z } from "zod";
+import type { Logger } from "../../config/logger.ts";
+import { htmlToText } from "../../pipeline/html.ts";
+import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
+import type { FetchedItem, ItemMetadata, ListPage, SourceItem, SyncContext } from "../types.ts";
+
+/** Where and as whom to log in. */
+export interface MailAccount {
+  host: string;
+  port: number;
+  /** Implicit TLS (port 993); false means plain IMAP, upgraded with STARTTLS when the server offers it. */
+  secure: boolean;
+  tlsRejectUnauthorized: boolean;
+  user: string;
+  auth: { kind: "password"; password: string } | { kind: "oauth2"; accessToken: string };
+}
+
+/** What to sync from the account. */
+export interface MailSelection {
+  /** "INBOX", a comma-separated list of mailbox paths, or "*". */
+  mailboxes: string;
+  /** ISO date: only messages received on or after it (IMAP SEARCH SINCE, day granularity). */
+  since?: string;
+  maxMessageBytes: number;
+  pageSize: number;
+}
+
+/** Position in one full pass over the selected mailboxes. Plain JSON: the engine stores it between pages. */
+export interface MailCursor {
+  /** The mailboxes of this pass, resolved from the `mailboxes` setting by the first page; null before. */
+  mailboxes: string[] | null;
+  /** Index in `mailboxes` of the one being listed. */
+  index: number;
+  /** UIDVALIDITY of that mailbox when its listing started; null before its first page. */
+  uidValidity: string | null;
+  /** Every UID up to this one has been listed (in that mailbox, under that UIDVALIDITY). */
+  afterUid: number;
+  /** Per mailbox listed so far in this pass: its UIDVALIDITY and the highest UID seen. */
+  seen: Record<string, { uidValidity: string; highestUid: number }>;
+}
+
+export const DEFAULT_PAGE_SIZE = 100;
+/** Gmail's own limit is 25 MB of attachments; base64 makes the message about a third larger. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
+/** A pooled connection nobody used for this long is logged out (servers drop idle sessions anyway). */
+const IDLE_CLOSE_MS = 30_000;
+/** UID SEARCH round trips per page at most, when UIDs are sparse (a mailbox after mass deletions). */
+const MAX_SEARCHES_PER_PAGE = 16;
+
+// Metadata values arrive as strings, numbers or booleans (a form, a query string, JSON): accept each
+// where it can only mean one thing.
+export const booleanSetting = z.union([
+  z.boolean(),
+  z.enum(["true", "false"]).transform((v) => v === "true"),
+]);
+export const portSetting = z.coerce.number().int().min(1).max(65535);
+
+/** Settings both mail connectors share, spread into their config schemas. */
+export const mailSelectionShape = {
+  mailboxes: z
+    .string()
+    .trim()
+    .min(1)
+    .default("INBOX")
+    .refine((v) => v === "*" || v.split(",").some((m) => m.trim() !== ""), "no mailbox named"),
+  since: z
+    .string()
+    .trim()
+    .refine((v) => !Number.isNaN(Date.parse(v)), "not an ISO date (YYYY-MM-DD or a full timestamp)")
+    .optional(),
+  maxMessageBytes: z.coerce.number().int().min(1024).default(DEFAULT_MAX_MESSAGE_BYTES),
+  pageSize: z.coerce.number().int().min(1).max(1000).default(DEFAULT_PAGE_SIZE),
+  /** Only for servers with self-signed certificates the operator trusts. */
+  tlsRejectUnauthorized: booleanSetting.default(true),
+};
+
+export function initialMailCursor(): MailCursor {
+  return { mailboxes: null, index: 0, uidValidity: null, afterUid: 0, seen: {} };
+}
+
+export function mailItemId(mailbox: string, uidValidity: string, uid: number): string {
+  return `${mailbox}/${uidValidity}/${uid}`;
+}
+
+/** The mailbox may itself contain `/` (the usual hierarchy separator), so the numbers are taken from the end. */
+export function parseMailItemId(id: string): { mailbox: string; uidValidity: string; uid: number } | null {
+  const m = id.match(/^(.+)\/(\d+)\/(\d+)$/);
+  if (!m?.[1] || !m[2] || !m[3]) return null;
+  return { mailbox: m[1], uidValidity: m[2], uid: Number(m[3]) };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Errors
+
+interface ImapErrorLike {
+  message?: string;
+  code?: string;
+  authenticationFailed?: boolean;
+  serverResponseCode?: string;
+  responseText?: string;
+  throttleReset?: number;
+  tlsFailed?: boolean;
+  mailboxMissing?: boolean;
+}
+
+function asImapError(err: unknown): ImapErrorLike {
+  return typeof err === "object" && err !== null ? (err as ImapErrorLike) : {};
+}
+
+/** imapflow's bare "Command failed" says nothing: the server's own text is what a person can act on. */
+function describe(err: unknown): string {
+  const e = asImapError(err);
+  const text = e.responseText || e.message || String(err);
+  return e.serverResponseCode ? `[${e.serverResponseCode}] ${text}` : text;
+}
+
+/** Maps imapflow's failures onto what the engine acts on; everything else stays a plain (retried) error. */
+export function mapImapError(err: unknown, account: MailAccount): unknown {
+  if (
+    err instanceof ConnectorAuthError ||
+    err instanceof ConnectorConfigError ||
+    err instanceof ConnectorRateLimitError
+  ) {
+    return err;
+  }
+  const e = asImapError(err);
+  const where = `${account.host}:${account.port}`;
+  // Login refusals that are not about the credentials: too many sessions (Dovecot's [LIMIT], Gmail's
+  // "Too many simultaneous connections") wait like a rate limit; [UNAVAILABLE] is a server hiccup.
+  if (e.serverResponseCode === "LIMIT" || /too many (simultaneous )?connections/i.test(describe(err))) {
+    return new ConnectorRateLimitError(`${where} refused another session: ${describe(err)}`, 60_000);
+  }
+  if (e.serverResponseCode === "UNAVAILABLE" || e.serverResponseCode === "INUSE") {
+    const retry = new Error(`${where} is temporarily unavailable: ${describe(err)}`);
+    return Object.assign(retry, { cause: err });
+  }
+  if (
+    e.authenticationFailed ||
+    e.serverResponseCode === "AUTHENTICATIONFAILED" ||
+    e.serverResponseCode === "AUTHORIZATIONFAILED"
+  ) {
+    const how = account.auth.kind === "oauth2" ? "the OAuth access token" : "the password";
+    return new ConnectorAuthError(`${where} refused ${how} for ${account.user}: ${describe(err)}`);
+  }
+  if (e.code === "ETHROTTLE") {
+    return new ConnectorRateLimitError(`${where} is throttling: ${describe(err)}`, e.throttleReset ?? 60_000);
+  }
+  // A certificate the server will keep presenting, or TLS spoken to a plain port: retrying changes nothing.
+  if (
+    e.tlsFailed ||
+    /wrong version number|self[- ]signed|unable to verify|certificate/i.test(e.message ?? "")
+  ) {
+    return new ConnectorConfigError(
+      `TLS with ${where} failed (check the port, \`secure\` and \`tlsRejectUnauthorized\`): ${describe(err)}`,
+    );
+  }
+  return err;
+}
+
+function isMissingMailbox(err: unknown): boolean {
+  const e = asImapError(err);
+  return e.mailboxMissing === true || e.serverResponseCode === "NONEXISTENT";
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Connections
+
+interface PoolEntry {
+  key: string;
+  client: ImapFlow;
+  users: number;
+  idleTimer: NodeJS.Timeout | null;
+  evicted: boolean;
+}
+
+/** Per key: the login under way, then the logged-in session. */
+interface PoolSlot {
+  pending: Promise<PoolEntry>;
+  entry?: PoolEntry;
+}
+
+const pool = new Map<string, PoolSlot>();
+
+function poolKey(connectionId: string, account: MailAccount): string {
+  const secret = account.auth.kind === "password" ? account.auth.password : account.auth.accessToken;
+  const hash = createHash("sha256")
+    .update(JSON.stringify([account.host, account.port, account.secure, account.user, account.auth.kind]))
+    .update("\0")
+    .update(secret)
+    .digest("hex");
+  return `${connectionId}:${hash}`;
+}
+
+function newClient(account: MailAccount): ImapFlow {
+  return new ImapFlow({
+    host: account.host,
+    port: account.port,
+    secure: account.secure,
+    tls: { rejectUnauthorized: account.tlsRejectUnauthorized },
+    auth:
+      account.auth.kind === "password"
+        ? { user: account.user, pass: account.auth.password }
+        : { user: account.user, accessToken: account.auth.accessToken },
+    logger: false,
+    // Sessions here are short bursts of commands; IDLE would only add round trips between them.
+    disableAutoIdle: true,
+    connectionTimeout: 30_000,
+    greetingTimeout: 16_000,
+    socketTimeout: 120_000,
+  });
+}
+
+/** Opens and logs in; the returned client has an error listener (an unheard 'error' event kills the process). */
+async function connect(account: MailAccount, log: Logger, signal?: AbortSignal): Promise<ImapFlow> {
+  const client = newClient(account);
+  client.on("error", (err: unknown) => {
+    log.warn({ err: describe(err), host: account.host }, "imap connection error");
+  });
+  const onAbort = () => client.close();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    await client.connect();
+  } catch (err) {
+    client.close();
+    signal?.throwIfAborted();
+    throw mapImapError(err, account);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+  return client;
+}
+
+function closeClient(client: ImapFlow, hard: boolean): void {
+  if (hard || !client.usable) {
+    client.close();
+    return;
+  }
+  client.logout().catch(() => client.close());
+}
+
+/** Takes the session out of the pool; it is closed now (hard) or when its last user is done. */
+function evict(entry: PoolEntry, hard: boolean): void {
+  if (!entry.evicted) {
+    entry.evicted = true;
+    if (entry.idleTimer) clearTimeout(entry.idleTimer);
+    if (pool.get(entry.key)?.entry === entry) pool.delete(entry.key);
+  }
+  if (hard || entry.users === 0) closeClient(entry.client, hard);
+}
+
+async function acquire(ctx: SyncContext<unknown, unknown>, account: MailAccount): Promise<PoolEntry> {
+  const key = poolKey(ctx.connectionId, account);
+  for (let attempt = 0; ; attempt++) {
+    let slot = pool.get(key);
+    if (!slot) {
+      const created: PoolSlot = {
+        pending: connect(account, ctx.log, ctx.signal).then((client) => {
+          const entry: PoolEntry = { key, client, users: 0, idleTimer: null, evicted: false };
+          created.entry = entry;
+          client.once("close", () => evict(entry, true));
+          return entry;
+        }),
+      };
+      created.pending.catch(() => {
+        if (pool.get(key) === created) pool.delete(key);
+      });
+      pool.set(key, created);
+      slot = created;
+    }
+    const entry = await slot.pending;
+    if (!entry.evicted && entry.client.usable) {
+      entry.users += 1;
+      if (entry.idleTimer) {
+        clearTimeout(entry.idleTimer);
+        entry.idleTimer = null;
+      }
+      return entry;
+    }
+    // The server dropped the pooled session while it sat idle: open a fresh one, once.
+    evict(entry, true);
+    if (attempt >= 1) throw new Error(`IMAP connection to ${account.host}:${account.port} is not usable`);
+  }
+}
+
+function release(entry: PoolEntry): void {
+  entry.users -= 1;
+  if (entry.users > 0) return;
+  if (entry.evicted || !entry.client.usable) {
+    evict(entry, false);
+    return;
+  }
+  entry.idleTimer = setTimeout(() => evict(entry, false), IDLE_CLOSE_MS);
+  // An idle pooled connection must not keep a worker (or a test run) alive.
+  entry.idleTimer.unref();
+}
+
+async function withClient<T>(
+  ctx: SyncContext<unknown, unknown>,
+  account: MailAccount,
+  fn: (client: ImapFlow) => Promise<T>,
+): Promise<T> {
+  ctx.signal.throwIfAborted();
+  const entry = await acquire(ctx, account);
+  // Cancelling must not wait for a slow server: closing the socket fails the running command at once.
+  const onAbort = () => evict(entry, true);
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await fn(entry.client);
+  } catch (err) {
+    if (!entry.client.usable) evict(entry, true);
+    ctx.signal.throwIfAborted();
+    throw mapImapError(err, account);
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
+    release(entry);
+  }
+}
+
+/** Logs out every pooled connection (worker shutdown, end of a test file). */
+export async function closeMailConnections(): Promise<void> {
+  const entries = await Promise.allSettled([...pool.values()].map((slot) => slot.pending));
+  pool.clear();
+  await Promise.all(
+    entries.map(async (r) => {
+      if (r.status !== "fulfilled") return;
+      const entry = r.value;
+      entry.evicted = true;
+      if (entry.idleTimer) clearTimeout(entry.idleTimer);
+      if (!entry.client.usable) return entry.client.close();
+      await entry.client.logout().catch(() => entry.client.close());
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Mailboxes
+
+function hasFlag(mailbox: ListResponse, flag: string): boolean {
+  for (const f of mailbox.flags) if (f.toLowerCase() === flag.toLowerCase()) return true;
+  return false;
+}
+
+const SPAM_NAMES = /^(spam|junk|junk e-?mail|bulk mail|trash|deleted items|deleted messages|bin)$/i;
+
+/**
+ * "*" means every message once: a server's \All mailbox (Gmail's "[Gmail]/All Mail") holds every
+ * message of the account, while its label folders hold copies that would be listed again under other
+ * ids; without one, every selectable mailbox except Trash, Junk/Spam and virtual \Flagged views.
+ */
+export async function resolveMailboxes(client: ImapFlow, setting: string): Promise<string[]> {
+  const listed = await client.list();
+  const selectable = listed.filter((m) => !hasFlag(m, "\\Noselect") && !hasFlag(m, "\\NonExistent"));
+  if (setting.trim() === "*") {
+    const all = selectable.find((m) => m.specialUse === "\\All" && m.specialUseSource === "extension");
+    if (all) return [all.path];
+    return selectable
+      .filter((m) => m.specialUse !== "\\Trash" && m.specialUse !== "\\Junk")
+      .filter((m) => !(m.specialUse === "\\Flagged" && m.specialUseSource === "extension"))
+      .filter((m) => !SPAM_NAMES.test(m.name))
+      .map((m) => m.path);
+  }
+  const wanted = [
+    ...new Set(
+      setting
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
+  return wanted.map((name) => {
+    const found = selectable.find(
+      (m) => m.path === name || (name.toUpperCase() === "INBOX" && m.path.toUpperCase() === "INBOX"),
+    );
+    if (!found) {
+      const known = selectable.map((m) => m.path).join(", ");
+      throw new ConnectorConfigError(`mailbox "${name}" does not exist on the server (it has: ${known})`);
+    }
+    return found.path;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Listing
+
+async function lockMailbox(client: ImapFlow, path: string): Promise<MailboxLockObject> {
+  return client.getMailboxLock(path, { readOnly: true });
+}
+
+/**
+ * Up to pageSize UIDs above `after`, searched window by window below UIDNEXT, so a page costs a few
+ * small answers instead of the whole mailbox's UID list (which `UID SEARCH UID n:*` would send again
+ * for every page of a large mailbox). Windows grow when UIDs are sparse.
+ */
+async function uidPage(
+  client: ImapFlow,
+  ctx: SyncContext<unknown, unknown>,
+  after: number,
+  uidNext: number,
+  selection: MailSelection,
+): Promise<{ uids: number[]; done: boolean; position: number }> {
+  const since = selection.since ? new Date(selection.since) : undefined;
+  const search = async (range: string) => {
+    const found = await client.search({ uid: range, ...(since ? { since } : {}) }, { uid: true });
+    if (!Array.isArray(found))
+      throw new Error(`UID SEARCH ${range} failed in ${client.mailbox ? client.mailbox.path : "?"}`);
+    return found;
+  };
+  const { pageSize } = selection;
+  let lo = after + 1;
+  const uids: number[] = [];
+  if (!uidNext) {
+    // No UIDNEXT from the server: one open-ended search. `n:*` always matches the highest UID, even below n.
+    uids.push(...(await search(`${lo}:*`)).filter((u) => u >= lo));
+    lo = Number.POSITIVE_INFINITY;
+  } else {
+    let span = pageSize;
+    for (let round = 0; round < MAX_SEARCHES_PER_PAGE && lo < uidNext && uids.length < pageSize; round++) {
+      const hi = Math.min(lo + span - 1, uidNext - 1);
+      const found = await search(`${lo}:${hi}`);
+      uids.push(...found.filter((u) => u >= lo && u <= hi));
+      ctx.heartbeat();
+      if (found.length < pageSize / 2) span = Math.min(span * 4, 4_000_000);
+      lo = hi + 1;
+    }
+  }
+  uids.sort((a, b) => a - b);
+  if (uids.length > pageSize) {
+    const page = uids.slice(0, pageSize);
+    return { uids: page, done: false, position: page[page.length - 1] ?? after };
+  }
+  const done = uidNext ? lo >= uidNext : true;
+  return { uids, done, position: Number.isFinite(lo) ? lo - 1 : (uids[uids.length - 1] ?? after) };
+}
+
+function nextMailbox(cursor: MailCursor): MailCursor | null {
+  if (!cursor.mailboxes || cursor.index + 1 >= cursor.mailboxes.length) return null;
+  return { ...cursor, index: cursor.index + 1, uidValidity: null, afterUid: 0 };
+}
+
+export async function listMailPage(
+  ctx: SyncContext<unknown, unknown>,
+  account: MailAccount,
+  selection: MailSelection,
+  cursor: MailCursor,
+): Promise<ListPage<MailCursor>> {
+  return withClient(ctx, account, async (client) => {
+    const mailboxes = cursor.mailboxes ?? (await resolveMailboxes(client, selection.mailboxes));
+    const state: MailCursor = { ...cursor, mailboxes, seen: { ...cursor.seen } };
+    const path = mailboxes[state.index];
+    if (path === undefined) return { items: [], next: null };
+
+    // A pooled session that has this mailbox selected already would skip EXAMINE, and with it fresh
+    // UIDNEXT/UIDVALIDITY values: new mail would stay invisible to this session.
+    const alreadySelected = client.mailbox !== false && client.mailbox.path === path;
+    let lock: MailboxLockObject;
+    try {
+      lock = await lockMailbox(client, path);
+    } catch (err) {
+      if (!isMissingMailbox(err)) throw err;
+      if (selection.mailboxes.trim() !== "*") {
+        throw new ConnectorConfigError(`mailbox "${path}" does not exist on ${account.host}`);
+      }
+      // Deleted while this pass ran: its messages are simply not listed, so the engine deletes them.
+      ctx.log.info({ mailbox: path }, "mailbox disappeared during the sync, skipping it");
+      return { items: [], next: nextMailbox(state) };
+    }
+    try {
+      if (alreadySelected) await client.mailboxOpen(path, { readOnly: true });
+      const box = client.mailbox;
+      if (!box) throw new Error(`mailbox ${path} is not selected`);
+      const uidValidity = box.uidValidity.toString();
+      let after = state.afterUid;
+      if (state.uidValidity !== null && state.uidValidity !== uidValidity) {
+        // Ids listed earlier in this pass belong to the old UIDVALIDITY; the next pass deletes them.
+        ctx.log.warn({ mailbox: path, was: state.uidValidity, now: uidValidity }, "UIDVALIDITY changed");
+        after = 0;
+      }
+      const page = await uidPage(client, ctx, after, box.uidNext, selection);
+      const items: SourceItem[] = page.uids.map((uid) => ({
+        id: mailItemId(path, uidValidity, uid),
+        version: `${uidValidity}/${uid}`,
+      }));
+      const previous = state.seen[path];
+      const highestBefore = previous?.uidValidity === uidValidity ? previous.highestUid : 0;
+      state.seen[path] = { uidValidity, highestUid: Math.max(highestBefore, ...page.uids) };
+      if (page.done) return { items, next: nextMailbox(state) };
+      return { items, next: { ...state, uidValidity, afterUid: page.position } };
+    } finally {
+      lock.release();
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Fetching
+
+interface RawMessage {
+  mailbox: string;
+  source: Buffer;
+  size: number;
+  internalDate?: Date;
+}
+
+async function downloadMessage(
+  ctx: SyncContext<unknown, unknown>,
+  account: MailAccount,
+  selection: MailSelection,
+  id: string,
+): Promise<RawMessage | null> {
+  const ref = parseMailItemId(id);
+  if (!ref) return null;
+  return withClient(ctx, account, async (client) => {
+    let lock: MailboxLockObject;
+    try {
+      lock = await lockMailbox(client, ref.mailbox);
+    } catch (err) {
+      if (isMissingMailbox(err)) return null;
+      throw err;
+    }
+    try {
+      const box = client.mailbox;
+      // Another UIDVALIDITY: this UID may now name a different message, and the listing has new ids.
+      if (!box || box.uidValidity.toString() !== ref.uidValidity) return null;
+      const msg: FetchMessageObject | false = await client.fetchOne(
+        String(ref.uid),
+        { uid: true, size: true, internalDate: true, source: { maxLength: selection.maxMessageBytes } },
+        { uid: true },
+      );
+      if (msg === false || !msg.source) return null;
+      const internalDate = msg.internalDate ? new Date(msg.internalDate) : undefined;
+      return {
+        mailbox: ref.mailbox,
+        source: msg.source,
+        size: msg.size ?? msg.source.length,
+        ...(internalDate && !Number.isNaN(internalDate.getTime()) ? { internalDate } : {}),
+      };
+    } finally {
+      lock.release();
+    }
+  });
+}
+
+function addressList(value: AddressObject | AddressObject[] | undefined): string[] {
+  if (!value) return [];
+  const out: string[] = [];
+  const add = (entry: { name?: string; address?: string; group?: unknown[] }) => {
+    if (Array.isArray(entry.group)) {
+      for (const member of entry.group) add(member as { name?: string; address?: string });
+      return;
+    }
+    const name = entry.name?.trim();
+    const address = entry.address?.trim();
+    if (name && address) out.push(`${name} <${address}>`);
+    else if (address || name) out.push((address || name) as string);
+  };
+  for (const obj of Array.isArray(value) ? value : [value]) for (const entry of obj.value) add(entry);
+  return out;
+}
+
+function safeFileName(name: string): string {
+  // The name becomes part of an id (path-like, `/`-separated) and a file name in the pipeline.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is replaced
+  const cleaned = name.replace(/[/\\\u0000-\u001f\u007f]/g, "_").trim();
+  return cleaned.slice(-120) || "attachment";
+}
+
+function bodyText(parsed: ParsedMail): string {
+  const text = parsed.text?.trim();
+  if (text) return text;
+  if (typeof parsed.html === "string" && parsed.html.trim()) return htmlToText(parsed.html).text.trim();
+  return "";
+}
+
+/** Attachments a person would call attachments: not the images an HTML body embeds (logos, signatures). */
+function realAttachments(parsed: ParsedMail): Attachment[] {
+  return parsed.attachments.filter((a) => !(a.related && a.contentDisposition !== "attachment"));
+}
+
+export interface MailFetchOptions {
+  /** Where a person can open the message (Gmail's web UI); the imap connector has none. */
+  link?: (message: { messageId?: string; mailbox: string }) => string | undefined;
+}
+
+export async function fetchMail(
+  ctx: SyncContext<unknown, unknown>,
+  account: MailAccount,
+  selection: MailSelection,
+  item: SourceItem,
+  options: MailFetchOptions = {},
+): Promise<FetchedItem | null> {
+  const raw = await downloadMessage(ctx, account, selection, item.id);
+  if (!raw) return null;
+  ctx.heartbeat();
+  const truncated = raw.size > raw.source.length;
+  const parsed = await simpleParser(raw.source, {
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+    skipImageLinks: true,
+    keepCidLinks: true,
+    checksumAlgo: false,
+  });
+  ctx.heartbeat();
+
+  const subject = parsed.subject?.trim() || "";
+  const from = addressList(parsed.from);
+  const to = addressList(parsed.to);
+  const cc = addressList(parsed.cc);
+  const date = parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date : raw.internalDate;
+  const messageId = parsed.messageId?.trim();
+  // A cut-off message may end inside an attachment: none of them can be trusted to be whole.
+  const attachments = truncated ? [] : realAttachments(parsed);
+  const names = attachments.map((a, i) => safeFileName(a.filename ?? `attachment-${i + 1}`));
+
+  const header = [
+    `Subject: ${subject || "(no subject)"}`,
+    from.length ? `From: ${from.join(", ")}` : "",
+    to.length ? `To: ${to.join(", ")}` : "",
+    cc.length ? `Cc: ${cc.join(", ")}` : "",
+    date ? `Date: ${date.toUTCString()}` : "",
+    names.length ? `Attachments: ${names.join(", ")}` : "",
+  ].filter(Boolean);
+  const body = bodyText(parsed);
+  const note = truncated
+    ? `\n\n[Message truncated: ${raw.size} bytes, of which the first ${raw.source.length} were read.]`
+    : "";
+
+  const metadata: ItemMetadata = { mailbox: raw.mailbox };
+  if (from[0]) metadata.from = from.join(", ");
+  if (to.length) metadata.to = to;
+  if (cc.length) metadata.cc = cc;
+  if (date) metadata.date = date.toISOString();
+  if (messageId) metadata.messageId = messageId;
+  if (truncated) metadata.truncated = true;
+
+  const url = options.link?.({ mailbox: raw.mailbox, ...(messageId ? { messageId } : {}) });
+  const filepath = `/${raw.mailbox}/`;
+  const children = attachments.map((a, i) => {
+    const name = names[i] ?? `attachment-${i + 1}`;
+    const childMeta: ItemMetadata = { mailbox: raw.mailbox, attachmentOf: subject || "(no subject)" };
+    if (messageId) childMeta.messageId = messageId;
+    if (metadata.from) childMeta.from = metadata.from;
+    if (metadata.date) childMeta.date = metadata.date;
+    return {
+      id: `${item.id}/attachments/${i}-${name}`,
+      title: name,
+      file: { bytes: a.content, name, mimeType: a.contentType },
+      filepath,
+      metadata: childMeta,
+      ...(url ? { url } : {}),
+    };
+  });
+
+  return {
+    title: subject || "(no subject)",
+    text: `${header.join("\n")}\n\n${body}${note}`.trim(),
+    filepath,
+    metadata,
+    ...(url ? { url } : {}),
+    ...(children.length ? { children } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Verify
+
+/** Logs in, checks that the selected mailboxes exist, logs out (a fresh session, not the pool's). */
+export async function verifyMail(
+  ctx: SyncContext<unknown, unknown>,
+  account: MailAccount,
+  selection: MailSelection,
+): Promise<void> {
+  const client = await connect(account, ctx.log, ctx.signal);
+  const onAbort = () => client.close();
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    await resolveMailboxes(client, selection.mailboxes);
+  } catch (err) {
+    throw mapImapError(err, account);
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
+    await client.logout().catch(() => client.close());
+  }
+}

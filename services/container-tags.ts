@@ -1,0 +1,94 @@
+// Deleting a whole container tag: its documents (or only the tag, on documents shared with other
+// tags), all of its memories, and the stored files nothing references any more.
+
+import type { BlobStore } from "../blobs/index.ts";
+import type { Logger } from "../config/logger.ts";
+import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import type { ConnectionSyncs } from "../runtime/sync-client.ts";
+import * as store from "../store/container-tags.ts";
+import type { Database } from "../store/db.ts";
+import { terminalStatuses } from "../store/documents.ts";
+
+export interface ContainerTagDeps {
+  db: Database;
+  blobs: BlobStore;
+  processing: DocumentProcessing;
+  /** Stops the schedules and syncs of connections deleted with the tag. */
+  syncs: Pick<ConnectionSyncs, "stop">;
+  log: Logger;
+}
+
+export interface ContainerTagDeleted {
+  containerTag: string;
+  deletedDocuments: number;
+  untaggedDocuments: number;
+  deletedMemories: number;
+}
+
+/**
+ * All database changes happen in one transaction; afterwards the unfinished processing runs of
+ * deleted documents are stopped and unreferenced files leave the blob store. Returns undefined when
+ * the tag has neither documents nor memories. API keys scoped to the tag are not touched.
+ */
+export async function deleteContainerTag(
+  deps: ContainerTagDeps,
+  tag: string,
+): Promise<ContainerTagDeleted | undefined> {
+  const result = await store.deleteContainerTag(deps.db, tag);
+  if (
+    !result.deletedDocuments.length &&
+    !result.untaggedDocuments &&
+    !result.deletedMemories &&
+    !result.deletedConnectionIds.length
+  )
+    return undefined;
+  for (const connectionId of result.deletedConnectionIds)
+    await deps.syncs
+      .stop(connectionId)
+      .catch((err) =>
+        deps.log.warn({ err, connectionId }, "could not stop the sync of a deleted connection"),
+      );
+  for (const doc of result.deletedDocuments) {
+    if (terminalStatuses.includes(doc.status)) continue;
+    await deps.processing
+      .stop({ documentId: doc.id, run: doc.processingRun }, "container tag deleted")
+      .catch((err) => deps.log.debug({ err }, "no run to stop"));
+  }
+  await deleteUnreferencedBlobs(deps, result.unreferencedFileKeys);
+  deps.log.info(
+    {
+      containerTag: tag,
+      deletedDocuments: result.deletedDocuments.length,
+      untaggedDocuments: result.untaggedDocuments,
+      deletedMemories: result.deletedMemories,
+      deletedFiles: result.unreferencedFileKeys.length,
+    },
+    "container tag deleted",
+  );
+  return {
+    containerTag: tag,
+    deletedDocuments: result.deletedDocuments.length,
+    untaggedDocuments: result.untaggedDocuments,
+    deletedMemories: result.deletedMemories,
+  };
+}
+
+/**
+ * Deletes the stored files of these keys that no document references. Files are keyed by content
+ * hash, so an upload of the same bytes may have started to use a key since the transaction: the
+ * references are checked again right before deleting. A failed delete leaves an orphan file
+ * (logged), never a document without its file.
+ */
+export async function deleteUnreferencedBlobs(
+  deps: Pick<ContainerTagDeps, "db" | "blobs" | "log">,
+  keys: string[],
+): Promise<void> {
+  if (!keys.length) return;
+  const used = await store.referencedFileKeys(deps.db, keys);
+  for (const key of keys) {
+    if (used.has(key)) continue;
+    await deps.blobs
+      .delete(key)
+      .catch((err) => deps.log.warn({ err, key }, "could not delete a stored file; it stays as an orphan"));
+  }
+}

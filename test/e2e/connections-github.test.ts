@@ -1,0 +1,150 @@
+import { Client, Connection } from "@temporalio/client";
+import Supermemory from "supermemory";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type FakeGitHub, startFakeGitHub } from "../support/fake-github.ts";
+import { caller } from "../support/http.ts";
+import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
+
+// GitHub through the sync engine, against a local server answering as the GitHub REST API: repositories
+// chosen with resources/configure, files, issues and pull requests synced, rate limits waited out, and a
+// revoked token turning the connection `auth_expired` instead of retrying forever.
+describe("GitHub connections through the sync engine", () => {
+  let service: TestService;
+  let github: FakeGitHub;
+  let client: Supermemory;
+  let temporal: Client;
+  let connectionId: string;
+  let issueNumber: number;
+  const call = caller(() => service.url);
+  const REPO = "acme/handbook";
+
+  beforeAll(async () => {
+    github = await startFakeGitHub();
+    github.addRepository(REPO, { description: "The team handbook" });
+    github.addRepository("acme/website");
+    github.setFile(
+      REPO,
+      "README.md",
+      "# Handbook\nHow the acme team works: onboarding, holidays and on-call.",
+    );
+    github.setFile(REPO, "docs/holidays.md", "Holiday requests go to the team calendar two weeks ahead.");
+    github.setFile(REPO, "src/app.ts", "export const ignored = 'code is not synced';");
+    issueNumber = github.addIssue(REPO, {
+      title: "On-call rota is unclear",
+      body: "Nobody knows who carries the pager on weekends.",
+    });
+    github.addPullRequest(REPO, {
+      title: "Add expense policy",
+      body: "Travel expenses are reimbursed monthly.",
+    });
+    github.setFile("acme/website", "README.md", "The marketing website: never chosen, never synced.");
+    service = await startTestService();
+    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
+    temporal = new Client({
+      connection: await Connection.connect({ address: inject("TEST_TEMPORAL_ADDRESS") }),
+    });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await github?.stop();
+    await temporal?.connection.close();
+  });
+
+  type Run = {
+    id: string;
+    status: string;
+    trigger: string;
+    errorCode: string | null;
+    counts: Record<string, number>;
+  };
+  const lastSync = async (): Promise<Run | null> =>
+    (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync;
+  const syncAfter = (previous: string | undefined) =>
+    waitFor(async () => {
+      const run = await lastSync();
+      return run && run.id !== previous && run.status !== "running" ? run : undefined;
+    }, "a sync run to finish");
+  const titles = async () =>
+    (await client.connections.listDocuments("github", { containerTags: ["acme"] }))
+      .map((d) => d.title)
+      .sort();
+
+  it("lists repositories, syncs only the chosen one", async () => {
+    const created = await client.connections.create("github", {
+      containerTag: "acme",
+      metadata: { baseUrl: github.url, token: github.token },
+    });
+    connectionId = created.id;
+    // Nothing chosen yet: the first sync lists nothing.
+    const first = await syncAfter(undefined);
+    expect(first).toMatchObject({ status: "done", counts: { added: 0 } });
+
+    const { resources } = await client.connections.resources(connectionId);
+    expect(resources.map((r) => r.full_name)).toEqual(expect.arrayContaining([REPO, "acme/website"]));
+    const configured = await client.connections.configure(connectionId, { resources: [{ full_name: REPO }] });
+    expect(configured.success).toBe(true);
+    const synced = await syncAfter(first.id);
+    expect(synced).toMatchObject({ status: "done", counts: { added: 4, failed: 0 } });
+    expect(await titles()).toHaveLength(4);
+    // Processing is asynchronous: wait until every document is done, then search.
+    await waitFor(async () => {
+      const docs = await client.connections.listDocuments("github", { containerTags: ["acme"] });
+      return docs.every((d) => d.status === "done") ? true : undefined;
+    }, "the synced documents to be processed");
+    const found = await client.search.documents({
+      q: "who carries the pager on weekends",
+      containerTags: ["acme"],
+    });
+    expect(found.results[0]?.title).toMatch(/On-call rota/);
+    // The other repository was not chosen: none of its files became a document.
+    const docs = await client.connections.listDocuments("github", { containerTags: ["acme"] });
+    expect(docs.length).toBe(4);
+    const contents = await Promise.all(
+      docs.map(async (d) => (await client.documents.get(d.id)).content ?? ""),
+    );
+    expect(contents.join("\n")).not.toContain("marketing website");
+  });
+
+  it("syncs exactly the changes: a modified file, a deleted file, a new comment, a new issue", async () => {
+    const before = (await lastSync())?.id;
+    const countBefore = (await titles()).length;
+    github.setFile(REPO, "docs/holidays.md", "Holiday requests go to the team calendar three weeks ahead.");
+    github.deleteFile(REPO, "README.md");
+    github.addComment(REPO, issueNumber, { body: "Proposal: a shared rota spreadsheet." });
+    github.addIssue(REPO, { title: "Office plants", body: "The ficus needs a new pot." });
+    await client.connections.import("github", { containerTags: ["acme"] });
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({
+      status: "done",
+      counts: { added: 1, updated: 2, deleted: 1, unchanged: 1, failed: 0 },
+    });
+    expect(await titles()).toHaveLength(countBefore);
+    const all = await client.documents.list({ containerTags: ["acme"], limit: 100 });
+    expect(all.memories).toHaveLength(countBefore);
+  });
+
+  it("waits out a rate limit for as long as GitHub asks, then finishes", async () => {
+    const before = (await lastSync())?.id;
+    github.rateLimitNext({ status: 429, retryAfterSeconds: 2 });
+    await client.connections.import("github", {});
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({ status: "done", counts: { unchanged: 4, failed: 0 } });
+    expect(github.requests.some((r) => r.status === 429)).toBe(true);
+  });
+
+  it("stops with auth_expired when the token is revoked, and pauses the schedule", async () => {
+    const before = (await lastSync())?.id;
+    github.revokeToken();
+    await client.connections.import("github", {});
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({ status: "auth_expired", errorCode: "auth_expired" });
+    const connection = (await call("GET", `/v3/connections/${connectionId}`)).json;
+    expect(connection.status).toBe("auth_expired");
+    // Documents already synced stay; later imports leave the connection alone until it is reconnected.
+    expect(await titles()).toHaveLength(4);
+    expect(await client.connections.import("github", {})).toMatch(/started for 0/);
+    const schedule = await temporal.schedule.getHandle(`sync-schedule/${connectionId}`).describe();
+    expect(schedule.state.paused).toBe(true);
+  });
+});

@@ -1,0 +1,885 @@
+// A local stand-in for the GitHub REST API (the endpoints the github connector uses), on 127.0.0.1.
+// Response shapes follow real recordings (@octokit/fixtures scenarios: paginate-issues, get-content,
+// get-repository) and GitHub's documented behaviour: git object shas computed as git does, Link headers
+// for pagination, ETag / If-None-Match → 304 (not counted against the rate limit), 401 "Bad credentials",
+// primary (403 + x-ratelimit-reset) and secondary (403/429 + retry-after) rate limits, 409 for the tree of
+// an empty repository, 410 for the issues of a repository with issues turned off, truncated recursive trees.
+// Repositories live in memory; tests change them between passes.
+
+import { createHash } from "node:crypto";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import zlib from "node:zlib";
+
+export interface FakeRepositoryOptions {
+  private?: boolean;
+  description?: string | null;
+  defaultBranch?: string;
+  /** false: the issues listing answers 410, as GitHub does when issues are turned off. */
+  hasIssues?: boolean;
+}
+
+export interface FakeIssueInput {
+  title: string;
+  body?: string | null;
+  user?: string;
+  labels?: string[];
+  state?: "open" | "closed";
+}
+
+export interface FakePullInput extends FakeIssueInput {
+  merged?: boolean;
+  draft?: boolean;
+}
+
+export interface RateLimitInjection {
+  /** 403 (default, what GitHub mostly sends) or 429. */
+  status?: 403 | 429;
+  /** Secondary limit: sends `retry-after` with this many seconds. */
+  retryAfterSeconds?: number;
+  /** Primary limit: `x-ratelimit-remaining: 0` and a reset this many seconds from now (default 3600). */
+  resetInSeconds?: number;
+  /** How many requests in a row are refused (default 1). */
+  times?: number;
+}
+
+export interface FakeRequest {
+  method: string;
+  path: string;
+  status: number;
+}
+
+export interface FakeGitHub {
+  /** API root to use as `baseUrl`. */
+  url: string;
+  /** The token the fake accepts (`authorization: token …` or `Bearer …`). */
+  token: string;
+  /** Every request answered, in order. */
+  requests: FakeRequest[];
+  addRepository(fullName: string, options?: FakeRepositoryOptions): void;
+  /** Renames (or transfers) a repository; requests under the old name answer 301, as on GitHub. */
+  renameRepository(fullName: string, newFullName: string): void;
+  /** Creates or replaces a file on the default branch; returns its git blob sha. */
+  setFile(fullName: string, path: string, content: string | Buffer): string;
+  deleteFile(fullName: string, path: string): void;
+  /** Returns the issue number (issues and pull requests share numbers, as on GitHub). */
+  addIssue(fullName: string, issue: FakeIssueInput): number;
+  addPullRequest(fullName: string, pull: FakePullInput): number;
+  updateIssue(fullName: string, number: number, patch: Partial<FakePullInput>): void;
+  addComment(fullName: string, number: number, comment: { body: string; user?: string }): void;
+  deleteIssue(fullName: string, number: number): void;
+  /** `updated_at` of an issue or pull request, as the API shows it. */
+  issueUpdatedAt(fullName: string, number: number): string;
+  /** The next request(s) are refused with a rate limit. */
+  rateLimitNext(injection?: RateLimitInjection): void;
+  /** From now on every token is refused with 401, as after the user revoked the app's access. */
+  revokeToken(): void;
+  /** Recursive tree listings with more entries than this come back cut off with `truncated: true`. */
+  setTreeTruncation(limit: number | null): void;
+  stop(): Promise<void>;
+}
+
+interface Issue {
+  id: number;
+  number: number;
+  title: string;
+  body: string | null;
+  user: string;
+  labels: string[];
+  state: "open" | "closed";
+  pull: boolean;
+  merged: boolean;
+  draft: boolean;
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+  comments: { id: number; body: string; user: string; createdAt: string; updatedAt: string }[];
+}
+
+interface Repository {
+  id: number;
+  owner: string;
+  name: string;
+  private: boolean;
+  description: string | null;
+  defaultBranch: string;
+  hasIssues: boolean;
+  createdAt: string;
+  updatedAt: string;
+  pushedAt: string;
+  files: Map<string, Buffer>;
+  issues: Map<number, Issue>;
+  nextNumber: number;
+  /** Every git object ever written, like a repository's object store: old trees stay readable by sha. */
+  objects: Map<string, GitObject>;
+}
+
+type GitObject = { type: "blob"; content: Buffer } | { type: "tree"; entries: TreeEntry[] };
+
+interface TreeEntry {
+  name: string;
+  type: "blob" | "tree";
+  sha: string;
+  size?: number;
+}
+
+const FIXTURE_USER_ID = 1000;
+const CONTENTS_MAX_BYTES = 1024 * 1024;
+
+export async function startFakeGitHub(options: { token?: string; login?: string } = {}): Promise<FakeGitHub> {
+  const token = options.token ?? "ghp_fake0000000000000000000000000000000001";
+  let revoked = false;
+  const login = options.login ?? "octocat";
+  const repositories = new Map<string, Repository>();
+  /** Old name → the repository, after a rename. */
+  const renamed = new Map<string, Repository>();
+  const requests: FakeRequest[] = [];
+  const injections: RateLimitInjection[] = [];
+  let treeTruncation: number | null = null;
+  let nextId = 1000;
+  // A clock that moves one second per change, so every change shows in updated_at.
+  let clock = Date.parse("2024-05-01T12:00:00Z");
+  const tick = () => {
+    clock += 1000;
+    return iso(clock);
+  };
+  const rateLimitReset = Math.floor(Date.now() / 1000) + 3600;
+  let rateLimitRemaining = 5000;
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((error) => {
+      if (!res.headersSent) send(req, res, 500, { message: String(error) });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  function repoOf(fullName: string): Repository {
+    const repo = repositories.get(fullName.toLowerCase());
+    if (!repo) throw new Error(`fake github: no repository ${fullName}`);
+    return repo;
+  }
+
+  function issueOf(fullName: string, number: number): Issue {
+    const issue = repoOf(fullName).issues.get(number);
+    if (!issue) throw new Error(`fake github: no issue ${fullName}#${number}`);
+    return issue;
+  }
+
+  function touch(repo: Repository, pushed = false) {
+    const now = tick();
+    repo.updatedAt = now;
+    if (pushed) repo.pushedAt = now;
+    return now;
+  }
+
+  // --- git objects -------------------------------------------------------------------------------
+
+  function writeBlob(repo: Repository, content: Buffer): string {
+    const sha = createHash("sha1")
+      .update(Buffer.concat([Buffer.from(`blob ${content.length}\0`), content]))
+      .digest("hex");
+    repo.objects.set(sha, { type: "blob", content });
+    return sha;
+  }
+
+  /** The root tree of the current files, written as git would (same shas for the same content). */
+  function writeTree(repo: Repository): string {
+    interface Dir {
+      dirs: Map<string, Dir>;
+      blobs: Map<string, Buffer>;
+    }
+    const root: Dir = { dirs: new Map(), blobs: new Map() };
+    for (const [path, content] of repo.files) {
+      const parts = path.split("/");
+      const name = parts.pop() as string;
+      let dir = root;
+      for (const part of parts) {
+        let sub = dir.dirs.get(part);
+        if (!sub) {
+          sub = { dirs: new Map(), blobs: new Map() };
+          dir.dirs.set(part, sub);
+        }
+        dir = sub;
+      }
+      dir.blobs.set(name, content);
+    }
+    const write = (dir: Dir): string => {
+      const entries: TreeEntry[] = [];
+      for (const [name, content] of dir.blobs) {
+        entries.push({ name, type: "blob", sha: writeBlob(repo, content), size: content.length });
+      }
+      for (const [name, sub] of dir.dirs) entries.push({ name, type: "tree", sha: write(sub) });
+      // git orders entries by name, a folder's name compared as if it ended in "/".
+      const key = (e: TreeEntry) => (e.type === "tree" ? `${e.name}/` : e.name);
+      entries.sort((a, b) => Buffer.compare(Buffer.from(key(a)), Buffer.from(key(b))));
+      const body = Buffer.concat(
+        entries.flatMap((e) => [
+          Buffer.from(`${e.type === "tree" ? "40000" : "100644"} ${e.name}\0`),
+          Buffer.from(e.sha, "hex"),
+        ]),
+      );
+      const sha = createHash("sha1")
+        .update(Buffer.concat([Buffer.from(`tree ${body.length}\0`), body]))
+        .digest("hex");
+      repo.objects.set(sha, { type: "tree", entries });
+      return sha;
+    };
+    return write(root);
+  }
+
+  // --- JSON shapes (after api.github.com recordings) ---------------------------------------------
+
+  const userJson = (name: string) => ({
+    login: name,
+    id: FIXTURE_USER_ID,
+    node_id: "MDQ6VXNlcjE=",
+    avatar_url: `https://avatars.githubusercontent.com/u/${FIXTURE_USER_ID}?v=4`,
+    gravatar_id: "",
+    url: `${url}/users/${name}`,
+    html_url: `https://github.com/${name}`,
+    repos_url: `${url}/users/${name}/repos`,
+    type: "User",
+    site_admin: false,
+  });
+
+  const repoJson = (repo: Repository) => {
+    const full = `${repo.owner}/${repo.name}`;
+    const api = `${url}/repos/${full}`;
+    return {
+      id: repo.id,
+      node_id: "MDEwOlJlcG9zaXRvcnkx",
+      name: repo.name,
+      full_name: full,
+      private: repo.private,
+      owner: userJson(repo.owner),
+      html_url: `https://github.com/${full}`,
+      description: repo.description,
+      fork: false,
+      url: api,
+      issues_url: `${api}/issues{/number}`,
+      pulls_url: `${api}/pulls{/number}`,
+      trees_url: `${api}/git/trees{/sha}`,
+      contents_url: `${api}/contents/{+path}`,
+      created_at: repo.createdAt,
+      updated_at: repo.updatedAt,
+      pushed_at: repo.pushedAt,
+      git_url: `git://github.com/${full}.git`,
+      clone_url: `https://github.com/${full}.git`,
+      size: 0,
+      language: null,
+      has_issues: repo.hasIssues,
+      archived: false,
+      disabled: false,
+      open_issues_count: [...repo.issues.values()].filter((i) => i.state === "open").length,
+      visibility: repo.private ? "private" : "public",
+      default_branch: repo.defaultBranch,
+      permissions: { admin: true, maintain: true, push: true, triage: true, pull: true },
+    };
+  };
+
+  const labelJson = (repo: Repository, name: string, index: number) => ({
+    id: 2000 + index,
+    node_id: "MDU6TGFiZWwx",
+    url: `${url}/repos/${repo.owner}/${repo.name}/labels/${encodeURIComponent(name)}`,
+    name,
+    color: "ededed",
+    default: false,
+    description: null,
+  });
+
+  const issueJson = (repo: Repository, issue: Issue) => {
+    const full = `${repo.owner}/${repo.name}`;
+    const api = `${url}/repos/${full}/issues/${issue.number}`;
+    return {
+      url: api,
+      repository_url: `${url}/repos/${full}`,
+      labels_url: `${api}/labels{/name}`,
+      comments_url: `${api}/comments`,
+      events_url: `${api}/events`,
+      html_url: `https://github.com/${full}/${issue.pull ? "pull" : "issues"}/${issue.number}`,
+      id: issue.id,
+      node_id: "MDA6RW50aXR5MQ==",
+      number: issue.number,
+      title: issue.title,
+      user: userJson(issue.user),
+      labels: issue.labels.map((name, i) => labelJson(repo, name, i)),
+      state: issue.state,
+      locked: false,
+      assignee: null,
+      assignees: [],
+      milestone: null,
+      comments: issue.comments.length,
+      created_at: issue.createdAt,
+      updated_at: issue.updatedAt,
+      closed_at: issue.closedAt,
+      author_association: "MEMBER",
+      active_lock_reason: null,
+      ...(issue.pull
+        ? {
+            draft: issue.draft,
+            pull_request: {
+              url: `${url}/repos/${full}/pulls/${issue.number}`,
+              html_url: `https://github.com/${full}/pull/${issue.number}`,
+              diff_url: `https://github.com/${full}/pull/${issue.number}.diff`,
+              patch_url: `https://github.com/${full}/pull/${issue.number}.patch`,
+              merged_at: issue.merged ? issue.closedAt : null,
+            },
+          }
+        : {}),
+      body: issue.body,
+      timeline_url: `${api}/timeline`,
+      performed_via_github_app: null,
+      state_reason: issue.state === "closed" ? "completed" : null,
+    };
+  };
+
+  const pullJson = (repo: Repository, issue: Issue) => {
+    const full = `${repo.owner}/${repo.name}`;
+    const api = `${url}/repos/${full}/pulls/${issue.number}`;
+    return {
+      url: api,
+      id: issue.id,
+      node_id: "MDExOlB1bGxSZXF1ZXN0MQ==",
+      html_url: `https://github.com/${full}/pull/${issue.number}`,
+      diff_url: `https://github.com/${full}/pull/${issue.number}.diff`,
+      patch_url: `https://github.com/${full}/pull/${issue.number}.patch`,
+      issue_url: `${url}/repos/${full}/issues/${issue.number}`,
+      number: issue.number,
+      state: issue.state,
+      locked: false,
+      title: issue.title,
+      user: userJson(issue.user),
+      body: issue.body,
+      created_at: issue.createdAt,
+      updated_at: issue.updatedAt,
+      closed_at: issue.closedAt,
+      merged_at: issue.merged ? issue.closedAt : null,
+      merge_commit_sha: null,
+      assignee: null,
+      assignees: [],
+      requested_reviewers: [],
+      labels: issue.labels.map((name, i) => labelJson(repo, name, i)),
+      milestone: null,
+      draft: issue.draft,
+      head: { label: `${repo.owner}:feature`, ref: "feature", sha: "0".repeat(40) },
+      base: { label: `${repo.owner}:${repo.defaultBranch}`, ref: repo.defaultBranch, sha: "0".repeat(40) },
+      author_association: "MEMBER",
+      merged: issue.merged,
+      comments: issue.comments.length,
+    };
+  };
+
+  const commentJson = (repo: Repository, issue: Issue, comment: Issue["comments"][number]) => {
+    const full = `${repo.owner}/${repo.name}`;
+    return {
+      url: `${url}/repos/${full}/issues/comments/${comment.id}`,
+      html_url: `https://github.com/${full}/issues/${issue.number}#issuecomment-${comment.id}`,
+      issue_url: `${url}/repos/${full}/issues/${issue.number}`,
+      id: comment.id,
+      node_id: "MDEyOklzc3VlQ29tbWVudDE=",
+      user: userJson(comment.user),
+      created_at: comment.createdAt,
+      updated_at: comment.updatedAt,
+      author_association: "MEMBER",
+      body: comment.body,
+      performed_via_github_app: null,
+    };
+  };
+
+  // --- HTTP ----------------------------------------------------------------------------------------
+
+  function baseHeaders(): Record<string, string> {
+    return {
+      "x-github-media-type": "github.v3; format=json",
+      "x-github-request-id": `0000:${String(requests.length).padStart(5, "0")}`,
+      "x-ratelimit-limit": "5000",
+      "x-ratelimit-remaining": String(rateLimitRemaining),
+      "x-ratelimit-reset": String(rateLimitReset),
+      "x-ratelimit-used": String(5000 - rateLimitRemaining),
+      "x-ratelimit-resource": "core",
+      "access-control-expose-headers":
+        "ETag, Link, Location, Retry-After, X-GitHub-OTP, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Used, X-RateLimit-Resource, X-RateLimit-Reset",
+    };
+  }
+
+  function send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) {
+    requests.push({ method: req.method ?? "GET", path: req.url ?? "", status });
+    const text = Buffer.from(JSON.stringify(body));
+    // GitHub compresses whenever the client accepts it.
+    const gzip = /\bgzip\b/.test(req.headers["accept-encoding"] ?? "");
+    const payload = gzip ? zlib.gzipSync(text) : text;
+    res.writeHead(status, {
+      "content-type": "application/json; charset=utf-8",
+      "content-length": payload.length,
+      ...(gzip ? { "content-encoding": "gzip", vary: "Accept-Encoding" } : {}),
+      ...baseHeaders(),
+      ...headers,
+    });
+    res.end(payload);
+  }
+
+  /** 200 with an ETag, or 304 when the client already holds this representation. */
+  function ok(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) {
+    const etag = `W/"${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 32)}"`;
+    const held = (req.headers["if-none-match"] ?? "").split(",").map((t) => t.trim().replace(/^W\//, ""));
+    if (held.includes(etag.replace(/^W\//, ""))) {
+      requests.push({ method: req.method ?? "GET", path: req.url ?? "", status: 304 });
+      res.writeHead(304, { etag, ...baseHeaders(), ...headers });
+      res.end();
+      return;
+    }
+    rateLimitRemaining = Math.max(0, rateLimitRemaining - 1);
+    send(req, res, 200, body, { etag, "cache-control": "private, max-age=60, s-maxage=60", ...headers });
+  }
+
+  function notFound(req: IncomingMessage, res: ServerResponse) {
+    send(req, res, 404, {
+      message: "Not Found",
+      documentation_url: "https://docs.github.com/rest",
+      status: "404",
+    });
+  }
+
+  /** A page of a list, with GitHub's Link header (absent when everything fits on one page). */
+  function paginated(req: IncomingMessage, res: ServerResponse, query: URLSearchParams, all: unknown[]) {
+    const perPage = Math.min(100, Math.max(1, Number(query.get("per_page")) || 30));
+    const page = Math.max(1, Number(query.get("page")) || 1);
+    const last = Math.max(1, Math.ceil(all.length / perPage));
+    const at = (p: number) => {
+      const q = new URLSearchParams(query);
+      q.set("per_page", String(perPage));
+      q.set("page", String(p));
+      return `<${url}${new URL(req.url ?? "/", url).pathname}?${q}>`;
+    };
+    const links: string[] = [];
+    if (page > 1) links.push(`${at(page - 1)}; rel="prev"`);
+    if (page < last) links.push(`${at(page + 1)}; rel="next"`, `${at(last)}; rel="last"`);
+    if (page > 1) links.push(`${at(1)}; rel="first"`);
+    ok(
+      req,
+      res,
+      all.slice((page - 1) * perPage, page * perPage),
+      links.length ? { link: links.join(", ") } : {},
+    );
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    for await (const _ of req) {
+      // Drain any request body; every route here is a read.
+    }
+    const auth = req.headers.authorization ?? "";
+    const presented = auth.match(/^(?:token|bearer)\s+(.+)$/i)?.[1];
+    if (revoked || presented !== token) {
+      send(req, res, 401, {
+        message: "Bad credentials",
+        documentation_url: "https://docs.github.com/rest",
+        status: "401",
+      });
+      return;
+    }
+    const injection = injections[0];
+    if (injection) {
+      injection.times = (injection.times ?? 1) - 1;
+      if (injection.times <= 0) injections.shift();
+      const status = injection.status ?? 403;
+      if (injection.retryAfterSeconds !== undefined) {
+        send(
+          req,
+          res,
+          status,
+          {
+            message:
+              "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:00000.",
+            documentation_url:
+              "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+            status: String(status),
+          },
+          { "retry-after": String(injection.retryAfterSeconds) },
+        );
+      } else {
+        send(
+          req,
+          res,
+          status,
+          {
+            message: `API rate limit exceeded for user ID ${FIXTURE_USER_ID}. If you reach out to GitHub Support for help, please include the request ID 0000:00000.`,
+            documentation_url:
+              "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit",
+            status: String(status),
+          },
+          {
+            "x-ratelimit-remaining": "0",
+            "x-ratelimit-used": "5000",
+            "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + (injection.resetInSeconds ?? 3600)),
+          },
+        );
+      }
+      return;
+    }
+
+    const target = new URL(req.url ?? "/", url);
+    const raw = target.pathname.split("/").slice(1);
+    let segments = raw.map(decodeURIComponent);
+    const query = target.searchParams;
+    if (req.method !== "GET") return notFound(req, res);
+
+    // `/repositories/:id/...` is where GitHub sends the requests for a renamed repository.
+    if (segments[0] === "repositories" && segments[1]) {
+      const repo = [...repositories.values()].find((r) => String(r.id) === segments[1]);
+      if (!repo) return notFound(req, res);
+      segments = ["repos", repo.owner, repo.name, ...segments.slice(2)];
+    } else if (segments[0] === "repos" && segments.length >= 3) {
+      const key = `${segments[1]}/${segments[2]}`.toLowerCase();
+      const moved = renamed.get(key);
+      if (moved && !repositories.has(key)) {
+        const location = `${url}/repositories/${moved.id}${raw.length > 3 ? `/${raw.slice(3).join("/")}` : ""}${target.search}`;
+        return send(
+          req,
+          res,
+          301,
+          {
+            message: "Moved Permanently",
+            url: location,
+            documentation_url: "https://docs.github.com/v3/#http-redirects",
+          },
+          { location },
+        );
+      }
+    }
+
+    if (segments[0] === "user" && segments.length === 1) {
+      return ok(req, res, { ...userJson(login), name: "The Octocat", public_repos: repositories.size });
+    }
+    if (segments[0] === "user" && segments[1] === "repos" && segments.length === 2) {
+      const all = [...repositories.values()]
+        .sort((a, b) =>
+          `${a.owner}/${a.name}`.toLowerCase().localeCompare(`${b.owner}/${b.name}`.toLowerCase()),
+        )
+        .map(repoJson);
+      return paginated(req, res, query, all);
+    }
+    if (segments[0] !== "repos" || segments.length < 3) return notFound(req, res);
+    const repo = repositories.get(`${segments[1]}/${segments[2]}`.toLowerCase());
+    if (!repo) return notFound(req, res);
+    const full = `${repo.owner}/${repo.name}`;
+    const [, , , section, ...rest] = segments;
+
+    if (section === undefined) return ok(req, res, repoJson(repo));
+
+    if (section === "git" && rest[0] === "trees" && rest.length >= 2) {
+      const ref = rest.slice(1).join("/");
+      if (repo.files.size === 0) {
+        return send(req, res, 409, {
+          message: "Git Repository is empty.",
+          documentation_url: "https://docs.github.com/rest/git/trees#get-a-tree",
+          status: "409",
+        });
+      }
+      const sha = ref === repo.defaultBranch ? writeTree(repo) : ref;
+      const object = repo.objects.get(sha);
+      if (object?.type !== "tree") return notFound(req, res);
+      const entries: Record<string, unknown>[] = [];
+      const list = (tree: TreeEntry[], prefix: string, recursive: boolean) => {
+        for (const e of tree) {
+          const api = `${url}/repos/${full}/git/${e.type === "tree" ? "trees" : "blobs"}/${e.sha}`;
+          entries.push({
+            path: prefix + e.name,
+            mode: e.type === "tree" ? "040000" : "100644",
+            type: e.type,
+            sha: e.sha,
+            ...(e.type === "blob" ? { size: e.size } : {}),
+            url: api,
+          });
+          const sub = repo.objects.get(e.sha);
+          if (recursive && sub?.type === "tree") list(sub.entries, `${prefix}${e.name}/`, true);
+        }
+      };
+      const recursive =
+        query.has("recursive") && query.get("recursive") !== "0" && query.get("recursive") !== "false";
+      list(object.entries, "", recursive);
+      const truncated = recursive && treeTruncation !== null && entries.length > treeTruncation;
+      return ok(req, res, {
+        sha,
+        url: `${url}/repos/${full}/git/trees/${sha}`,
+        tree: truncated ? entries.slice(0, treeTruncation ?? 0) : entries,
+        truncated,
+      });
+    }
+
+    if (section === "git" && rest[0] === "blobs" && rest.length === 2) {
+      const object = repo.objects.get(rest[1] ?? "");
+      if (object?.type !== "blob") return notFound(req, res);
+      return ok(req, res, {
+        sha: rest[1],
+        node_id: "MDQ6QmxvYjE=",
+        size: object.content.length,
+        url: `${url}/repos/${full}/git/blobs/${rest[1]}`,
+        content: base64Lines(object.content),
+        encoding: "base64",
+      });
+    }
+
+    if (section === "contents" && rest.length >= 1) {
+      const path = rest.join("/");
+      const ref = query.get("ref") ?? repo.defaultBranch;
+      if (ref !== repo.defaultBranch) {
+        return send(req, res, 404, {
+          message: `No commit found for the ref ${ref}`,
+          documentation_url: "https://docs.github.com/rest/repos/contents#get-repository-content",
+          status: "404",
+        });
+      }
+      const content = repo.files.get(path);
+      if (!content) return notFound(req, res);
+      const sha = writeBlob(repo, content);
+      const self = `${url}/repos/${full}/contents/${path}?ref=${repo.defaultBranch}`;
+      const html = `https://github.com/${full}/blob/${repo.defaultBranch}/${path}`;
+      const git = `${url}/repos/${full}/git/blobs/${sha}`;
+      const small = content.length <= CONTENTS_MAX_BYTES;
+      return ok(req, res, {
+        type: "file",
+        encoding: small ? "base64" : "none",
+        size: content.length,
+        name: path.slice(path.lastIndexOf("/") + 1),
+        path,
+        content: small ? base64Lines(content) : "",
+        sha,
+        url: self,
+        git_url: git,
+        html_url: html,
+        download_url: `https://raw.githubusercontent.com/${full}/${repo.defaultBranch}/${path}`,
+        _links: { self, git, html },
+      });
+    }
+
+    if (section === "issues" && rest.length === 0) {
+      if (!repo.hasIssues) {
+        return send(req, res, 410, {
+          message: "Issues are disabled for this repo",
+          documentation_url: "https://docs.github.com/v3/issues/",
+          status: "410",
+        });
+      }
+      const state = query.get("state") ?? "open";
+      const since = query.get("since");
+      let list = [...repo.issues.values()].filter(
+        (i) => (state === "all" || i.state === state) && (!since || i.updatedAt >= since),
+      );
+      list = sortIssues(list, query.get("sort") ?? "created", query.get("direction") ?? "desc");
+      return paginated(
+        req,
+        res,
+        query,
+        list.map((i) => issueJson(repo, i)),
+      );
+    }
+
+    if (section === "issues" && rest.length >= 1) {
+      const issue = repo.issues.get(Number(rest[0]));
+      if (!issue || !/^\d+$/.test(rest[0] ?? "")) return notFound(req, res);
+      if (rest.length === 1) {
+        if (!repo.hasIssues && !issue.pull) {
+          return send(req, res, 410, {
+            message: "Issues are disabled for this repo",
+            documentation_url: "https://docs.github.com/v3/issues/",
+            status: "410",
+          });
+        }
+        return ok(req, res, issueJson(repo, issue));
+      }
+      if (rest.length === 2 && rest[1] === "comments") {
+        return paginated(
+          req,
+          res,
+          query,
+          issue.comments.map((c) => commentJson(repo, issue, c)),
+        );
+      }
+      return notFound(req, res);
+    }
+
+    if (section === "pulls" && rest.length === 0) {
+      const state = query.get("state") ?? "open";
+      let list = [...repo.issues.values()].filter((i) => i.pull && (state === "all" || i.state === state));
+      list = sortIssues(list, query.get("sort") ?? "created", query.get("direction") ?? "desc");
+      return paginated(
+        req,
+        res,
+        query,
+        list.map((i) => {
+          const { comments: _, merged: __, ...listed } = pullJson(repo, i);
+          return listed;
+        }),
+      );
+    }
+
+    if (section === "pulls" && rest.length === 1) {
+      const issue = repo.issues.get(Number(rest[0]));
+      if (!issue?.pull) return notFound(req, res);
+      return ok(req, res, pullJson(repo, issue));
+    }
+
+    return notFound(req, res);
+  }
+
+  function addConversation(fullName: string, input: FakePullInput, pull: boolean): number {
+    const repo = repoOf(fullName);
+    const now = touch(repo);
+    const number = repo.nextNumber++;
+    const closed = input.state === "closed" || input.merged === true;
+    repo.issues.set(number, {
+      id: nextId++,
+      number,
+      title: input.title,
+      body: input.body ?? null,
+      user: input.user ?? login,
+      labels: input.labels ?? [],
+      state: closed ? "closed" : "open",
+      pull,
+      merged: pull && input.merged === true,
+      draft: input.draft ?? false,
+      createdAt: now,
+      updatedAt: now,
+      closedAt: closed ? now : null,
+      comments: [],
+    });
+    return number;
+  }
+
+  return {
+    url,
+    token,
+    requests,
+    revokeToken() {
+      revoked = true;
+    },
+    addRepository(fullName, opts = {}) {
+      const [owner, name] = fullName.split("/");
+      if (!owner || !name) throw new Error(`fake github: ${fullName} is not owner/name`);
+      const now = tick();
+      repositories.set(fullName.toLowerCase(), {
+        id: nextId++,
+        owner,
+        name,
+        private: opts.private ?? false,
+        description: opts.description ?? null,
+        defaultBranch: opts.defaultBranch ?? "main",
+        hasIssues: opts.hasIssues ?? true,
+        createdAt: now,
+        updatedAt: now,
+        pushedAt: now,
+        files: new Map(),
+        issues: new Map(),
+        nextNumber: 1,
+        objects: new Map(),
+      });
+    },
+    renameRepository(fullName, newFullName) {
+      const repo = repoOf(fullName);
+      const [owner, name] = newFullName.split("/");
+      if (!owner || !name) throw new Error(`fake github: ${newFullName} is not owner/name`);
+      repositories.delete(fullName.toLowerCase());
+      renamed.set(fullName.toLowerCase(), repo);
+      repo.owner = owner;
+      repo.name = name;
+      repositories.set(newFullName.toLowerCase(), repo);
+      touch(repo);
+    },
+    setFile(fullName, path, content) {
+      const repo = repoOf(fullName);
+      const bytes = typeof content === "string" ? Buffer.from(content) : content;
+      repo.files.set(path, bytes);
+      touch(repo, true);
+      return writeBlob(repo, bytes);
+    },
+    deleteFile(fullName, path) {
+      const repo = repoOf(fullName);
+      if (!repo.files.delete(path)) throw new Error(`fake github: no file ${path} in ${fullName}`);
+      touch(repo, true);
+    },
+    addIssue: (fullName, issue) => addConversation(fullName, issue, false),
+    addPullRequest: (fullName, pull) => addConversation(fullName, pull, true),
+    updateIssue(fullName, number, patch) {
+      const issue = issueOf(fullName, number);
+      const now = touch(repoOf(fullName));
+      if (patch.title !== undefined) issue.title = patch.title;
+      if (patch.body !== undefined) issue.body = patch.body;
+      if (patch.labels !== undefined) issue.labels = patch.labels;
+      if (patch.user !== undefined) issue.user = patch.user;
+      if (patch.draft !== undefined) issue.draft = patch.draft;
+      if (patch.merged !== undefined && issue.pull) issue.merged = patch.merged;
+      if (patch.state !== undefined || patch.merged) {
+        const state = patch.merged ? "closed" : (patch.state ?? issue.state);
+        if (state !== issue.state) issue.closedAt = state === "closed" ? now : null;
+        issue.state = state;
+      }
+      issue.updatedAt = now;
+    },
+    addComment(fullName, number, comment) {
+      const issue = issueOf(fullName, number);
+      const now = touch(repoOf(fullName));
+      issue.comments.push({
+        id: nextId++,
+        body: comment.body,
+        user: comment.user ?? login,
+        createdAt: now,
+        updatedAt: now,
+      });
+      issue.updatedAt = now;
+    },
+    deleteIssue(fullName, number) {
+      const repo = repoOf(fullName);
+      if (!repo.issues.delete(number)) throw new Error(`fake github: no issue ${fullName}#${number}`);
+      touch(repo);
+    },
+    issueUpdatedAt: (fullName, number) => issueOf(fullName, number).updatedAt,
+    rateLimitNext(injection = {}) {
+      injections.push({ ...injection });
+    },
+    setTreeTruncation(limit) {
+      treeTruncation = limit;
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) =>
+        server.close((error) => (error ? reject(error) : resolve())),
+      );
+    },
+  };
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** GitHub wraps base64 content at 60 characters. */
+function base64Lines(content: Buffer): string {
+  const encoded = content.toString("base64");
+  const lines: string[] = [];
+  for (let i = 0; i < encoded.length; i += 60) lines.push(encoded.slice(i, i + 60));
+  return lines.length ? `${lines.join("\n")}\n` : "";
+}
+
+function sortIssues(list: Issue[], sort: string, direction: string): Issue[] {
+  const key = (i: Issue) =>
+    sort === "updated"
+      ? i.updatedAt
+      : sort === "comments"
+        ? String(i.comments.length).padStart(9, "0")
+        : i.createdAt;
+  const sorted = [...list].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.number - b.number));
+  return direction === "asc" ? sorted : sorted.reverse();
+}
