@@ -181,4 +181,17 @@ describe("S3 connections through the sync engine", () => {
     expect((await client.documents.list({ containerTags: ["team"] })).memories).toHaveLength(0);
     await expect(temporal.schedule.getHandle(`sync-schedule/${connectionId}`).describe()).rejects.toThrow();
   });
+
+  it("deleting a container tag deletes the connections that synced only into it", async () => {
+    const { id } = await client.connections.create("s3", { containerTag: "team-temp", metadata: metadata() });
+    await waitFor(async () => {
+      const run = (await call("GET", `/v3/connections/${id}`)).json.lastSync;
+      return run && run.status !== "running" ? run : undefined;
+    }, "the sync to finish");
+    const deleted = await call("DELETE", "/v3/container-tags/team-temp");
+    expect(deleted.status).toBe(200);
+    expect(deleted.json.deletedDocuments).toBe(3);
+    expect((await call("GET", `/v3/connections/${id}`)).status).toBe(404);
+    await expect(temporal.schedule.getHandle(`sync-schedule/${id}`).describe()).rejects.toThrow();
+  });
 });
