@@ -2,7 +2,6 @@ import {
   type Client,
   ScheduleNotFoundError,
   ScheduleOverlapPolicy,
-  WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
 } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
@@ -20,20 +19,19 @@ export class ConnectionSyncs {
     readonly taskQueue: string,
   ) {}
 
-  /** Starts a sync now; a sync of the connection that is already running is left to finish ("running"). */
-  async startNow(connectionId: string, trigger: SyncTrigger): Promise<"started" | "running"> {
-    try {
-      await this.client.workflow.start<typeof syncConnection>("syncConnection", {
-        workflowId: syncWorkflowId(connectionId),
-        taskQueue: this.taskQueue,
-        args: [{ connectionId, trigger }],
-        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      });
-      return "started";
-    } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) return "running";
-      throw error;
-    }
+  /**
+   * Starts a sync now, or, when one is running, asks it for one more pass after the current one (a
+   * pass that started listing before the request may have missed the change the caller wants).
+   */
+  async startNow(connectionId: string, trigger: SyncTrigger): Promise<void> {
+    await this.client.workflow.signalWithStart<typeof syncConnection, []>("syncConnection", {
+      workflowId: syncWorkflowId(connectionId),
+      taskQueue: this.taskQueue,
+      args: [{ connectionId, trigger }],
+      signal: "resync",
+      signalArgs: [],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    });
   }
 
   /** Creates or replaces the connection's schedule; 0 minutes removes it. Overlapping runs are skipped. */
@@ -45,11 +43,11 @@ export class ConnectionSyncs {
       spec: { intervals: [{ every: `${everyMinutes} minutes` }] },
       action: {
         type: "startWorkflow",
-        workflowType: "syncConnection",
-        // Temporal appends the scheduled time, e.g. sync/<id>-2026-11-22T10:00:00Z.
-        workflowId: syncWorkflowId(connectionId),
+        // A small trigger (Temporal appends the time to its id) that starts sync/<id> or asks the running one to go again.
+        workflowType: "scheduledSync",
+        workflowId: syncScheduleId(connectionId),
         taskQueue: this.taskQueue,
-        args: [{ connectionId, trigger: "schedule" }],
+        args: [connectionId],
       },
       policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: "1 minute" },
     });

@@ -1,4 +1,4 @@
 // Entry point of the workflow bundle: every workflow type the worker runs.
 export { processDocument } from "./process-document.ts";
 export { reembedVectors } from "./reembed.ts";
-export { syncConnection } from "./sync-connection.ts";
+export { scheduledSync, syncConnection } from "./sync-connection.ts";

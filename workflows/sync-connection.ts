@@ -1,9 +1,15 @@
+import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
 import {
   ActivityFailure,
   ApplicationFailure,
   ContinueAsNew,
   continueAsNew,
+  defineSignal,
+  getExternalWorkflowHandle,
+  ParentClosePolicy,
   proxyActivities,
+  setHandler,
+  startChild,
   workflowInfo,
 } from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
@@ -54,7 +60,17 @@ export interface SyncState {
   listing?: "full" | "delta";
   counts?: SyncCounts;
   pages?: number;
+  /** Pages per workflow run before continuing as new (default 200; tests use a small number). */
+  pagesPerRun?: number;
+  /** A resync was asked for during this pass (carried across continue-as-new). */
+  again?: boolean;
 }
+
+/**
+ * "Sync again": an import or a scheduled run while a sync is running. Requests that arrive before the
+ * listing starts are covered by this pass; later ones get one more pass after it.
+ */
+export const resyncSignal = defineSignal("resync");
 
 export type SyncOutcome = "done" | "failed" | "auth_expired" | "skipped";
 
@@ -66,6 +82,10 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
   let listing = state.listing ?? "full";
   const counts: SyncCounts = state.counts ?? { added: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0 };
   let pages = state.pages ?? 0;
+  let again = state.again ?? false;
+  setHandler(resyncSignal, () => {
+    again = true;
+  });
   try {
     if (!runId) {
       const began = await bookkeeping.beginSync({
@@ -77,6 +97,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
       runId = began.runId;
       cursor = began.cursor;
       listing = began.listing;
+      again = false;
     }
     let pagesThisRun = 0;
     for (;;) {
@@ -86,7 +107,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
       pagesThisRun++;
       if (page.next === null) break;
       cursor = page.next;
-      if (pagesThisRun >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {
+      if (pagesThisRun >= (state.pagesPerRun ?? PAGES_PER_RUN) || workflowInfo().continueAsNewSuggested) {
         return await continueAsNew<typeof syncConnection>({
           connectionId,
           trigger: state.trigger,
@@ -95,6 +116,8 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
           listing,
           counts,
           pages,
+          pagesPerRun: state.pagesPerRun,
+          again: again || undefined,
         });
       }
     }
@@ -103,6 +126,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
       counts.deleted += swept.deleted;
     }
     await bookkeeping.finishSync({ connectionId, runId, status: "done", counts });
+    if (again) return await continueAsNew<typeof syncConnection>({ connectionId, trigger: "import" });
     return "done";
   } catch (error) {
     if (error instanceof ContinueAsNew || !runId) throw error;
@@ -137,4 +161,22 @@ function failureType(error: unknown): string | undefined {
 function failureMessage(error: unknown): string {
   if (error instanceof ActivityFailure) return error.cause?.message || error.message;
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * What a connection's Temporal schedule starts: the sync itself runs as `sync/<connectionId>` (one id
+ * for every trigger, so two syncs of one connection never overlap); when one is running, it is asked
+ * to sync again instead.
+ */
+export async function scheduledSync(connectionId: string): Promise<void> {
+  try {
+    await startChild(syncConnection, {
+      workflowId: `sync/${connectionId}`,
+      args: [{ connectionId, trigger: "schedule" }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    await getExternalWorkflowHandle(`sync/${connectionId}`).signal(resyncSignal);
+  }
 }

@@ -113,15 +113,28 @@ describe("S3 connections through the sync engine", () => {
     expect((await client.connections.list({})).map((c) => c.id)).toContain(connectionId);
   });
 
-  it("shows the sync and its schedule in Temporal under readable ids", async () => {
-    const schedule = await temporal.schedule.getHandle(`sync-schedule/${connectionId}`).describe();
-    expect(schedule.action).toMatchObject({
-      workflowType: "syncConnection",
-      workflowId: `sync/${connectionId}`,
+  it("shows the sync and its schedule in Temporal under readable ids, and the schedule syncs", async () => {
+    const schedule = temporal.schedule.getHandle(`sync-schedule/${connectionId}`);
+    const described = await schedule.describe();
+    expect(described.action).toMatchObject({
+      workflowType: "scheduledSync",
+      workflowId: `sync-schedule/${connectionId}`,
+      args: [connectionId],
     });
+    expect(described.spec.intervals?.[0]?.every).toBe(60 * 60 * 1000);
     const run = await temporal.workflow.getHandle(`sync/${connectionId}`).describe();
     expect(run.type).toBe("syncConnection");
     expect(run.status.name).toBe("COMPLETED");
+
+    // Fire the schedule now: its trigger starts sync/<id> itself.
+    const before = (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync.id;
+    await schedule.trigger();
+    const scheduled = await syncFinished(before);
+    expect(scheduled.lastSync).toMatchObject({
+      trigger: "schedule",
+      status: "done",
+      counts: { unchanged: 3 },
+    });
   });
 
   it("syncs exactly the changes at the source: added, modified, deleted", async () => {
@@ -155,6 +168,34 @@ describe("S3 connections through the sync engine", () => {
     expect(again.lastSync.counts).toEqual({ added: 0, updated: 0, deleted: 0, unchanged: 3, failed: 0 });
     const all = await client.documents.list({ containerTags: ["team"], limit: 100 });
     expect(all.memories).toHaveLength(3);
+  });
+
+  it("continues a long sync as new, carrying its run, cursor and counts", async () => {
+    // One object per listing page, and (below) one page per workflow run: every page continues as new.
+    const { id } = await client.connections.create("s3", {
+      containerTag: "team-long",
+      metadata: { ...metadata(), pageSize: 1 },
+      syncIntervalMinutes: 0,
+    } as Parameters<typeof client.connections.create>[1]);
+    const first = await waitFor(async () => {
+      const run = (await call("GET", `/v3/connections/${id}`)).json.lastSync;
+      return run && run.status !== "running" ? run : undefined;
+    }, "the first sync to finish");
+    expect(first.counts.added).toBe(3);
+    // The run is recorded as finished just before its workflow completes.
+    await temporal.workflow.getHandle(`sync/${id}`).result();
+    const handle = await temporal.workflow.start("syncConnection", {
+      workflowId: `sync/${id}`,
+      taskQueue: service.taskQueue,
+      args: [{ connectionId: id, trigger: "import", pagesPerRun: 1 }],
+    });
+    expect(await handle.result()).toBe("done");
+    const latest = await temporal.workflow.getHandle(`sync/${id}`).describe();
+    expect(latest.runId).not.toBe(handle.firstExecutionRunId);
+    const run = (await call("GET", `/v3/connections/${id}`)).json.lastSync;
+    expect(run.id).not.toBe(first.id);
+    expect(run).toMatchObject({ status: "done", counts: { added: 0, updated: 0, deleted: 0, unchanged: 3 } });
+    await client.connections.deleteByID(id);
   });
 
   it("refuses bad settings and credentials at creation with a 400", async () => {
