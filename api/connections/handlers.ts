@@ -179,7 +179,7 @@ export function connectionHandlers(deps: ApiDeps) {
     const svc = service(new URL(c.req.url).origin);
     if (findConnector(target)) {
       // deleteByProvider: the provider's connections holding any of the tags.
-      const tags = (c.req.valid("json") ?? {}).containerTags;
+      const tags = c.req.valid("json")?.containerTags;
       if (!tags?.length) throw badRequest("deleting by provider needs containerTags", "containerTags");
       const rows = await listConnections(db, { provider: target, containerTags: tags });
       if (!rows.length) throw notFound("connection");
