@@ -21,6 +21,7 @@ import {
   itemCustomId,
   knownItems,
   markItemsSeen,
+  markPrefixesSeen,
   removeItems,
   type SyncCounts,
   saveItem,
@@ -63,6 +64,8 @@ export interface PageInput {
 export interface PageResult {
   next: unknown;
   counts: SyncCounts;
+  /** What the connector wants handed to its next pass (see ListPage.carry). */
+  carry?: unknown;
 }
 
 export function createSyncActivities(deps: SyncActivityDeps) {
@@ -156,10 +159,11 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         if (connection.status !== "active") return { skipped: connection.status };
         const run = await startSyncRun(db, input);
         const ctx = contextFor(connection, connector);
+        // Delta sources resume from their saved cursor; full ones get what their last complete pass carried.
         const cursor =
           connector.listing === "delta" && connection.cursor != null
             ? connection.cursor
-            : await connector.initialCursor(ctx);
+            : await connector.initialCursor(ctx, connection.cursor ?? undefined);
         return { runId: run.id, cursor, listing: connector.listing };
       });
     },
@@ -206,14 +210,22 @@ export function createSyncActivities(deps: SyncActivityDeps) {
           }
         }
         await markItemsSeen(db, connection.id, unchanged, input.runId);
+        if (page.unchanged?.length)
+          counts.unchanged += await markPrefixesSeen(
+            db,
+            connection.id,
+            page.unchanged,
+            input.runId,
+            page.items.map((i) => i.id),
+          );
         if (page.deleted?.length) {
           const removed = await removeItems(db, connection.id, { itemIds: page.deleted });
-          counts.deleted += removed.documentIds.length;
+          counts.deleted += removed.items;
         }
         // A delta source resumes from here next time, also after a crash between pages.
         if (connector.listing === "delta" && page.next !== null)
           await updateConnection(db, connection.id, { cursor: page.next as never });
-        return { next: page.next, counts };
+        return { next: page.next, counts, ...(page.carry !== undefined ? { carry: page.carry } : {}) };
       });
     },
 
@@ -221,7 +233,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     async sweepUnseen(input: { connectionId: string; runId: string }): Promise<{ deleted: number }> {
       return translate(async () => {
         const removed = await removeItems(db, input.connectionId, { notSeenIn: input.runId });
-        return { deleted: removed.documentIds.length };
+        return { deleted: removed.items };
       });
     },
 
@@ -232,9 +244,13 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       counts: SyncCounts;
       errorCode?: string;
       error?: string;
+      /** A complete full pass: what its connector carries to the next pass. */
+      carry?: unknown;
     }): Promise<void> {
       return translate(async () => {
         await finishSyncRun(db, input.runId, input);
+        if (input.status === "done" && input.carry !== undefined)
+          await updateConnection(db, input.connectionId, { cursor: input.carry as never });
         // Credentials the source refused stay refused: stop scheduling work until someone reconnects.
         if (input.status === "auth_expired") {
           await updateConnection(db, input.connectionId, { status: "auth_expired" });

@@ -44,6 +44,16 @@ export interface ListPage<Cursor> {
   deleted?: string[];
   /** Where the next page starts; null when this pass over the source is finished. */
   next: Cursor | null;
+  /**
+   * Id prefixes the source reports unchanged since the last complete pass (a 304 on a conditional
+   * request): the engine keeps every item it holds under them, as if listed with the same version.
+   */
+  unchanged?: string[];
+  /**
+   * State for the next pass (ETags, listing times), kept by the engine from the latest page that has
+   * one and handed to `initialCursor` once this pass has completed. Small, plain JSON.
+   */
+  carry?: unknown;
 }
 
 /** Network rules for connectors that fetch user-given URLs (the crawler). */
@@ -82,8 +92,11 @@ export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown
    * carries over from one sync to the next.
    */
   listing: "full" | "delta";
-  /** The cursor a pass starts from ("full"), or the first sync starts from ("delta"). */
-  initialCursor(ctx: SyncContext<Config, Secrets>): Promise<Cursor> | Cursor;
+  /**
+   * The cursor a pass starts from ("full"), or the first sync starts from ("delta"). `carried` is the
+   * `carry` of the last complete pass, if any.
+   */
+  initialCursor(ctx: SyncContext<Config, Secrets>, carried?: unknown): Promise<Cursor> | Cursor;
   listPage(ctx: SyncContext<Config, Secrets>, cursor: Cursor): Promise<ListPage<Cursor>>;
   /** The item's content; null when it turned out not to be content (gone, a 404 page): treated as absent. */
   fetchItem(ctx: SyncContext<Config, Secrets>, item: SourceItem): Promise<FetchedItem | null>;

@@ -214,6 +214,34 @@ export async function saveItem(
 }
 
 /**
+ * Items under these id prefixes that the source reports unchanged (a 304): still there, as they were.
+ * Items this run already saw (listed on an earlier page) are left alone, so nothing is counted twice.
+ * Returns how many source items (not counting the items inside them) were kept.
+ */
+export async function markPrefixesSeen(
+  db: Database,
+  connectionId: string,
+  prefixes: string[],
+  runId: string,
+  exceptItemIds: string[],
+): Promise<number> {
+  if (!prefixes.length) return 0;
+  const rows = await db
+    .update(connectionItems)
+    .set({ seenRun: runId })
+    .where(
+      and(
+        eq(connectionItems.connectionId, connectionId),
+        sql`${connectionItems.seenRun} <> ${runId}`,
+        or(...prefixes.map((p) => sql`starts_with(${connectionItems.itemId}, ${p})`)),
+        exceptItemIds.length ? sql`NOT (${inArray(connectionItems.itemId, exceptItemIds)})` : undefined,
+      ),
+    )
+    .returning({ parentItemId: connectionItems.parentItemId });
+  return rows.filter((r) => r.parentItemId === null).length;
+}
+
+/**
  * Items of a connection that a complete pass (run) did not list, or that are named as deleted: their
  * documents and records go. Returns the removed document ids, so their workflows can be stopped.
  */
@@ -233,13 +261,15 @@ export async function removeItems(
     const gone = await tx
       .delete(connectionItems)
       .where(and(eq(connectionItems.connectionId, connectionId), condition))
-      .returning({ documentId: connectionItems.documentId });
+      .returning({ documentId: connectionItems.documentId, parentItemId: connectionItems.parentItemId });
     const documentIds = gone.flatMap((g) => (g.documentId ? [g.documentId] : []));
+    // Counted as the source counts them: a mail with its attachments is one item.
+    const items = gone.filter((g) => g.parentItemId === null).length;
     if (documentIds.length)
       await tx
         .delete(documents)
         .where(and(inArray(documents.id, documentIds), eq(documents.connectionId, connectionId)));
-    return { items: gone.length, documentIds };
+    return { items, documentIds };
   });
 }
 

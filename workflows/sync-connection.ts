@@ -64,6 +64,8 @@ export interface SyncState {
   pagesPerRun?: number;
   /** A resync was asked for during this pass (carried across continue-as-new). */
   again?: boolean;
+  /** The connector's state for its next pass, from the latest page that had one. */
+  carry?: unknown;
 }
 
 /**
@@ -83,6 +85,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
   const counts: SyncCounts = state.counts ?? { added: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0 };
   let pages = state.pages ?? 0;
   let again = state.again ?? false;
+  let carry = state.carry;
   setHandler(resyncSignal, () => {
     again = true;
   });
@@ -103,6 +106,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
     for (;;) {
       const page = await paging.syncPage({ connectionId, runId, cursor });
       add(counts, page.counts);
+      if (page.carry !== undefined) carry = page.carry;
       pages++;
       pagesThisRun++;
       if (page.next === null) break;
@@ -118,6 +122,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
           pages,
           pagesPerRun: state.pagesPerRun,
           again: again || undefined,
+          carry,
         });
       }
     }
@@ -125,7 +130,13 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
       const swept = await bookkeeping.sweepUnseen({ connectionId, runId });
       counts.deleted += swept.deleted;
     }
-    await bookkeeping.finishSync({ connectionId, runId, status: "done", counts });
+    await bookkeeping.finishSync({
+      connectionId,
+      runId,
+      status: "done",
+      counts,
+      ...(listing === "full" && carry !== undefined ? { carry } : {}),
+    });
     if (again) return await continueAsNew<typeof syncConnection>({ connectionId, trigger: "import" });
     return "done";
   } catch (error) {

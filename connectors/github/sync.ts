@@ -3,9 +3,12 @@
 // holds both). Every pass lists everything, because the engine deletes what a complete pass did not see;
 // the versions (blob sha, updated_at) keep unchanged items from being fetched again.
 //
-// No state crosses passes: a conditional request (ETag → 304) or `since` would save requests only if the
-// connector could re-list the previous pass's items without asking GitHub, and the contract gives it no
-// place to keep them (initialCursor sees no previous cursor; a pass ends with `next: null`).
+// Incremental: what a complete pass learnt is carried to the next one (ListPage.carry): each repository's
+// tree ETag and the server time its issues were listed at. The next pass asks for the tree with
+// If-None-Match (a 304 costs no rate limit; all of that repository's files are then reported unchanged
+// by prefix) and for issues with `since` (only those updated since are listed; the others are reported
+// unchanged). An issue deleted on GitHub (only admins can) is not in a `since` listing, so every
+// FULL_ISSUE_PASS_EVERY-th pass lists issues in full and the engine removes what it no longer sees.
 
 import type { Octokit } from "@octokit/rest";
 import { ConnectorConfigError } from "../errors.ts";
@@ -29,7 +32,27 @@ export interface GithubCursor {
   offset: number;
   /** issues/pulls: the next page to ask for (1-based). */
   page: number;
+  /** What the last complete pass learnt (ETags, issue listing times); empty on a first pass. */
+  previous?: GithubCarry;
+  /** What this pass has learnt so far; handed to the engine as `carry` with every page. */
+  learnt?: GithubCarry;
 }
+
+/** State a complete pass hands to the next, per repository. */
+export interface GithubCarry {
+  treeEtags: Record<string, string>;
+  /** Server time (Date header) at which the issues listing of the repository began. */
+  issuesListedAt: Record<string, string>;
+  /** Passes since issues were last listed in full. */
+  passesSinceFullIssues: number;
+}
+
+/** Issues are listed in full every this many passes, to notice issues deleted on GitHub. */
+const FULL_ISSUE_PASS_EVERY = 24;
+/** `since` reaches back this far before the last listing, for clock skew and in-flight edits. */
+const SINCE_MARGIN_MS = 5 * 60 * 1000;
+
+const emptyCarry = (): GithubCarry => ({ treeEtags: {}, issuesListedAt: {}, passesSinceFullIssues: 0 });
 
 interface RepoRef {
   repository: string;
@@ -46,7 +69,9 @@ interface FileEntry {
 const README = /^readme(?:\.(?:md|mdx|markdown|txt|rst|adoc|asciidoc|org|textile))?$/i;
 const SYMLINK_MODE = "120000";
 
-export function initialGithubCursor(ctx: GithubContext): GithubCursor {
+export function initialGithubCursor(ctx: GithubContext, carried?: unknown): GithubCursor {
+  const previous = isCarry(carried) ? carried : undefined;
+  const fullIssues = !previous || previous.passesSinceFullIssues + 1 >= FULL_ISSUE_PASS_EVERY;
   return {
     repositories: parseRepositoryList(ctx.config.repositories).repositories,
     index: 0,
@@ -54,7 +79,17 @@ export function initialGithubCursor(ctx: GithubContext): GithubCursor {
     tree: null,
     offset: 0,
     page: 1,
+    previous: fullIssues && previous ? { ...previous, issuesListedAt: {} } : previous,
+    learnt: {
+      ...emptyCarry(),
+      passesSinceFullIssues: fullIssues ? 0 : (previous?.passesSinceFullIssues ?? 0) + 1,
+    },
   };
+}
+
+function isCarry(value: unknown): value is GithubCarry {
+  const v = value as GithubCarry | undefined;
+  return Boolean(v && typeof v === "object" && v.treeEtags && v.issuesListedAt);
 }
 
 export async function listGithubPage(
@@ -62,16 +97,29 @@ export async function listGithubPage(
   cursor: GithubCursor,
 ): Promise<ListPage<GithubCursor>> {
   const repository = cursor.repositories[cursor.index];
-  if (repository === undefined) return { items: [], next: null };
+  if (repository === undefined) return { items: [], next: null, carry: cursor.learnt };
   const ref = splitRepository(repository);
   try {
     const octokit = githubClient(ctx);
-    if (cursor.phase === "files") return await listFiles(ctx, octokit, ref, cursor);
-    if (cursor.phase === "issues") return await listIssues(ctx, octokit, ref, cursor);
-    return await listPulls(ctx, octokit, ref, cursor);
+    const page =
+      cursor.phase === "files"
+        ? await listFiles(ctx, octokit, ref, cursor)
+        : cursor.phase === "issues"
+          ? await listIssues(ctx, octokit, ref, cursor)
+          : await listPulls(ctx, octokit, ref, cursor);
+    const learnt = page.next?.learnt ?? page.learnt ?? cursor.learnt;
+    return { items: page.items, next: page.next, unchanged: page.unchanged, carry: learnt };
   } catch (error) {
     throw toConnectorError(error, ctx);
   }
+}
+
+type RepoPage = ListPage<GithubCursor> & { learnt?: GithubCarry };
+
+function learn(cursor: GithubCursor, change: (carry: GithubCarry) => void): GithubCarry {
+  const carry: GithubCarry = structuredClone(cursor.learnt ?? emptyCarry());
+  change(carry);
+  return carry;
 }
 
 async function listFiles(
@@ -79,16 +127,40 @@ async function listFiles(
   octokit: Octokit,
   ref: RepoRef,
   cursor: GithubCursor,
-): Promise<ListPage<GithubCursor>> {
+): Promise<RepoPage> {
   const { filesPerPage, maxFileBytes, fileExtensions } = ctx.config;
-  let tree: Awaited<ReturnType<typeof readTree>>;
+  let tree: { sha: string; files: FileEntry[]; etag?: string } | null;
+  let etag: string | undefined;
   if (cursor.tree === null) {
     const { data } = await inRepository(ref, () => octokit.repos.get({ owner: ref.owner, repo: ref.repo }));
-    tree = await readTree(octokit, ref, data.default_branch);
+    const known = cursor.previous?.treeEtags[ref.repository];
+    const read = await readTree(octokit, ref, data.default_branch, known);
+    if (read === "not-modified") {
+      // Same tree as at the last complete pass: every file listed then is still there, unchanged.
+      const next = afterFiles(ctx, {
+        ...cursor,
+        learnt: learn(cursor, (c) => {
+          c.treeEtags[ref.repository] = known as string;
+        }),
+      });
+      return {
+        items: [],
+        unchanged: [`${ref.repository}/blob/`],
+        next,
+        learnt: next
+          ? undefined
+          : learn(cursor, (c) => {
+              c.treeEtags[ref.repository] = known as string;
+            }),
+      };
+    }
+    tree = read;
+    etag = read?.etag;
   } else {
     // git objects never go away, so a pinned tree that is not found means the repository is gone.
     const pinned = cursor.tree;
-    tree = await inRepository(ref, () => readTree(octokit, ref, pinned));
+    const read = await inRepository(ref, () => readTree(octokit, ref, pinned));
+    tree = read === "not-modified" ? null : read;
   }
   if (!tree) return { items: [], next: afterFiles(ctx, cursor) };
 
@@ -106,8 +178,16 @@ async function listFiles(
     id: `${ref.repository}/blob/${file.path}`,
     version: file.sha,
   }));
-  const next = end < files.length ? { ...cursor, tree: tree.sha, offset: end } : afterFiles(ctx, cursor);
-  return { items, next };
+  const learnt = etag
+    ? learn(cursor, (c) => {
+        c.treeEtags[ref.repository] = etag as string;
+      })
+    : cursor.learnt;
+  const next =
+    end < files.length
+      ? { ...cursor, tree: tree.sha, offset: end, learnt }
+      : afterFiles(ctx, { ...cursor, learnt });
+  return { items, next, learnt };
 }
 
 async function listIssues(
@@ -115,8 +195,10 @@ async function listIssues(
   octokit: Octokit,
   ref: RepoRef,
   cursor: GithubCursor,
-): Promise<ListPage<GithubCursor>> {
+): Promise<RepoPage> {
   const { includeIssues, includePullRequests, issuesPerPage } = ctx.config;
+  const listedBefore = cursor.previous?.issuesListedAt[ref.repository];
+  const since = listedBefore ? new Date(Date.parse(listedBefore) - SINCE_MARGIN_MS).toISOString() : undefined;
   let response: Awaited<ReturnType<Octokit["issues"]["listForRepo"]>>;
   try {
     response = await inRepository(ref, () =>
@@ -129,6 +211,7 @@ async function listIssues(
         direction: "asc",
         per_page: issuesPerPage,
         page: cursor.page,
+        ...(since ? { since } : {}),
       }),
     );
   } catch (error) {
@@ -148,8 +231,23 @@ async function listIssues(
       version: issue.updated_at,
     });
   }
+  // The server's clock, taken when the listing began, is where the next pass's `since` starts.
+  const learnt =
+    cursor.page === 1
+      ? learn(cursor, (c) => {
+          c.issuesListedAt[ref.repository] = serverTime(response.headers.date);
+        })
+      : cursor.learnt;
   const more = Boolean(parseLink(response.headers.link).next);
-  return { items, next: more ? { ...cursor, page: cursor.page + 1 } : nextRepository(cursor) };
+  if (more) return { items, next: { ...cursor, page: cursor.page + 1, learnt }, learnt };
+  // With `since`, issues not listed did not change: keep those the engine holds.
+  const unchanged = since ? [`${ref.repository}/issues/`, `${ref.repository}/pull/`] : undefined;
+  return { items, unchanged, next: nextRepository({ ...cursor, learnt }), learnt };
+}
+
+function serverTime(date: string | undefined): string {
+  const parsed = date ? Date.parse(date) : Number.NaN;
+  return new Date(Number.isNaN(parsed) ? Date.now() : parsed).toISOString();
 }
 
 async function listPulls(
@@ -157,7 +255,7 @@ async function listPulls(
   octokit: Octokit,
   ref: RepoRef,
   cursor: GithubCursor,
-): Promise<ListPage<GithubCursor>> {
+): Promise<RepoPage> {
   const response = await inRepository(ref, () =>
     octokit.pulls.list({
       owner: ref.owner,
@@ -197,20 +295,26 @@ async function readTree(
   octokit: Octokit,
   ref: RepoRef,
   treeish: string,
-): Promise<{ sha: string; files: FileEntry[] } | null> {
+  ifNoneMatch?: string,
+): Promise<{ sha: string; files: FileEntry[]; etag?: string } | null | "not-modified"> {
   let data: Awaited<ReturnType<Octokit["git"]["getTree"]>>["data"];
+  let etag: string | undefined;
   try {
-    ({ data } = await octokit.git.getTree({
+    const response = await octokit.git.getTree({
       owner: ref.owner,
       repo: ref.repo,
       tree_sha: treeish,
       recursive: "1",
-    }));
+      ...(ifNoneMatch ? { headers: { "if-none-match": ifNoneMatch } } : {}),
+    });
+    data = response.data;
+    etag = response.headers.etag;
   } catch (error) {
+    if (httpStatus(error) === 304) return "not-modified";
     if (httpStatus(error) === 409) return null;
     throw error;
   }
-  if (!data.truncated) return { sha: data.sha, files: blobsOf(data.tree, "") };
+  if (!data.truncated) return { sha: data.sha, files: blobsOf(data.tree, ""), etag };
 
   const { data: top } = await octokit.git.getTree({ owner: ref.owner, repo: ref.repo, tree_sha: data.sha });
   if (top.truncated) {
@@ -222,9 +326,10 @@ async function readTree(
   for (const entry of top.tree) {
     if (entry.type !== "tree" || !entry.sha || !entry.path) continue;
     const sub = await readTree(octokit, ref, entry.sha);
+    if (sub === "not-modified") continue;
     for (const file of sub?.files ?? []) files.push({ ...file, path: `${entry.path}/${file.path}` });
   }
-  return { sha: data.sha, files };
+  return { sha: data.sha, files, etag };
 }
 
 function blobsOf(

@@ -664,9 +664,12 @@ export async function fetchMail(
     };
   });
 
+  // The subject as a heading first: text opening with header lines alone is taken by the pipeline for a
+  // raw RFC 822 message (pipeline/extract/detect.ts) and parsed again as one, which drops the
+  // Attachments line and makes the document an `email`.
   return {
     title: subject || "(no subject)",
-    text: `${header.join("\n")}\n\n${body}${note}`.trim(),
+    text: `# ${subject || "(no subject)"}\n\n${header.join("\n")}\n\n${body}${note}`.trim(),
     filepath,
     metadata,
     ...(url ? { url } : {}),

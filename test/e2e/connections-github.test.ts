@@ -133,6 +133,19 @@ describe("GitHub connections through the sync engine", () => {
     expect(github.requests.some((r) => r.status === 429)).toBe(true);
   });
 
+  it("asks GitHub only for what changed since the last complete pass", async () => {
+    const before = (await lastSync())?.id;
+    const seen = github.requests.length;
+    await client.connections.import("github", {});
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({ status: "done", counts: { added: 0, updated: 0, deleted: 0, unchanged: 4 } });
+    const requests = github.requests.slice(seen);
+    // The tree came back 304 Not Modified (free of rate limit), issues were asked for with `since`.
+    expect(requests.some((r) => r.path.includes("/git/trees/") && r.status === 304)).toBe(true);
+    expect(requests.some((r) => r.path.includes("/issues?") && r.path.includes("since="))).toBe(true);
+    expect(requests.some((r) => r.path.includes("/contents/"))).toBe(false);
+  });
+
   it("stops with auth_expired when the token is revoked, and pauses the schedule", async () => {
     const before = (await lastSync())?.id;
     github.revokeToken();

@@ -138,9 +138,11 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
   let treeTruncation: number | null = null;
   let nextId = 1000;
   // A clock that moves one second per change, so every change shows in updated_at.
-  let clock = Date.parse("2024-05-01T12:00:00Z");
+  // Real time, so updated_at agrees with the Date header as on GitHub (`since` listings rely on it);
+  // at least a second apart, so every change gets a new updated_at.
+  let clock = Date.now() - 60_000;
   const tick = () => {
-    clock += 1000;
+    clock = Math.max(clock + 1000, Date.now());
     return iso(clock);
   };
   const rateLimitReset = Math.floor(Date.now() / 1000) + 3600;
