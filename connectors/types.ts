@@ -75,6 +75,54 @@ export interface SyncContext<Config, Secrets> {
   /** Call during long work so Temporal knows the activity is alive. */
   heartbeat(): void;
   log: Logger;
+  /** OAuth connectors: the connection's tokens, kept fresh by the engine. */
+  oauth?: OAuthSession;
+  /**
+   * Drive connectors with folder and file selection (`syncScope` other than "full"): what the user
+   * ticked in the hosted picker. Only these items, and everything inside the selected folders, sync.
+   */
+  selection?: PickedItem[];
+  /** The provider's API root (tests point it at a local server): from CONNECTOR_ENDPOINTS, else the connector's default. */
+  apiBaseUrl?: string;
+}
+
+export interface OAuthSession {
+  /** A valid access token: refreshed by the engine first when it expires within a few minutes. */
+  accessToken(): Promise<string>;
+  /**
+   * Call once after the provider answered 401 to a token that looked valid: the engine refreshes it
+   * (if the provider gives refresh tokens) and returns the new one; a refused refresh throws
+   * ConnectorAuthError (the connection becomes auth_expired).
+   */
+  refresh(): Promise<string>;
+}
+
+/** An entry the hosted picker shows and stores. */
+export interface PickedItem {
+  id: string;
+  name: string;
+  kind: "folder" | "file";
+  mimeType?: string;
+}
+
+/** What a connector needs for the OAuth authorization-code flow (the engine runs the flow). */
+export interface OAuthSpec {
+  /** Default consent page and token endpoint; CONNECTOR_ENDPOINTS may override them per provider. */
+  authorizeUrl: string;
+  tokenUrl: string;
+  scopes: string[];
+  /** Space or comma between scopes in the authorize URL. */
+  scopeSeparator?: " " | ",";
+  /** Send a PKCE code challenge (S256). */
+  pkce: boolean;
+  /** How the client authenticates at the token endpoint: form fields, or HTTP Basic (Notion). */
+  tokenAuth: "body" | "basic";
+  /** Extra authorize parameters (Google: access_type=offline, prompt=consent; Notion: owner=user). */
+  authorizeParams?: Record<string, string>;
+  /** Prefix of the settings keys for a caller's own app: `<prefix>ClientId`, `<prefix>ClientSecret`, `<prefix>CustomKeyEnabled`. */
+  settingsPrefix: "googleDrive" | "notion" | "onedrive" | "github";
+  /** Prefix of the env variables of the service's own app: `<ENV>_CLIENT_ID`, `<ENV>_CLIENT_SECRET`. */
+  envPrefix: string;
 }
 
 export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown> {
@@ -107,6 +155,15 @@ export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown
     ctx: SyncContext<Config, Secrets>,
     query: { page: number; perPage: number; parentId?: string },
   ): Promise<{ resources: Record<string, unknown>[]; total_count?: number }>;
+  /** OAuth providers: the connection is created `pending` and gets its tokens through the consent flow. */
+  oauth?: OAuthSpec;
+  /** The API root used when CONNECTOR_ENDPOINTS does not name one (tests point it at a local server). */
+  defaultApiBaseUrl?: string;
+  /**
+   * Drive connectors with a hosted picker: the folders and files inside a folder (null: the root), for
+   * the picker page to browse. Uses ctx.oauth and ctx.apiBaseUrl like a sync.
+   */
+  browse?(ctx: SyncContext<Config, Secrets>, parentId: string | null): Promise<PickedItem[]>;
   /** Releases what the connector keeps between calls (open IMAP sessions) when the worker stops. */
   shutdown?(): Promise<void>;
   /** Validates the `resources` of `POST /v3/connections/:id/configure`; the result is stored in config. */
