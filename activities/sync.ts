@@ -31,9 +31,12 @@ import {
 import type { Database } from "../store/db.ts";
 import { saveDocument } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
+import { endpointsFor, type OAuthDeps, oauthSession } from "../services/oauth.ts";
 import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "../workflows/failure-types.ts";
 
 export interface SyncActivityDeps {
+  /** OAuth apps (env), CONNECTOR_ENDPOINTS and the public URL, for OAuth connectors. */
+  config: OAuthDeps["config"];
   db: Database;
   blobs: BlobStore;
   secrets: SecretBox;
@@ -159,11 +162,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         if (connection.status !== "active") return { skipped: connection.status };
         const run = await startSyncRun(db, input);
         const ctx = contextFor(connection, connector);
-        // Delta sources resume from their saved cursor; full ones get what their last complete pass carried.
-        const cursor =
-          connector.listing === "delta" && connection.cursor != null
-            ? connection.cursor
-            : await connector.initialCursor(ctx, connection.cursor ?? undefined);
+        // What the last complete pass carried (delta tokens, ETags) starts this one.
+        const cursor = await connector.initialCursor(ctx, connection.cursor ?? undefined);
         return { runId: run.id, cursor, listing: connector.listing };
       });
     },
@@ -222,9 +222,6 @@ export function createSyncActivities(deps: SyncActivityDeps) {
           const removed = await removeItems(db, connection.id, { itemIds: page.deleted });
           counts.deleted += removed.items;
         }
-        // A delta source resumes from here next time, also after a crash between pages.
-        if (connector.listing === "delta" && page.next !== null)
-          await updateConnection(db, connection.id, { cursor: page.next as never });
         return { next: page.next, counts, ...(page.carry !== undefined ? { carry: page.carry } : {}) };
       });
     },

@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
 import { bearerAuth, endpointGuard } from "./auth.ts";
+import { connectionBrowserApp } from "./connections/browser.ts";
 import { connectionsApp } from "./connections/index.ts";
 import { containerTagsApp } from "./container-tags/index.ts";
 import type { ApiDeps, AppEnv } from "./deps.ts";
@@ -49,6 +50,9 @@ export function createApp(deps: ApiDeps) {
         "Self-hosted document memory: ingest, process durably, search. Compatible with the supermemory SDK.",
     },
   });
+
+  // Reached by people's browsers (OAuth callback, hosted picker): authenticated by state and link tokens, not keys.
+  app.route("/v3/connections", connectionBrowserApp(deps));
 
   const api = new OpenAPIHono<AppEnv>();
   const limit = (maxSize: number) =>

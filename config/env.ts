@@ -8,6 +8,20 @@ const flag = z
 
 const port = z.coerce.number().int().min(0).max(65_535);
 
+const ConnectorEndpoints = z.record(
+  z.string(),
+  z.object({ authorizeUrl: z.url().optional(), tokenUrl: z.url().optional(), apiBaseUrl: z.url().optional() }),
+);
+export type ConnectorEndpoints = z.infer<typeof ConnectorEndpoints>;
+
+function safeJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Every setting the service reads, validated once at start-up. Names are the public contract (README). */
 export const envSchema = z.object({
   PORT: port.default(8787),
@@ -65,6 +79,32 @@ export const envSchema = z.object({
   TRANSCRIBE_MODEL: z.string().default("whisper-1"),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),
   FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  /** Where browsers reach this API (OAuth callbacks, picker links); default http://HOST:PORT. */
+  PUBLIC_URL: z.url().optional(),
+  /**
+   * JSON: per provider, where its consent page, token endpoint and API are, e.g.
+   * {"google-drive":{"authorizeUrl":"…","tokenUrl":"…","apiBaseUrl":"…"}}. For tests and private
+   * deployments (GitHub Enterprise); set by the operator, never by API callers.
+   */
+  CONNECTOR_ENDPOINTS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return {};
+      const parsed = ConnectorEndpoints.safeParse(safeJson(raw));
+      if (parsed.success) return parsed.data;
+      ctx.addIssue({ code: "custom", message: "must be JSON: {provider: {authorizeUrl?, tokenUrl?, apiBaseUrl?}}" });
+      return z.NEVER;
+    }),
+  /** The service's own OAuth apps (a caller's own app comes from /v3/settings when <prefix>CustomKeyEnabled). */
+  GOOGLE_CLIENT_ID: z.string().optional(),
+  GOOGLE_CLIENT_SECRET: z.string().optional(),
+  MICROSOFT_CLIENT_ID: z.string().optional(),
+  MICROSOFT_CLIENT_SECRET: z.string().optional(),
+  NOTION_CLIENT_ID: z.string().optional(),
+  NOTION_CLIENT_SECRET: z.string().optional(),
+  GITHUB_CLIENT_ID: z.string().optional(),
+  GITHUB_CLIENT_SECRET: z.string().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

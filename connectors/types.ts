@@ -136,8 +136,10 @@ export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown
   secretsSchema: z.ZodType<Secrets>;
   /**
    * "full": every pass lists everything; at the end of a complete pass the engine deletes the documents
-   * of items it did not see. "delta": the source reports deletions itself (`deleted`) and the cursor
-   * carries over from one sync to the next.
+   * of items it did not see. "delta": the source reports deletions itself (`deleted`); the connector
+   * hands its position (page token, delta link) to the next sync as `carry`, which the engine saves when
+   * a sync completes and passes to `initialCursor`. A sync that failed starts again from the last saved
+   * carry (re-listing changes is harmless: versions decide what is fetched).
    */
   listing: "full" | "delta";
   /**

@@ -136,7 +136,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           llm: config.MEMORY_EXTRACTION ? llm : undefined,
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
         },
-        sync: { db: store.db, blobs, secrets, processing, network, log },
+        sync: { config, db: store.db, blobs, secrets, processing, network, log },
       });
       stops.push(() => shutdownConnectors());
       const running = worker.run().catch((err) => log.error({ err }, "worker stopped with an error"));
@@ -179,6 +179,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       });
       const address = server.address() as AddressInfo;
       url = `http://${config.HOST}:${address.port}`;
+      // OAuth callbacks and picker links need the address browsers reach; PORT=0 picks it only now.
+      if (!config.PUBLIC_URL) config.PUBLIC_URL = url;
       stops.push(
         () =>
           new Promise<void>((resolve) => {

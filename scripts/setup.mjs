@@ -590,6 +590,8 @@ async function main() {
   if (forTests) await ensurePostgres();
   // A real IMAP server for the mail connector's tests (Debian's dovecot-imapd; needs root to install).
   if (forTests) await run("bash", [path.join(ROOT, "scripts", "setup-dovecot.sh")]);
+  // Debian's Chromium for the browser tests (playwright-core drives it; nothing is downloaded by Playwright).
+  if (forTests) await run("bash", [path.join(ROOT, "scripts", "setup-chromium.sh")]);
   log(`done in ${seconds(started)}`);
 }
 

@@ -1,6 +1,7 @@
 // Connections: create (settings checked, secrets sealed, first sync and schedule started), present,
 // import, delete. One implementation for the REST API and later the console and MCP.
 
+import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "../config/logger.ts";
 import { ConnectorAuthError, ConnectorConfigError } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
@@ -11,14 +12,31 @@ import {
   createConnection,
   deleteConnection,
   deleteConnectionDocuments,
+  findConnection,
   latestSyncRuns,
   type SyncRunRow,
   updateConnection,
 } from "../store/connections.ts";
 import type { Database } from "../store/db.ts";
+import type { SelectedItem } from "../store/schema/index.ts";
 import type { SecretBox } from "../store/secrets.ts";
+import {
+  authorizationLink,
+  endpointsFor,
+  exchangeCode,
+  hashPickerToken,
+  newPickerToken,
+  type OAuthDeps,
+  OAuthSetupError,
+  oauthSession,
+  publicUrl,
+  sealTokens,
+  takeState,
+} from "./oauth.ts";
 
 export interface ConnectionDeps {
+  /** OAuth apps, CONNECTOR_ENDPOINTS, PUBLIC_URL. */
+  config: OAuthDeps["config"];
   db: Database;
   secrets: SecretBox;
   syncs: ConnectionSyncs;
@@ -73,6 +91,13 @@ function splitMetadata(connector: Connector, metadata: Flat) {
   return { settings, secrets, config: config.data, parsedSecrets: parsedSecrets.data };
 }
 
+export interface CreatedConnection {
+  connection: ConnectionRow;
+  /** The provider's consent page (OAuth), or the connection's own URL when it is ready at once. */
+  authLink: string;
+  expiresIn: string;
+}
+
 export async function createConnectionFor(
   deps: ConnectionDeps,
   provider: string,
@@ -83,9 +108,30 @@ export async function createConnectionFor(
     redirectUrl?: string;
     syncIntervalMinutes: number;
   },
-): Promise<ConnectionRow> {
+): Promise<CreatedConnection> {
   const connector = connectorFor(provider);
   const { settings, secrets, config, parsedSecrets } = splitMetadata(connector, input.metadata);
+  if (connector.oauth) {
+    // Tokens come from the consent flow; the connection waits for them (pending) and syncs after the callback.
+    const connection = await createConnection(deps.db, {
+      provider,
+      containerTags: input.containerTags,
+      metadata: settings,
+      sealedSecrets: null,
+      documentLimit: input.documentLimit ?? null,
+      syncIntervalMinutes: input.syncIntervalMinutes,
+      redirectUrl: input.redirectUrl ?? null,
+      status: "pending",
+    });
+    try {
+      const link = await authorizationLink(deps, connection, connector);
+      return { connection, authLink: link.url, expiresIn: `${link.expiresInSeconds / 60} minutes` };
+    } catch (error) {
+      await deleteConnection(deps.db, connection.id);
+      if (error instanceof OAuthSetupError) throw new ConnectionSetupError(error.message, "provider");
+      throw error;
+    }
+  }
   if (connector.verify) {
     const ctx: SyncContext<unknown, unknown> = {
       connectionId: "(new)",
@@ -95,6 +141,7 @@ export async function createConnectionFor(
       signal: AbortSignal.timeout(30_000),
       heartbeat: () => {},
       log: deps.log,
+      apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
     };
     try {
       await connector.verify(ctx);
@@ -116,7 +163,146 @@ export async function createConnectionFor(
   });
   await deps.syncs.schedule(connection.id, connection.syncIntervalMinutes);
   await deps.syncs.startNow(connection.id, "create");
-  return connection;
+  return {
+    connection,
+    authLink: `${publicUrl(deps.config)}/v3/connections/${connection.id}`,
+    expiresIn: "0",
+  };
+}
+
+/** Drive connections with a selection scope need the hosted picker before their first sync. */
+export function needsPicker(connector: Connector, connection: Pick<ConnectionRow, "metadata">): boolean {
+  return Boolean(connector.browse) && connection.metadata.syncScope !== "full";
+}
+
+/** Where the browser goes after the consent page: the picker, the caller's redirectUrl, or a plain page. */
+export type CallbackOutcome =
+  | { kind: "picker"; connection: ConnectionRow; pickerUrl: string }
+  | { kind: "connected"; connection: ConnectionRow; redirectTo?: string }
+  | { kind: "refused"; message: string; redirectTo?: string };
+
+export async function completeAuthorization(
+  deps: ConnectionDeps,
+  input: { state?: string; code?: string; error?: string },
+): Promise<CallbackOutcome> {
+  const pending = input.state ? await takeState(deps, input.state) : undefined;
+  if (!pending)
+    return {
+      kind: "refused",
+      message: "this authorization link is unknown or expired; create the connection again",
+    };
+  const connection = await findConnection(deps.db, pending.connectionId);
+  if (!connection) return { kind: "refused", message: "the connection was deleted" };
+  const withStatus = (url: string | null, params: Record<string, string>) => {
+    if (!url) return undefined;
+    const target = new URL(url);
+    for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
+    return target.toString();
+  };
+  if (input.error || !input.code)
+    return {
+      kind: "refused",
+      message: `the provider did not authorize the connection: ${input.error ?? "no code"}`,
+      redirectTo: withStatus(connection.redirectUrl, {
+        connectionId: connection.id,
+        error: input.error ?? "no_code",
+      }),
+    };
+  const connector = connectorFor(connection.provider);
+  const tokens = await exchangeCode(deps, connector, {
+    code: input.code,
+    redirectUri: pending.redirectUri,
+    codeVerifier: pending.codeVerifier,
+  });
+  if (needsPicker(connector, connection)) {
+    const picker = newPickerToken();
+    await updateConnection(deps.db, connection.id, {
+      sealedSecrets: sealTokens(deps.secrets, tokens),
+      status: "setup",
+      email: tokens.account ?? null,
+      pickerTokenHash: picker.hash,
+      pickerTokenExpiresAt: picker.expiresAt,
+    });
+    const updated = (await findConnection(deps.db, connection.id)) as ConnectionRow;
+    return { kind: "picker", connection: updated, pickerUrl: pickerUrl(deps, connection.id, picker.token) };
+  }
+  await updateConnection(deps.db, connection.id, {
+    sealedSecrets: sealTokens(deps.secrets, tokens),
+    status: "active",
+    email: tokens.account ?? null,
+  });
+  await deps.syncs.schedule(connection.id, connection.syncIntervalMinutes);
+  await deps.syncs.startNow(connection.id, "create");
+  const updated = (await findConnection(deps.db, connection.id)) as ConnectionRow;
+  return {
+    kind: "connected",
+    connection: updated,
+    redirectTo: withStatus(connection.redirectUrl, { connectionId: connection.id, status: "connected" }),
+  };
+}
+
+export function pickerUrl(deps: Pick<ConnectionDeps, "config">, connectionId: string, token: string): string {
+  return `${publicUrl(deps.config)}/v3/connections/${encodeURIComponent(connectionId)}/picker?t=${token}`;
+}
+
+/** A new picker link for a connection (an admin re-opening the selection); the previous link stops working. */
+export async function renewPickerLink(deps: ConnectionDeps, connection: ConnectionRow): Promise<string> {
+  const connector = connectorFor(connection.provider);
+  if (!connector.browse) throw new ConnectionSetupError(`${connection.provider} connections have no picker`);
+  if (connection.status === "pending")
+    throw new ConnectionSetupError("finish the provider's consent page first");
+  const picker = newPickerToken();
+  await updateConnection(deps.db, connection.id, {
+    pickerTokenHash: picker.hash,
+    pickerTokenExpiresAt: picker.expiresAt,
+  });
+  return pickerUrl(deps, connection.id, picker.token);
+}
+
+/** The connection a picker link opens, if the link is its current one and not expired. */
+export async function connectionForPicker(
+  deps: ConnectionDeps,
+  connectionId: string,
+  token: string | undefined,
+): Promise<ConnectionRow | undefined> {
+  if (!token) return undefined;
+  const connection = await findConnection(deps.db, connectionId);
+  if (!connection?.pickerTokenHash || !connection.pickerTokenExpiresAt) return undefined;
+  if (connection.pickerTokenExpiresAt.getTime() < Date.now()) return undefined;
+  const given = Buffer.from(hashPickerToken(token));
+  const stored = Buffer.from(connection.pickerTokenHash);
+  return given.length === stored.length && timingSafeEqual(given, stored) ? connection : undefined;
+}
+
+/** The picker's folder listing, through the connector with the connection's tokens. */
+export async function browseForPicker(
+  deps: ConnectionDeps,
+  connection: ConnectionRow,
+  parentId: string | null,
+) {
+  const { connector, ctx } = contextForConnection(deps, connection);
+  if (!connector.browse) throw new ConnectionSetupError(`${connection.provider} connections have no picker`);
+  return connector.browse(ctx, parentId);
+}
+
+/** Saves what the user picked; the connection becomes active and syncs (from scratch: the scope changed). */
+export async function savePickerSelection(
+  deps: ConnectionDeps,
+  connection: ConnectionRow,
+  items: SelectedItem[],
+): Promise<{ redirectTo?: string }> {
+  await updateConnection(deps.db, connection.id, {
+    selection: items,
+    status: connection.status === "setup" ? "active" : connection.status,
+    cursor: null,
+  });
+  if (connection.status === "setup") await deps.syncs.schedule(connection.id, connection.syncIntervalMinutes);
+  await deps.syncs.startNow(connection.id, connection.status === "setup" ? "create" : "import");
+  if (!connection.redirectUrl) return {};
+  const target = new URL(connection.redirectUrl);
+  target.searchParams.set("connectionId", connection.id);
+  target.searchParams.set("status", "connected");
+  return { redirectTo: target.toString() };
 }
 
 /** `configure` (GitHub repositories): the connector turns the chosen resources into settings; a sync follows. */
@@ -169,6 +355,9 @@ export function contextForConnection(
       signal: AbortSignal.timeout(60_000),
       heartbeat: () => {},
       log: deps.log,
+      apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
+      ...(connector.oauth ? { oauth: oauthSession(deps, connector, connection) } : {}),
+      ...(connection.selection ? { selection: connection.selection } : {}),
     },
   };
 }

@@ -32,6 +32,7 @@ export interface NewConnection {
   documentLimit?: number | null;
   syncIntervalMinutes: number;
   redirectUrl?: string | null;
+  status?: ConnectionStatus;
 }
 
 export async function createConnection(db: Database, input: NewConnection): Promise<ConnectionRow> {
@@ -83,7 +84,18 @@ export async function updateConnection(
   db: Database,
   id: string,
   values: Partial<
-    Pick<ConnectionRow, "metadata" | "status" | "cursor" | "sealedSecrets" | "syncIntervalMinutes" | "email">
+    Pick<
+      ConnectionRow,
+      | "metadata"
+      | "status"
+      | "cursor"
+      | "sealedSecrets"
+      | "syncIntervalMinutes"
+      | "email"
+      | "selection"
+      | "pickerTokenHash"
+      | "pickerTokenExpiresAt"
+    >
   >,
 ): Promise<void> {
   await db

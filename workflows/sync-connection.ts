@@ -135,7 +135,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
       runId,
       status: "done",
       counts,
-      ...(listing === "full" && carry !== undefined ? { carry } : {}),
+      ...(carry !== undefined ? { carry } : {}),
     });
     if (again) return await continueAsNew<typeof syncConnection>({ connectionId, trigger: "import" });
     return "done";

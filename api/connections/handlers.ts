@@ -10,6 +10,7 @@ import {
   presentConnection,
   presentConnections,
   removeConnection,
+  renewPickerLink,
 } from "../../services/connections.ts";
 import { findConnection, latestSyncRuns, listConnections } from "../../store/connections.ts";
 import { documents } from "../../store/schema/index.ts";
@@ -20,6 +21,7 @@ import type * as routes from "./routes.ts";
 export function connectionHandlers(deps: ApiDeps) {
   const { db } = deps;
   const service = (origin: string): ConnectionDeps => ({
+    config: deps.config,
     db,
     secrets: deps.secrets,
     syncs: deps.syncs,
@@ -64,7 +66,7 @@ export function connectionHandlers(deps: ApiDeps) {
     if (!containerTags.length)
       throw badRequest("a connection needs containerTag or containerTags", "containerTags");
     const origin = new URL(c.req.url).origin;
-    const connection = await setupErrors(() =>
+    const created = await setupErrors(() =>
       createConnectionFor(service(origin), provider, {
         containerTags,
         metadata: body.metadata ?? {},
@@ -75,9 +77,9 @@ export function connectionHandlers(deps: ApiDeps) {
     );
     return c.json(
       {
-        id: connection.id,
-        authLink: `${origin}/v3/connections/${connection.id}`,
-        expiresIn: "0",
+        id: created.connection.id,
+        authLink: created.authLink,
+        expiresIn: created.expiresIn,
         ...(body.redirectUrl ? { redirectsTo: body.redirectUrl } : {}),
       },
       200,
@@ -191,5 +193,22 @@ export function connectionHandlers(deps: ApiDeps) {
     return c.json({ id: row.id, provider: row.provider }, 200);
   };
 
-  return { list, create, getById, getByTag, importNow, listDocuments, resources, configure, remove };
+  const pickerLink: RouteHandler<typeof routes.pickerLink, AppEnv> = async (c) => {
+    const row = await one(c.req.valid("param").connectionId);
+    const pickerUrl = await setupErrors(() => renewPickerLink(service(new URL(c.req.url).origin), row));
+    return c.json({ pickerUrl }, 200);
+  };
+
+  return {
+    pickerLink,
+    list,
+    create,
+    getById,
+    getByTag,
+    importNow,
+    listDocuments,
+    resources,
+    configure,
+    remove,
+  };
 }

@@ -14,6 +14,7 @@ export function connectionsApp(deps: ApiDeps) {
     .openapi(routes.listDocuments, h.listDocuments)
     .openapi(routes.resources, h.resources)
     .openapi(routes.configure, h.configure)
+    .openapi(routes.pickerLink, h.pickerLink)
     .openapi(routes.create, h.create)
     .openapi(routes.getById, h.getById)
     .openapi(routes.remove, h.remove);

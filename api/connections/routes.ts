@@ -127,3 +127,12 @@ export const remove = createRoute({
   },
   responses: { 200: json(Deleted, "Deleted"), ...errorResponses },
 });
+
+export const pickerLink = createRoute({
+  ...common,
+  method: "post",
+  path: "/{connectionId}/picker-link",
+  summary: "A new hosted-picker link for a drive connection (to change what it syncs); valid for an hour",
+  request: { params: ConnectionIdParam },
+  responses: { 200: json(z.object({ pickerUrl: z.string() }), "The link"), ...errorResponses },
+});

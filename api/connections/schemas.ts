@@ -62,7 +62,10 @@ export const ConnectionJson = z
     documentLimit: z.number().optional(),
     email: z.string().optional(),
     metadata: z.record(z.string(), z.unknown()),
-    status: z.enum(["active", "auth_expired", "paused"]),
+    status: z.enum(["pending", "setup", "active", "auth_expired", "paused"]).openapi({
+      description:
+        "pending: waiting for the provider consent page; setup: waiting for the picker selection; active: syncing; auth_expired: credentials refused, reconnect it",
+    }),
     syncIntervalMinutes: z.number(),
     lastSync: z
       .object({

@@ -1,7 +1,19 @@
 import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
-export type ConnectionStatus = "active" | "auth_expired" | "paused";
+/**
+ * pending: waiting for the user to finish the provider's consent page (OAuth); setup: waiting for the
+ * folder and file selection in the hosted picker; active: syncing; auth_expired: the source refused its
+ * credentials, nothing syncs until it is reconnected.
+ */
+export type ConnectionStatus = "pending" | "setup" | "active" | "auth_expired" | "paused";
+
+export interface SelectedItem {
+  id: string;
+  name: string;
+  kind: "folder" | "file";
+  mimeType?: string;
+}
 
 /** A link to an outside source (bucket, site, mailbox, repositories) that keeps documents in sync. */
 export const connections = pgTable(
@@ -22,6 +34,11 @@ export const connections = pgTable(
     /** Delta connectors resume from here; full-listing ones keep what the connector carries between passes. */
     cursor: jsonb("cursor"),
     redirectUrl: text("redirect_url"),
+    /** Drive connections: what the user picked in the hosted picker (null: nothing saved yet). */
+    selection: jsonb("selection").$type<SelectedItem[]>(),
+    /** The hosted picker's one link: sha256 of its token, and when it stops working. */
+    pickerTokenHash: text("picker_token_hash"),
+    pickerTokenExpiresAt: timestamp("picker_token_expires_at", { withTimezone: true, mode: "date" }),
     email: text("email"),
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),

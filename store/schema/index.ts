@@ -4,6 +4,7 @@ export * from "./connection-items.ts";
 export * from "./connections.ts";
 export * from "./documents.ts";
 export * from "./memories.ts";
+export * from "./oauth-states.ts";
 export * from "./rate-limits.ts";
 export * from "./settings.ts";
 export * from "./sync-runs.ts";
