@@ -12,6 +12,7 @@ import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import { syncScheduleId } from "../runtime/sync-client.ts";
+import { endpointsFor, type OAuthDeps, oauthSession } from "../services/oauth.ts";
 import {
   type ConnectionRow,
   connectionDocumentCount,
@@ -31,7 +32,6 @@ import {
 import type { Database } from "../store/db.ts";
 import { saveDocument } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
-import { endpointsFor, type OAuthDeps, oauthSession } from "../services/oauth.ts";
 import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "../workflows/failure-types.ts";
 
 export interface SyncActivityDeps {
@@ -97,6 +97,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     const secrets = connection.sealedSecrets
       ? JSON.parse(deps.secrets.decrypt(connection.sealedSecrets))
       : {};
+    const log = deps.log.child({ connectionId: connection.id, provider: connection.provider });
     return {
       connectionId: connection.id,
       config: connector.configSchema.parse(connection.metadata),
@@ -104,7 +105,18 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       network: deps.network,
       signal: activity.cancellationSignal,
       heartbeat: () => activity.heartbeat(),
-      log: deps.log.child({ connectionId: connection.id, provider: connection.provider }),
+      log,
+      apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
+      ...(connector.oauth
+        ? {
+            oauth: oauthSession(
+              { db, secrets: deps.secrets, config: deps.config, log },
+              connector,
+              connection,
+            ),
+          }
+        : {}),
+      ...(connection.selection ? { selection: connection.selection } : {}),
     };
   }
 

@@ -3,7 +3,9 @@
 
 import { githubConnector } from "./github/index.ts";
 import { gmail } from "./gmail/index.ts";
+import { googleDriveConnector } from "./google-drive/index.ts";
 import { imap } from "./imap/index.ts";
+import { notionConnector } from "./notion/index.ts";
 import { s3Connector } from "./s3/index.ts";
 import type { Connector } from "./types.ts";
 import { webCrawlerConnector } from "./web-crawler/index.ts";
@@ -12,10 +14,17 @@ import { webCrawlerConnector } from "./web-crawler/index.ts";
 type AnyConnector = Connector<any, any, any>;
 
 const connectors = new Map<string, AnyConnector>(
-  ([s3Connector, webCrawlerConnector, imap, gmail, githubConnector] as AnyConnector[]).map((c) => [
-    c.provider,
-    c,
-  ]),
+  (
+    [
+      s3Connector,
+      webCrawlerConnector,
+      imap,
+      gmail,
+      githubConnector,
+      notionConnector,
+      googleDriveConnector,
+    ] as AnyConnector[]
+  ).map((c) => [c.provider, c]),
 );
 
 export function findConnector(provider: string): AnyConnector | undefined {

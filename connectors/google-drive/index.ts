@@ -1,0 +1,89 @@
+/**
+ * Google Drive connector (provider `google-drive`): syncs the files of a Google account's Drive, picked in
+ * the hosted picker or all of My Drive, through the Drive v3 API with the account's OAuth tokens.
+ *
+ * Documents, by Drive file id (version: the file's `version`, else `modifiedTime:md5Checksum`):
+ * - Google Docs and Slides exported as text/plain, Google Sheets as text/csv (Drive exports the first
+ *   sheet), handed over as `text`;
+ * - every other file downloaded as bytes (`file` with its name and mimeType) for the extraction pipeline;
+ * - folders, shortcuts and Google types without a text export (Forms, Sites, Drawings...) are not synced;
+ *   files in the trash or in shared drives neither.
+ * `url` is the file's webViewLink, `filepath` its folder path (`/My Drive/Projects/`), `metadata`
+ * `{mimeType, modifiedTime, driveId?}`.
+ *
+ * Listing is "delta" (connectors/google-drive/sync.ts): the first sync lists everything in scope, later
+ * ones follow the changes API from the page token the last completed sync handed over as `carry`.
+ *
+ * Settings (the create call's `metadata`):
+ * - `syncScope` (default "selected"): "selected" syncs the files and folders (recursively) picked in the
+ *   hosted picker (`SyncContext.selection`; nothing while none are picked); "full" syncs all of My Drive
+ *   (not files merely shared with the account). Changing the scope or the selection makes the next
+ *   sync list the new scope and delete what only the old one held.
+ * - `maxFileBytes` (default 50 MiB): larger files are skipped (logged), not synced; Google Docs, Sheets
+ *   and Slides have no size and are exported whatever it is (Google caps exports at 10 MB).
+ * - `pageSize` (default 100, at most 1000): files or changes per Drive listing request, and items per
+ *   page at which a listing page stops; small values are for tests.
+ *
+ * Secrets: none of its own. The OAuth tokens are the engine's (consent flow with the spec below; the
+ * caller's own OAuth app from the settings `googleDriveClientId`/`googleDriveClientSecret` when
+ * `googleDriveCustomKeyEnabled`, else the service's `GOOGLE_CLIENT_ID`/`GOOGLE_CLIENT_SECRET`).
+ * The API root is `https://www.googleapis.com` unless CONNECTOR_ENDPOINTS names another.
+ */
+
+import { z } from "zod";
+import type { Connector, OAuthSpec } from "../types.ts";
+import { DEFAULT_DRIVE_API } from "./client.ts";
+import {
+  browseDrive,
+  type DriveCursor,
+  fetchDriveItem,
+  initialDriveCursor,
+  listDrivePage,
+  verifyDrive,
+} from "./sync.ts";
+
+export const googleDriveConfigSchema = z.object({
+  syncScope: z.enum(["full", "selected"]).default("selected"),
+  maxFileBytes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(50 * 1024 * 1024),
+  pageSize: z.coerce.number().int().min(1).max(1000).default(100),
+});
+export type GoogleDriveConfig = z.infer<typeof googleDriveConfigSchema>;
+
+/** The engine keeps the OAuth tokens; nothing secret is given at creation. */
+export const googleDriveSecretsSchema = z.object({}).passthrough();
+export type GoogleDriveSecrets = z.infer<typeof googleDriveSecretsSchema>;
+
+export const googleDriveOAuth: OAuthSpec = {
+  authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",
+  tokenUrl: "https://oauth2.googleapis.com/token",
+  scopes: ["https://www.googleapis.com/auth/drive.readonly"],
+  scopeSeparator: " ",
+  pkce: true,
+  tokenAuth: "body",
+  // offline + consent: Google sends a refresh token, also when the account granted access before.
+  authorizeParams: { access_type: "offline", prompt: "consent", include_granted_scopes: "true" },
+  settingsPrefix: "googleDrive",
+  envPrefix: "GOOGLE",
+};
+
+export const googleDriveConnector: Connector<GoogleDriveConfig, GoogleDriveSecrets, DriveCursor> = {
+  provider: "google-drive",
+  displayName: "Google Drive",
+  configSchema: googleDriveConfigSchema,
+  secretKeys: [],
+  secretsSchema: googleDriveSecretsSchema,
+  listing: "delta",
+  initialCursor: initialDriveCursor,
+  listPage: listDrivePage,
+  fetchItem: fetchDriveItem,
+  verify: verifyDrive,
+  browse: browseDrive,
+  oauth: googleDriveOAuth,
+  defaultApiBaseUrl: DEFAULT_DRIVE_API,
+};
+
+export type { DriveCarry, DriveCursor } from "./sync.ts";

@@ -1,0 +1,145 @@
+// The @notionhq/client a sync uses, and how Notion's failures become the connector errors the engine acts
+// on. Every request carries the connection's access token; a 401 gets one refresh through the engine's
+// OAuth session and one retry, after which the token counts as refused (ConnectorAuthError). The client's
+// own retries are off: a 429 goes back to the engine at once as ConnectorRateLimitError, which waits as
+// long as Notion's Retry-After asks.
+
+import { APIErrorCode, Client, isNotionClientError, type Logger, LogLevel } from "@notionhq/client";
+import { ConnectorAuthError, ConnectorRateLimitError } from "../errors.ts";
+import type { SyncContext } from "../types.ts";
+import type { NotionConfig, NotionSecrets } from "./index.ts";
+
+export type NotionContext = SyncContext<NotionConfig, NotionSecrets>;
+
+/** How long to wait when Notion rate-limits without a usable Retry-After. */
+export const DEFAULT_RETRY_AFTER_MS = 30_000;
+
+/** The status and headers of a failed call, whatever the SDK made of it. */
+function failure(
+  error: unknown,
+): { status: number; code?: string; headers?: unknown; message: string } | undefined {
+  if (!isNotionClientError(error)) return undefined;
+  const e = error as { status?: unknown; code?: unknown; headers?: unknown; message: string };
+  if (typeof e.status !== "number") return undefined;
+  return {
+    status: e.status,
+    code: typeof e.code === "string" ? e.code : undefined,
+    headers: e.headers,
+    message: e.message,
+  };
+}
+
+export function notionStatus(error: unknown): number | undefined {
+  return failure(error)?.status;
+}
+
+function header(headers: unknown, name: string): string | undefined {
+  if (headers && typeof (headers as Headers).get === "function") {
+    return (headers as Headers).get(name) ?? undefined;
+  }
+  if (headers && typeof headers === "object") {
+    for (const [key, value] of Object.entries(headers as Record<string, unknown>)) {
+      if (key.toLowerCase() === name && typeof value === "string") return value;
+    }
+  }
+  return undefined;
+}
+
+/** Retry-After in seconds or as an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.max(1000, Math.ceil(seconds * 1000));
+  const at = Date.parse(value);
+  if (Number.isFinite(at)) return Math.max(1000, at - now);
+  return undefined;
+}
+
+/** The connector error for a failure, or the failure itself when the engine should simply retry. */
+export function toConnectorError(error: unknown, ctx: NotionContext): unknown {
+  if (ctx.signal.aborted) return error;
+  if (error instanceof ConnectorAuthError || error instanceof ConnectorRateLimitError) return error;
+  const f = failure(error);
+  if (!f) return error;
+  if (f.status === 429 || f.code === APIErrorCode.RateLimited) {
+    const wait = retryAfterMs(header(f.headers, "retry-after")) ?? DEFAULT_RETRY_AFTER_MS;
+    return new ConnectorRateLimitError(`Notion rate limit: ${f.message}`, wait);
+  }
+  if (f.status === 401) return new ConnectorAuthError(`Notion refused the token: ${f.message}`);
+  // restricted_resource: the integration lacks a capability (read content) for every page alike.
+  if (f.status === 403) return new ConnectorAuthError(`Notion denied access: ${f.message}`);
+  return error;
+}
+
+/**
+ * One sync call's view of the API: a client per access token, refreshed once on a 401. `serverTime` is
+ * the Date of Notion's latest answer (last_edited_time is compared with Notion's clock, not ours).
+ */
+export class NotionApi {
+  private client: Client | undefined;
+  private refreshed = false;
+  serverTime: number | undefined;
+
+  constructor(
+    private readonly ctx: NotionContext,
+    private readonly baseUrl: string,
+  ) {}
+
+  /** Runs one API call; maps failures to connector errors. */
+  async call<T>(run: (client: Client) => Promise<T>): Promise<T> {
+    try {
+      const client = this.client ?? (await this.connect(false));
+      try {
+        return await run(client);
+      } catch (error) {
+        if (notionStatus(error) !== 401 || this.refreshed) throw error;
+        // The token looked valid to the engine; Notion refused it. One refresh, one retry.
+        return await run(await this.connect(true));
+      }
+    } catch (error) {
+      throw toConnectorError(error, this.ctx);
+    }
+  }
+
+  private async connect(refresh: boolean): Promise<Client> {
+    const oauth = this.ctx.oauth;
+    if (!oauth) throw new ConnectorAuthError("the Notion connection has no OAuth tokens: connect it first");
+    if (refresh) this.refreshed = true;
+    const token = refresh ? await oauth.refresh() : await oauth.accessToken();
+    this.client = new Client({
+      auth: token,
+      baseUrl: this.baseUrl,
+      fetch: this.fetch,
+      // Rate limits and failures go back to the engine, which waits and retries with the whole activity.
+      retry: false,
+      timeoutMs: this.ctx.network.timeoutMs,
+      logLevel: LogLevel.WARN,
+      logger: this.logger,
+    });
+    return this.client;
+  }
+
+  private readonly logger: Logger = (level, message, extra) => {
+    // Failed requests are reported as typed errors; only the SDK's warnings about our own calls matter.
+    if (level === LogLevel.WARN && message !== "request fail") {
+      this.ctx.log.warn({ provider: "notion", ...extra }, `notion client: ${message}`);
+    }
+  };
+
+  private readonly fetch = async (
+    url: string,
+    init: { body?: string | FormData; headers?: Record<string, string>; method?: string } = {},
+  ): Promise<Response> => {
+    this.ctx.heartbeat();
+    const signal = AbortSignal.any([this.ctx.signal, AbortSignal.timeout(this.ctx.network.timeoutMs)]);
+    const response = await fetch(url, {
+      method: init.method,
+      headers: init.headers,
+      body: init.body,
+      signal,
+    });
+    const date = Date.parse(response.headers.get("date") ?? "");
+    if (Number.isFinite(date)) this.serverTime = date;
+    return response;
+  };
+}
