@@ -6,6 +6,7 @@ import { gmail } from "./gmail/index.ts";
 import { googleDriveConnector } from "./google-drive/index.ts";
 import { imap } from "./imap/index.ts";
 import { notionConnector } from "./notion/index.ts";
+import { onedriveConnector } from "./onedrive/index.ts";
 import { s3Connector } from "./s3/index.ts";
 import type { Connector } from "./types.ts";
 import { webCrawlerConnector } from "./web-crawler/index.ts";

@@ -285,7 +285,10 @@ export async function browseForPicker(
   return connector.browse(ctx, parentId);
 }
 
-/** Saves what the user picked; the connection becomes active and syncs (from scratch: the scope changed). */
+/**
+ * Saves what the user picked; the connection becomes active and syncs. The saved cursor stays: drive
+ * connectors compare the new picks with those it was made for and remove what left the scope.
+ */
 export async function savePickerSelection(
   deps: ConnectionDeps,
   connection: ConnectionRow,
@@ -294,7 +297,6 @@ export async function savePickerSelection(
   await updateConnection(deps.db, connection.id, {
     selection: items,
     status: connection.status === "setup" ? "active" : connection.status,
-    cursor: null,
   });
   if (connection.status === "setup") await deps.syncs.schedule(connection.id, connection.syncIntervalMinutes);
   await deps.syncs.startNow(connection.id, connection.status === "setup" ? "create" : "import");

@@ -25,6 +25,7 @@ const STYLE = `
   input[type=checkbox] { width: 1.25rem; height: 1.25rem; }
   .bar { display: flex; gap: .75rem; align-items: center; flex-wrap: wrap; margin-top: 1rem; }
   #status { min-height: 1.5rem; }
+  .kind { font-size: .8rem; color: #4b5563; border: 1px solid #d1d5db; border-radius: .25rem; padding: 0 .3rem; }
 `;
 
 export function resultPage(title: string, message: string): string {
@@ -124,7 +125,11 @@ async function load() {
     });
     const label = document.createElement("label");
     label.htmlFor = box.id;
-    label.textContent = (item.kind === "folder" ? "📁 " : "📄 ") + item.name;
+    label.textContent = item.name;
+    const kind = document.createElement("span");
+    kind.className = "kind";
+    kind.textContent = item.kind === "folder" ? "folder" : "file";
+    label.append(" ", kind);
     li.append(box, label);
     if (item.kind === "folder") {
       const open = document.createElement("button");

@@ -1,0 +1,89 @@
+/**
+ * OneDrive connector (provider `onedrive`): syncs the files of the signed-in user's OneDrive (personal, or
+ * OneDrive for Business) through Microsoft Graph v1.0, authorized with OAuth 2.0 (the engine runs the
+ * consent flow with the OAuthSpec below; the connection is created `pending` until it completes).
+ *
+ * Every file becomes a document made from its bytes (PDF, Word, text...), processed like an upload: its
+ * id is the driveItem id and its version the cTag, so a file is fetched again only when its content
+ * changes (renaming or moving it does not). The document links to the file in OneDrive (`webUrl`) and its
+ * filepath is the file's folder (`/Projects/2024/`). Folders, OneNote notebooks, items shared from other
+ * people's drives and files flagged as malware are not synced.
+ *
+ * Listing: "delta", with Graph's delta queries. The first sync enumerates the drive (or each picked
+ * folder); later ones ask only for what changed since the deltaLink the previous sync ended with, and
+ * deleted files (or files moved out of the picked folders) are removed.
+ *
+ * Settings (the create call's `metadata`):
+ * - `syncScope` (default "selected"): "full" syncs the whole drive; "selected" syncs only what was ticked
+ *   in the hosted picker: the picked files, and everything under the picked folders. With nothing picked
+ *   a sync lists nothing. Changing the picks later removes the documents of what is no longer picked.
+ * - `maxFileBytes` (default 100 MiB, at most 1 GiB): larger files are skipped (logged), not synced; a file
+ *   that grows past it loses its document.
+ * - `pageSize` (default 200, 1 to 1000): items per Graph request (`$top`) for delta, children and browse.
+ *
+ * Secrets: none of the caller's; the OAuth tokens are kept sealed by the engine.
+ *
+ * OAuth app: the service's own (`MICROSOFT_CLIENT_ID`, `MICROSOFT_CLIENT_SECRET`) or the caller's, set in
+ * /v3/settings (`onedriveClientId`, `onedriveClientSecret`, `onedriveCustomKeyEnabled`). The app is a
+ * multi-tenant Microsoft Entra registration ("common" endpoint: work, school and personal accounts) with
+ * the delegated Graph permissions Files.Read and User.Read, and the service's callback URL
+ * (`<PUBLIC_URL>/v3/connections/oauth/callback`) as a Web redirect URI.
+ */
+
+import { z } from "zod";
+import type { Connector, OAuthSpec } from "../types.ts";
+import { DEFAULT_GRAPH_API } from "./graph.ts";
+import {
+  browseOnedrive,
+  fetchOnedriveItem,
+  initialOnedriveCursor,
+  listOnedrivePage,
+  type OnedriveCursor,
+  verifyOnedrive,
+} from "./sync.ts";
+
+export const onedriveConfigSchema = z.object({
+  syncScope: z.enum(["full", "selected"]).default("selected"),
+  maxFileBytes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1024 * 1024 * 1024)
+    .default(100 * 1024 * 1024),
+  pageSize: z.coerce.number().int().min(1).max(1000).default(200),
+});
+export type OnedriveConfig = z.infer<typeof onedriveConfigSchema>;
+
+/** The engine keeps the OAuth tokens; the connection itself has no secret settings. */
+export const onedriveSecretsSchema = z.looseObject({});
+export type OnedriveSecrets = z.infer<typeof onedriveSecretsSchema>;
+
+export const onedriveOAuth: OAuthSpec = {
+  authorizeUrl: "https://login.microsoftonline.com/common/oauth2/v2.0/authorize",
+  tokenUrl: "https://login.microsoftonline.com/common/oauth2/v2.0/token",
+  // offline_access: a refresh token; Files.Read: the user's own drive; User.Read: sign-in and profile.
+  scopes: ["offline_access", "Files.Read", "User.Read"],
+  pkce: true,
+  tokenAuth: "body",
+  settingsPrefix: "onedrive",
+  envPrefix: "MICROSOFT",
+};
+
+export const onedriveConnector: Connector<OnedriveConfig, OnedriveSecrets, OnedriveCursor> = {
+  provider: "onedrive",
+  displayName: "Microsoft OneDrive",
+  configSchema: onedriveConfigSchema,
+  secretKeys: [],
+  secretsSchema: onedriveSecretsSchema,
+  listing: "delta",
+  initialCursor: initialOnedriveCursor,
+  listPage: listOnedrivePage,
+  fetchItem: fetchOnedriveItem,
+  verify: verifyOnedrive,
+  browse: browseOnedrive,
+  oauth: onedriveOAuth,
+  defaultApiBaseUrl: DEFAULT_GRAPH_API,
+};
+
+export { DEFAULT_GRAPH_API } from "./graph.ts";
+export type { OnedriveCarry, OnedriveCursor } from "./sync.ts";
