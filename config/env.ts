@@ -10,7 +10,11 @@ const port = z.coerce.number().int().min(0).max(65_535);
 
 const ConnectorEndpoints = z.record(
   z.string(),
-  z.object({ authorizeUrl: z.url().optional(), tokenUrl: z.url().optional(), apiBaseUrl: z.url().optional() }),
+  z.object({
+    authorizeUrl: z.url().optional(),
+    tokenUrl: z.url().optional(),
+    apiBaseUrl: z.url().optional(),
+  }),
 );
 export type ConnectorEndpoints = z.infer<typeof ConnectorEndpoints>;
 
@@ -93,7 +97,10 @@ export const envSchema = z.object({
       if (!raw) return {};
       const parsed = ConnectorEndpoints.safeParse(safeJson(raw));
       if (parsed.success) return parsed.data;
-      ctx.addIssue({ code: "custom", message: "must be JSON: {provider: {authorizeUrl?, tokenUrl?, apiBaseUrl?}}" });
+      ctx.addIssue({
+        code: "custom",
+        message: "must be JSON: {provider: {authorizeUrl?, tokenUrl?, apiBaseUrl?}}",
+      });
       return z.NEVER;
     }),
   /** The service's own OAuth apps (a caller's own app comes from /v3/settings when <prefix>CustomKeyEnabled). */
