@@ -24,6 +24,7 @@ const connectors = new Map<string, AnyConnector>(
       githubConnector,
       notionConnector,
       googleDriveConnector,
+      onedriveConnector,
     ] as AnyConnector[]
   ).map((c) => [c.provider, c]),
 );
