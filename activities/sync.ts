@@ -12,7 +12,7 @@ import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import { syncScheduleId } from "../runtime/sync-client.ts";
-import { endpointsFor, type OAuthDeps, oauthSession } from "../services/oauth.ts";
+import { endpointsFor, type OAuthDeps, oauthSession, readTokens } from "../services/oauth.ts";
 import {
   type ConnectionRow,
   connectionDocumentCount,
@@ -107,7 +107,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       heartbeat: () => activity.heartbeat(),
       log,
       apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
-      ...(connector.oauth
+      // Connections made through a consent flow hold tokens; those given a token in metadata do not.
+      ...(connector.oauth && readTokens(deps.secrets, connection)
         ? {
             oauth: oauthSession(
               { db, secrets: deps.secrets, config: deps.config, log },

@@ -30,6 +30,7 @@ import {
   OAuthSetupError,
   oauthSession,
   publicUrl,
+  readTokens,
   sealTokens,
   takeState,
 } from "./oauth.ts";
@@ -111,7 +112,7 @@ export async function createConnectionFor(
 ): Promise<CreatedConnection> {
   const connector = connectorFor(provider);
   const { settings, secrets, config, parsedSecrets } = splitMetadata(connector, input.metadata);
-  if (connector.oauth) {
+  if (connector.oauth && !Object.keys(secrets).length) {
     // Tokens come from the consent flow; the connection waits for them (pending) and syncs after the callback.
     const connection = await createConnection(deps.db, {
       provider,
@@ -358,7 +359,9 @@ export function contextForConnection(
       heartbeat: () => {},
       log: deps.log,
       apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
-      ...(connector.oauth ? { oauth: oauthSession(deps, connector, connection) } : {}),
+      ...(connector.oauth && readTokens(deps.secrets, connection)
+        ? { oauth: oauthSession(deps, connector, connection) }
+        : {}),
       ...(connection.selection ? { selection: connection.selection } : {}),
     },
   };

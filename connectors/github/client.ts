@@ -166,8 +166,10 @@ function guardedFetch(allowPrivateNetwork: boolean, timeoutMs: number) {
 const noop = () => {};
 
 export function githubClient(ctx: GithubContext): Octokit {
+  const oauth = ctx.oauth;
+  if (!ctx.secrets.token && !oauth) throw new ConnectorAuthError("the GitHub connection has no token");
   const octokit = new Octokit({
-    auth: ctx.secrets.token,
+    ...(ctx.secrets.token ? { auth: ctx.secrets.token } : {}),
     baseUrl: ctx.config.baseUrl,
     userAgent: USER_AGENT,
     request: {
@@ -184,6 +186,12 @@ export function githubClient(ctx: GithubContext): Octokit {
     },
   });
   octokit.hook.after("request", () => ctx.heartbeat());
+  if (!ctx.secrets.token && oauth) {
+    // A connection made through the OAuth consent: the engine holds (and would refresh) the token.
+    octokit.hook.before("request", async (options) => {
+      options.headers.authorization = `token ${await oauth.accessToken()}`;
+    });
+  }
   return octokit;
 }
 

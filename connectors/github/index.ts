@@ -77,8 +77,9 @@ export const githubConfigSchema = z.object({
 });
 export type GithubConfig = z.infer<typeof githubConfigSchema>;
 
-export const githubSecretsSchema = z.object({
-  token: z.string().min(1),
+/** A token given at creation; without one, the connection goes through GitHub's OAuth consent instead. */
+export const githubSecretsSchema = z.looseObject({
+  token: z.string().min(1).optional(),
 });
 export type GithubSecrets = z.infer<typeof githubSecretsSchema>;
 
@@ -95,6 +96,16 @@ export const githubConnector: Connector<GithubConfig, GithubSecrets, GithubCurso
   verify: verifyGithub,
   resources: githubResources,
   configure: configureRepositories,
+  // Used only when no `token` is given at creation (tokens of OAuth apps do not expire).
+  oauth: {
+    authorizeUrl: "https://github.com/login/oauth/authorize",
+    tokenUrl: "https://github.com/login/oauth/access_token",
+    scopes: ["repo", "read:user"],
+    pkce: false,
+    tokenAuth: "body",
+    settingsPrefix: "github",
+    envPrefix: "GITHUB",
+  },
 };
 
 export type { GithubCursor } from "./sync.ts";

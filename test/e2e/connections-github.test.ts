@@ -1,7 +1,12 @@
 import { Client, Connection } from "@temporalio/client";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type FakeGitHub, startFakeGitHub } from "../support/fake-github.ts";
+import {
+  type FakeGitHub,
+  OAUTH_CLIENT_ID,
+  OAUTH_CLIENT_SECRET,
+  startFakeGitHub,
+} from "../support/fake-github.ts";
 import { caller } from "../support/http.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
 
@@ -38,7 +43,18 @@ describe("GitHub connections through the sync engine", () => {
       body: "Travel expenses are reimbursed monthly.",
     });
     github.setFile("acme/website", "README.md", "The marketing website: never chosen, never synced.");
-    service = await startTestService();
+    service = await startTestService({
+      env: {
+        GITHUB_CLIENT_ID: OAUTH_CLIENT_ID,
+        GITHUB_CLIENT_SECRET: OAUTH_CLIENT_SECRET,
+        CONNECTOR_ENDPOINTS: JSON.stringify({
+          github: {
+            authorizeUrl: `${github.url}/login/oauth/authorize`,
+            tokenUrl: `${github.url}/login/oauth/access_token`,
+          },
+        }),
+      },
+    });
     client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
     temporal = new Client({
       connection: await Connection.connect({ address: inject("TEST_TEMPORAL_ADDRESS") }),
@@ -146,6 +162,25 @@ describe("GitHub connections through the sync engine", () => {
     expect(requests.some((r) => r.path.includes("/contents/"))).toBe(false);
   });
 
+  it("connects through GitHub's OAuth consent when no token is given", async () => {
+    const created = await client.connections.create("github", {
+      containerTag: "acme-oauth",
+      metadata: { baseUrl: github.url },
+    });
+    expect(new URL(created.authLink).pathname).toBe("/login/oauth/authorize");
+    const consent = await fetch(created.authLink, { redirect: "manual" });
+    const landing = await fetch(consent.headers.get("location") as string, { redirect: "manual" });
+    expect(landing.status).toBe(200);
+    expect(await landing.text()).toContain("Connected");
+    const shown = (await call("GET", `/v3/connections/${created.id}`)).json;
+    expect(shown.status).toBe("active");
+    // The consent's token reaches GitHub: the repositories it can see are listed.
+    const { resources } = await client.connections.resources(created.id);
+    expect(resources.map((r) => r.full_name)).toContain(REPO);
+    expect(await client.connections.deleteByID(created.id)).toEqual({ id: created.id, provider: "github" });
+    expect((await call("GET", `/v3/connections/${created.id}`)).status).toBe(404);
+  });
+
   it("stops with auth_expired when the token is revoked, and pauses the schedule", async () => {
     const before = (await lastSync())?.id;
     github.revokeToken();
@@ -156,7 +191,10 @@ describe("GitHub connections through the sync engine", () => {
     expect(connection.status).toBe("auth_expired");
     // Documents already synced stay; later imports leave the connection alone until it is reconnected.
     expect(await titles()).toHaveLength(4);
-    expect(await client.connections.import("github", {})).toMatch(/started for 0/);
+    expect(
+      await client.connections.import("github", {}),
+      JSON.stringify(await client.connections.list({})),
+    ).toMatch(/started for 0/);
     const schedule = await temporal.schedule.getHandle(`sync-schedule/${connectionId}`).describe();
     expect(schedule.state.paused).toBe(true);
   });

@@ -126,9 +126,15 @@ interface TreeEntry {
 const FIXTURE_USER_ID = 1000;
 const CONTENTS_MAX_BYTES = 1024 * 1024;
 
+/** The OAuth app the fake's token endpoint accepts. */
+export const OAUTH_CLIENT_ID = "Iv1.fakegithubclient";
+export const OAUTH_CLIENT_SECRET = "fake-github-client-secret";
+
 export async function startFakeGitHub(options: { token?: string; login?: string } = {}): Promise<FakeGitHub> {
   const token = options.token ?? "ghp_fake0000000000000000000000000000000001";
   let revoked = false;
+  let nextCode = 1;
+  const issuedCodes = new Map<string, string>();
   const login = options.login ?? "octocat";
   const repositories = new Map<string, Repository>();
   /** Old name → the repository, after a rename. */
@@ -479,8 +485,39 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
-    for await (const _ of req) {
-      // Drain any request body; every route here is a read.
+    let requestBody = "";
+    for await (const chunk of req) requestBody += chunk;
+    // GitHub's OAuth web flow (github.com/login/oauth/*): the consent page approves at once.
+    const oauthUrl = new URL(req.url ?? "/", "http://fake");
+    if (oauthUrl.pathname === "/login/oauth/authorize") {
+      const code = `code_${nextCode++}`;
+      issuedCodes.set(code, oauthUrl.searchParams.get("redirect_uri") ?? "");
+      const back = new URL(oauthUrl.searchParams.get("redirect_uri") ?? "http://invalid/");
+      back.searchParams.set("code", code);
+      back.searchParams.set("state", oauthUrl.searchParams.get("state") ?? "");
+      res.writeHead(302, { location: back.toString() }).end();
+      return;
+    }
+    if (oauthUrl.pathname === "/login/oauth/access_token" && req.method === "POST") {
+      const form = new URLSearchParams(requestBody);
+      const redirect = issuedCodes.get(form.get("code") ?? "");
+      issuedCodes.delete(form.get("code") ?? "");
+      const ok =
+        redirect !== undefined &&
+        redirect === form.get("redirect_uri") &&
+        form.get("client_id") === OAUTH_CLIENT_ID &&
+        form.get("client_secret") === OAUTH_CLIENT_SECRET;
+      // GitHub answers 200 with an error field for a bad code.
+      res
+        .writeHead(ok ? 200 : 400, { "content-type": "application/json" })
+        .end(
+          JSON.stringify(
+            ok
+              ? { access_token: token, token_type: "bearer", scope: "repo" }
+              : { error: "bad_verification_code" },
+          ),
+        );
+      return;
     }
     const auth = req.headers.authorization ?? "";
     const presented = auth.match(/^(?:token|bearer)\s+(.+)$/i)?.[1];
