@@ -17,6 +17,7 @@
  */
 
 import { z } from "zod";
+import { ConnectorAuthError } from "../errors.ts";
 import {
   booleanSetting,
   closeMailConnections,
@@ -46,8 +47,9 @@ export const gmailConfigSchema = z.object({
 
 export type GmailConfig = z.output<typeof gmailConfigSchema>;
 
-export const gmailSecretsSchema = z.object({
-  accessToken: z.string().min(1),
+/** A token given at creation; without one, the connection goes through Google's OAuth consent instead. */
+export const gmailSecretsSchema = z.looseObject({
+  accessToken: z.string().min(1).optional(),
   refreshToken: z.string().min(1).optional(),
   clientId: z.string().min(1).optional(),
   clientSecret: z.string().min(1).optional(),
@@ -57,15 +59,18 @@ export type GmailSecrets = z.output<typeof gmailSecretsSchema>;
 
 type Ctx = SyncContext<GmailConfig, GmailSecrets>;
 
-function account(ctx: Ctx): MailAccount {
+async function account(ctx: Ctx): Promise<MailAccount> {
   const { config, secrets } = ctx;
+  // Through the consent flow the engine holds the token and refreshes it before it expires.
+  const accessToken = secrets.accessToken ?? (await ctx.oauth?.accessToken());
+  if (!accessToken) throw new ConnectorAuthError("the Gmail connection has no access token");
   return {
     host: config.host,
     port: config.port,
     secure: config.secure,
     tlsRejectUnauthorized: config.tlsRejectUnauthorized,
     user: config.email,
-    auth: { kind: "oauth2", accessToken: secrets.accessToken },
+    auth: { kind: "oauth2", accessToken },
   };
 }
 
@@ -98,8 +103,19 @@ export const gmail: Connector<GmailConfig, GmailSecrets, MailCursor> = {
   listing: "full",
   shutdown: closeMailConnections,
   initialCursor: () => initialMailCursor(),
-  listPage: (ctx, cursor) => listMailPage(ctx, account(ctx), selection(ctx.config), cursor),
-  fetchItem: (ctx, item) =>
-    fetchMail(ctx, account(ctx), selection(ctx.config), item, fetchOptions(ctx.config)),
-  verify: (ctx) => verifyMail(ctx, account(ctx), selection(ctx.config)),
+  listPage: async (ctx, cursor) => listMailPage(ctx, await account(ctx), selection(ctx.config), cursor),
+  fetchItem: async (ctx, item) =>
+    fetchMail(ctx, await account(ctx), selection(ctx.config), item, fetchOptions(ctx.config)),
+  verify: async (ctx) => verifyMail(ctx, await account(ctx), selection(ctx.config)),
+  // Used only when no accessToken is given at creation; the caller's own Google app is the Drive one.
+  oauth: {
+    authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",
+    tokenUrl: "https://oauth2.googleapis.com/token",
+    scopes: ["https://mail.google.com/"],
+    pkce: true,
+    tokenAuth: "body",
+    authorizeParams: { access_type: "offline", prompt: "consent" },
+    settingsPrefix: "googleDrive",
+    envPrefix: "GOOGLE",
+  },
 };
