@@ -39,8 +39,9 @@ describe("Notion connections through OAuth and the sync engine", () => {
     later();
     service = await startTestService({
       env: {
-        NOTION_CLIENT_ID: notion.clientId,
-        NOTION_CLIENT_SECRET: notion.clientSecret,
+        // The service's own app is not the one the fake knows: the flow works only with the caller's app.
+        NOTION_CLIENT_ID: "service-own-notion-app",
+        NOTION_CLIENT_SECRET: "service-own-secret",
         CONNECTOR_ENDPOINTS: JSON.stringify({
           notion: { authorizeUrl: notion.authorizeUrl, tokenUrl: notion.tokenUrl, apiBaseUrl: notion.url },
         }),
@@ -72,6 +73,18 @@ describe("Notion connections through OAuth and the sync engine", () => {
       const docs = await client.connections.listDocuments("notion", { containerTags: ["wiki"] });
       return docs.every((d) => d.status === "done") ? docs : undefined;
     }, "documents to be processed");
+
+  it("uses the service's app by default and the caller's app once notionCustomKeyEnabled is set", async () => {
+    const byDefault = await client.connections.create("notion", { containerTag: "wiki" });
+    expect(new URL(byDefault.authLink).searchParams.get("client_id")).toBe("service-own-notion-app");
+    await client.connections.deleteByID(byDefault.id);
+    const settings = await call("PATCH", "/v3/settings", {
+      notionClientId: notion.clientId,
+      notionClientSecret: notion.clientSecret,
+      notionCustomKeyEnabled: true,
+    });
+    expect(settings.status).toBe(200);
+  });
 
   it("goes through consent and the callback, then syncs the workspace", async () => {
     const created = await client.connections.create("notion", {
