@@ -28,3 +28,23 @@ export class ConnectorConfigError extends Error {
     this.name = "ConnectorConfigError";
   }
 }
+
+/** Already one of the errors above: connectors pass these on unchanged. */
+export function isConnectorError(
+  error: unknown,
+): error is ConnectorAuthError | ConnectorRateLimitError | ConnectorConfigError {
+  return (
+    error instanceof ConnectorAuthError ||
+    error instanceof ConnectorRateLimitError ||
+    error instanceof ConnectorConfigError
+  );
+}
+
+/** A Retry-After header in milliseconds (delta-seconds or an HTTP date, at least 1 s); undefined when absent or unreadable. */
+export function retryAfterHeaderMs(value: string | null | undefined, now = Date.now()): number | undefined {
+  if (!value || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.max(1000, Math.ceil(seconds * 1000));
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(1000, at - now) : undefined;
+}

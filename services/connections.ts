@@ -43,8 +43,6 @@ export interface ConnectionDeps {
   syncs: ConnectionSyncs;
   network: NetworkPolicy;
   log: Logger;
-  /** Public base URL of this API, for links handed to callers. */
-  baseUrl: string;
 }
 
 /** Settings or credentials the caller must fix: the API answers 400 with this message. */

@@ -15,6 +15,7 @@ import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses } from "../schemas.ts";
 import { validationHook } from "../validation.ts";
+import { connectionDeps } from "./deps.ts";
 import { pickerPage, resultPage } from "./picker-page.ts";
 
 const html = (description: string) => ({ description, content: { "text/html": { schema: z.string() } } });
@@ -97,19 +98,7 @@ const pickerSave = createRoute({
 
 /** Mounted at /v3/connections before the key-checking API, so browsers reach it without a key. */
 export function connectionBrowserApp(deps: ApiDeps) {
-  const service = (): ConnectionDeps => ({
-    config: deps.config,
-    db: deps.db,
-    secrets: deps.secrets,
-    syncs: deps.syncs,
-    network: {
-      allowPrivateNetwork: deps.config.ALLOW_PRIVATE_NETWORK,
-      timeoutMs: deps.config.FETCH_TIMEOUT_MS,
-      maxBytes: deps.config.MAX_CONTENT_BYTES,
-    },
-    log: deps.log,
-    baseUrl: deps.config.PUBLIC_URL ?? "",
-  });
+  const service = (): ConnectionDeps => connectionDeps(deps);
   const linkedConnection = async (connectionId: string, token: string | undefined) => {
     const connection = await connectionForPicker(service(), connectionId, token);
     if (!connection) throw new ApiError(404, "not_found", "this picker link is unknown or expired");

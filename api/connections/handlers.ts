@@ -16,23 +16,12 @@ import { findConnection, latestSyncRuns, listConnections } from "../../store/con
 import { documents } from "../../store/schema/index.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
+import { connectionDeps } from "./deps.ts";
 import type * as routes from "./routes.ts";
 
 export function connectionHandlers(deps: ApiDeps) {
   const { db } = deps;
-  const service = (origin: string): ConnectionDeps => ({
-    config: deps.config,
-    db,
-    secrets: deps.secrets,
-    syncs: deps.syncs,
-    network: {
-      allowPrivateNetwork: deps.config.ALLOW_PRIVATE_NETWORK,
-      timeoutMs: deps.config.FETCH_TIMEOUT_MS,
-      maxBytes: deps.config.MAX_CONTENT_BYTES,
-    },
-    log: deps.log,
-    baseUrl: origin,
-  });
+  const service = (): ConnectionDeps => connectionDeps(deps);
   const setupErrors = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
@@ -65,9 +54,8 @@ export function connectionHandlers(deps: ApiDeps) {
     ];
     if (!containerTags.length)
       throw badRequest("a connection needs containerTag or containerTags", "containerTags");
-    const origin = new URL(c.req.url).origin;
     const created = await setupErrors(() =>
-      createConnectionFor(service(origin), provider, {
+      createConnectionFor(service(), provider, {
         containerTags,
         metadata: body.metadata ?? {},
         documentLimit: body.documentLimit,
@@ -153,7 +141,7 @@ export function connectionHandlers(deps: ApiDeps) {
   const resources: RouteHandler<typeof routes.resources, AppEnv> = async (c) => {
     const row = await one(c.req.valid("param").connectionId);
     const q = c.req.valid("query");
-    const { connector, ctx } = contextForConnection(service(new URL(c.req.url).origin), row);
+    const { connector, ctx } = contextForConnection(service(), row);
     if (!connector.resources) throw badRequest(`${row.provider} connections have no resources to list`);
     const found = await setupErrors(async () => {
       try {
@@ -168,7 +156,7 @@ export function connectionHandlers(deps: ApiDeps) {
   const configure: RouteHandler<typeof routes.configure, AppEnv> = async (c) => {
     const row = await one(c.req.valid("param").connectionId);
     const { resources: chosen } = c.req.valid("json");
-    await setupErrors(() => configureConnection(service(new URL(c.req.url).origin), row, chosen));
+    await setupErrors(() => configureConnection(service(), row, chosen));
     return c.json(
       { message: `Configured ${chosen.length} resource(s); a sync has started`, success: true },
       200,
@@ -178,7 +166,7 @@ export function connectionHandlers(deps: ApiDeps) {
   const remove: RouteHandler<typeof routes.remove, AppEnv> = async (c) => {
     const { connectionIdOrProvider: target } = c.req.valid("param");
     const withDocuments = c.req.valid("query").deleteDocuments === "true";
-    const svc = service(new URL(c.req.url).origin);
+    const svc = service();
     if (findConnector(target)) {
       // deleteByProvider: the provider's connections holding any of the tags.
       const tags = c.req.valid("json")?.containerTags;
@@ -195,7 +183,7 @@ export function connectionHandlers(deps: ApiDeps) {
 
   const pickerLink: RouteHandler<typeof routes.pickerLink, AppEnv> = async (c) => {
     const row = await one(c.req.valid("param").connectionId);
-    const pickerUrl = await setupErrors(() => renewPickerLink(service(new URL(c.req.url).origin), row));
+    const pickerUrl = await setupErrors(() => renewPickerLink(service(), row));
     return c.json({ pickerUrl }, 200);
   };
 

@@ -9,7 +9,12 @@ import { isIP, type LookupFunction } from "node:net";
 import zlib from "node:zlib";
 import { Octokit } from "@octokit/rest";
 import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
-import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
+import {
+  ConnectorAuthError,
+  ConnectorConfigError,
+  ConnectorRateLimitError,
+  isConnectorError,
+} from "../errors.ts";
 import type { SyncContext } from "../types.ts";
 import type { GithubConfig, GithubSecrets } from "./index.ts";
 
@@ -254,13 +259,7 @@ export function rateLimitWaitMs(error: HttpError, now = Date.now()): number | un
 /** The connector error for a failure, or the failure itself when the engine should simply retry. */
 export function toConnectorError(error: unknown, ctx: GithubContext): unknown {
   if (ctx.signal.aborted) return error;
-  if (
-    error instanceof ConnectorAuthError ||
-    error instanceof ConnectorConfigError ||
-    error instanceof ConnectorRateLimitError
-  ) {
-    return error;
-  }
+  if (isConnectorError(error)) return error;
   const refused = findCause(error, PrivateAddressError);
   if (refused) return new ConnectorConfigError(refused.message);
   const http = httpError(error);

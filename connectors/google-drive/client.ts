@@ -3,7 +3,13 @@
 // connector errors the engine acts on: refused credentials stop the connection, rate limits wait.
 
 import { drive, type drive_v3, auth as googleAuth, type MethodOptions } from "@googleapis/drive";
-import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
+import {
+  ConnectorAuthError,
+  ConnectorConfigError,
+  ConnectorRateLimitError,
+  isConnectorError,
+  retryAfterHeaderMs,
+} from "../errors.ts";
 import type { SyncContext } from "../types.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: the client works for any config shape of this connector
@@ -148,25 +154,13 @@ function header(headers: unknown, name: string): string | undefined {
 
 /** Retry-After in seconds or as an HTTP date; the default when absent or unreadable. */
 export function retryAfterMs(value: string | undefined, now = Date.now()): number {
-  if (value !== undefined && value.trim() !== "") {
-    const seconds = Number(value);
-    if (Number.isFinite(seconds)) return Math.max(1000, Math.ceil(seconds * 1000));
-    const at = Date.parse(value);
-    if (Number.isFinite(at)) return Math.max(1000, at - now);
-  }
-  return DEFAULT_RETRY_AFTER_MS;
+  return retryAfterHeaderMs(value, now) ?? DEFAULT_RETRY_AFTER_MS;
 }
 
 /** The connector error for a failure, or the failure itself when the engine should simply retry. */
 export function toConnectorError(error: unknown, ctx: DriveContext): unknown {
   if (ctx.signal.aborted) return error;
-  if (
-    error instanceof ConnectorAuthError ||
-    error instanceof ConnectorConfigError ||
-    error instanceof ConnectorRateLimitError
-  ) {
-    return error;
-  }
+  if (isConnectorError(error)) return error;
   const failure = httpFailure(error);
   if (!failure) return error;
   const reasons = errorReasons(error);

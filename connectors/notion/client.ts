@@ -5,7 +5,7 @@
 // long as Notion's Retry-After asks.
 
 import { APIErrorCode, Client, isNotionClientError, type Logger, LogLevel } from "@notionhq/client";
-import { ConnectorAuthError, ConnectorRateLimitError } from "../errors.ts";
+import { ConnectorAuthError, ConnectorRateLimitError, retryAfterHeaderMs } from "../errors.ts";
 import type { SyncContext } from "../types.ts";
 import type { NotionConfig, NotionSecrets } from "./index.ts";
 
@@ -47,12 +47,7 @@ function header(headers: unknown, name: string): string | undefined {
 
 /** Retry-After in seconds or as an HTTP date; undefined when absent or unreadable. */
 export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
-  if (value === undefined || value.trim() === "") return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.max(1000, Math.ceil(seconds * 1000));
-  const at = Date.parse(value);
-  if (Number.isFinite(at)) return Math.max(1000, at - now);
-  return undefined;
+  return retryAfterHeaderMs(value, now);
 }
 
 /** The connector error for a failure, or the failure itself when the engine should simply retry. */

@@ -2,7 +2,7 @@
 // after a 401), typed connector errors for refused tokens and throttling, and the driveItem shapes the
 // connector reads. Pre-authenticated download URLs are fetched without the token.
 
-import { ConnectorAuthError, ConnectorRateLimitError } from "../errors.ts";
+import { ConnectorAuthError, ConnectorRateLimitError, retryAfterHeaderMs } from "../errors.ts";
 import type { SyncContext } from "../types.ts";
 import type { OnedriveConfig, OnedriveSecrets } from "./index.ts";
 
@@ -69,13 +69,7 @@ export function itemPath(id: string): string {
 
 /** Waits at least this long: Retry-After in seconds or as an HTTP date; 30 s when absent. */
 export function retryAfterMs(header: string | null, now = Date.now()): number {
-  if (header) {
-    const seconds = Number(header);
-    if (Number.isFinite(seconds) && header.trim() !== "") return Math.max(1000, Math.ceil(seconds * 1000));
-    const at = Date.parse(header);
-    if (Number.isFinite(at)) return Math.max(1000, at - now);
-  }
-  return DEFAULT_RETRY_AFTER_MS;
+  return retryAfterHeaderMs(header, now) ?? DEFAULT_RETRY_AFTER_MS;
 }
 
 async function errorOf(response: Response): Promise<{ code: string; message: string }> {

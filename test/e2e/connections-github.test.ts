@@ -1,6 +1,7 @@
 import { Client, Connection } from "@temporalio/client";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { connectionProbe } from "../support/connections.ts";
 import {
   type FakeGitHub,
   OAUTH_CLIENT_ID,
@@ -67,20 +68,7 @@ describe("GitHub connections through the sync engine", () => {
     await temporal?.connection.close();
   });
 
-  type Run = {
-    id: string;
-    status: string;
-    trigger: string;
-    errorCode: string | null;
-    counts: Record<string, number>;
-  };
-  const lastSync = async (): Promise<Run | null> =>
-    (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync;
-  const syncAfter = (previous: string | undefined) =>
-    waitFor(async () => {
-      const run = await lastSync();
-      return run && run.id !== previous && run.status !== "running" ? run : undefined;
-    }, "a sync run to finish");
+  const { lastSync, syncAfter } = connectionProbe(call, () => connectionId);
   const titles = async () =>
     (await client.connections.listDocuments("github", { containerTags: ["acme"] }))
       .map((d) => d.title)

@@ -6,6 +6,7 @@ import type { Browser } from "playwright-core";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
+import { connectionProbe } from "../support/connections.ts";
 import { type FakeGoogle, startFakeGoogle } from "../support/fake-google.ts";
 import { caller } from "../support/http.ts";
 import { repoRoot } from "../support/processes.ts";
@@ -76,19 +77,7 @@ describe("Google Drive with the hosted picker", () => {
     await new Promise((resolve) => landing?.close(resolve));
   });
 
-  type Run = {
-    id: string;
-    status: string;
-    trigger: string;
-    errorCode: string | null;
-    counts: Record<string, number>;
-  };
-  const connection = async () => (await call("GET", `/v3/connections/${connectionId}`)).json;
-  const syncAfter = (previous: string | undefined) =>
-    waitFor(async () => {
-      const run: Run | null = (await connection()).lastSync;
-      return run && run.id !== previous && run.status !== "running" ? run : undefined;
-    }, "a sync run to finish");
+  const { connection, syncAfter } = connectionProbe(call, () => connectionId);
   const titles = async () =>
     (await client.connections.listDocuments("google-drive", { containerTags: ["home"] }))
       .map((d) => d.title)

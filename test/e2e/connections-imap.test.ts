@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectionProbe } from "../support/connections.ts";
 import { type Dovecot, startDovecot } from "../support/dovecot.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
 import { caller } from "../support/http.ts";
@@ -81,20 +82,7 @@ describe("IMAP connections through the sync engine", () => {
     await dovecot?.stop();
   });
 
-  type Run = {
-    id: string;
-    status: string;
-    trigger: string;
-    errorCode: string | null;
-    counts: Record<string, number>;
-  };
-  const lastSync = async (): Promise<Run | null> =>
-    (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync;
-  const syncAfter = (previous: string | undefined) =>
-    waitFor(async () => {
-      const run = await lastSync();
-      return run && run.id !== previous && run.status !== "running" ? run : undefined;
-    }, "a sync run to finish");
+  const { lastSync, syncAfter } = connectionProbe(call, () => connectionId);
   const documentsDone = () =>
     waitFor(async () => {
       const docs = await client.connections.listDocuments(IMAP, { containerTags: [TAG] });

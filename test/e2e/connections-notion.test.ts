@@ -1,5 +1,6 @@
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectionProbe } from "../support/connections.ts";
 import { type FakeNotion, startFakeNotion } from "../support/fake-notion.ts";
 import { caller } from "../support/http.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
@@ -55,19 +56,7 @@ describe("Notion connections through OAuth and the sync engine", () => {
     await notion?.stop();
   });
 
-  type Run = {
-    id: string;
-    status: string;
-    trigger: string;
-    errorCode: string | null;
-    counts: Record<string, number>;
-  };
-  const connection = async () => (await call("GET", `/v3/connections/${connectionId}`)).json;
-  const syncAfter = (previous: string | undefined) =>
-    waitFor(async () => {
-      const run: Run | null = (await connection()).lastSync;
-      return run && run.id !== previous && run.status !== "running" ? run : undefined;
-    }, "a sync run to finish");
+  const { connection, syncAfter } = connectionProbe(call, () => connectionId);
   const processed = () =>
     waitFor(async () => {
       const docs = await client.connections.listDocuments("notion", { containerTags: ["wiki"] });

@@ -1,5 +1,6 @@
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectionProbe } from "../support/connections.ts";
 import { type FakeGraph, startFakeGraph } from "../support/fake-graph.ts";
 import { caller } from "../support/http.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
@@ -55,19 +56,7 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     await graph?.stop();
   });
 
-  type Run = {
-    id: string;
-    status: string;
-    trigger: string;
-    errorCode: string | null;
-    counts: Record<string, number>;
-  };
-  const connection = async (id = connectionId) => (await call("GET", `/v3/connections/${id}`)).json;
-  const syncAfter = (previous: string | undefined, id = connectionId) =>
-    waitFor(async () => {
-      const run: Run | null = (await connection(id)).lastSync;
-      return run && run.id !== previous && run.status !== "running" ? run : undefined;
-    }, "a sync run to finish");
+  const { connection, syncAfter } = connectionProbe(call, () => connectionId);
   const documents = (tag: string) => client.connections.listDocuments("onedrive", { containerTags: [tag] });
   const titles = async (tag = "garden") => (await documents(tag)).map((d) => d.title).sort();
   const processed = (tag = "garden") =>

@@ -1,5 +1,6 @@
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectionProbe } from "../support/connections.ts";
 import { caller } from "../support/http.ts";
 import { htmlPage, type LocalSite, sitemapXml, startLocalSite } from "../support/local-site.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
@@ -77,20 +78,7 @@ describe("web-crawler connections through the sync engine", () => {
     await site?.stop();
   });
 
-  type Run = {
-    id: string;
-    status: string;
-    trigger: string;
-    errorCode: string | null;
-    counts: Record<string, number>;
-  };
-  const lastSync = async (): Promise<Run | null> =>
-    (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync;
-  const syncAfter = (previous: string | undefined) =>
-    waitFor(async () => {
-      const run = await lastSync();
-      return run && run.id !== previous && run.status !== "running" ? run : undefined;
-    }, "a sync run to finish");
+  const { lastSync, syncAfter } = connectionProbe(call, () => connectionId);
   const documentsDone = () =>
     waitFor(async () => {
       const docs = await client.connections.listDocuments("web-crawler", { containerTags: [TAG] });
