@@ -74,6 +74,20 @@ async function account(ctx: Ctx): Promise<MailAccount> {
   };
 }
 
+/**
+ * Gmail refuses an expired or revoked token at login: through the consent flow the engine refreshes it
+ * once and the login is tried again; a refused refresh stays a ConnectorAuthError.
+ */
+async function withFreshToken<T>(ctx: Ctx, work: (acc: MailAccount) => Promise<T>): Promise<T> {
+  try {
+    return await work(await account(ctx));
+  } catch (error) {
+    if (!(error instanceof ConnectorAuthError) || ctx.secrets.accessToken || !ctx.oauth) throw error;
+    await ctx.oauth.refresh();
+    return work(await account(ctx));
+  }
+}
+
 function selection(config: GmailConfig): MailSelection {
   return {
     mailboxes: config.mailboxes,
@@ -103,10 +117,11 @@ export const gmail: Connector<GmailConfig, GmailSecrets, MailCursor> = {
   listing: "full",
   shutdown: closeMailConnections,
   initialCursor: () => initialMailCursor(),
-  listPage: async (ctx, cursor) => listMailPage(ctx, await account(ctx), selection(ctx.config), cursor),
-  fetchItem: async (ctx, item) =>
-    fetchMail(ctx, await account(ctx), selection(ctx.config), item, fetchOptions(ctx.config)),
-  verify: async (ctx) => verifyMail(ctx, await account(ctx), selection(ctx.config)),
+  listPage: (ctx, cursor) =>
+    withFreshToken(ctx, (acc) => listMailPage(ctx, acc, selection(ctx.config), cursor)),
+  fetchItem: (ctx, item) =>
+    withFreshToken(ctx, (acc) => fetchMail(ctx, acc, selection(ctx.config), item, fetchOptions(ctx.config))),
+  verify: (ctx) => withFreshToken(ctx, (acc) => verifyMail(ctx, acc, selection(ctx.config))),
   // Used only when no accessToken is given at creation; the caller's own Google app is the Drive one.
   oauth: {
     authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",

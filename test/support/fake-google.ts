@@ -142,7 +142,7 @@ interface Change {
 
 const DEFAULT_SCOPE = "https://www.googleapis.com/auth/drive.readonly";
 
-export async function startFakeGoogle(): Promise<FakeGoogle> {
+export async function startFakeGoogle(options: { mailUser?: string } = {}): Promise<FakeGoogle> {
   const requests: FakeRequest[] = [];
   const authorizeRequests: URLSearchParams[] = [];
   const clientId = `${randomDigits(12)}-${randomToken(32).toLowerCase()}.apps.googleusercontent.com`;
@@ -233,9 +233,28 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
     return Buffer.concat(chunks).toString("utf8");
   }
 
+  /**
+   * RFC 7662 introspection of this fake's access tokens, as a mail server's OAuth2 passdb asks it
+   * (Dovecot for Gmail's XOAUTH2 in tests); the account is `options.mailUser`.
+   */
+  async function introspect(req: IncomingMessage, res: ServerResponse) {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    const presented = new URLSearchParams(body).get("token") ?? "";
+    const active = !revoked && accessTokens.has(presented);
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(
+        JSON.stringify(
+          active ? { active: true, username: options.mailUser ?? "alice@example.com" } : { active: false },
+        ),
+      );
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const target = new URL(req.url ?? "/", url);
     if (target.pathname === "/token") return token(req, res);
+    if (target.pathname === "/introspect") return introspect(req, res);
     if (target.pathname === "/o/oauth2/v2/auth") return consent(req, res, target.searchParams);
     if (!target.pathname.startsWith("/drive/v3/")) {
       return send(req, res, 404, apiError(404, "Not Found", "notFound"));
