@@ -81,6 +81,12 @@ export const envSchema = z.object({
   TRANSCRIBE_API_URL: z.url().optional(),
   TRANSCRIBE_API_KEY: z.string().optional(),
   TRANSCRIBE_MODEL: z.string().default("whisper-1"),
+  /** Which task queues this worker serves: both, only the main one, or only heavy extraction (OCR, transcription). */
+  WORKER_QUEUES: z.enum(["all", "main", "heavy"]).default("all"),
+  /** Activities at a time on the main queue (fetching, parsing, chunking, embedding, syncs). */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /** Activities at a time on the heavy queue (OCR, transcription). */
+  WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),
   FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
   /** Where browsers reach this API (OAuth callbacks, picker links); default http://HOST:PORT. */

@@ -21,7 +21,7 @@ import { RESCORER_MODEL } from "../services/rescorer.ts";
 import { openStore } from "../store/db.ts";
 import { loadSecretBox } from "../store/secrets.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
-import { createDocumentWorker } from "../worker/create-worker.ts";
+import { createDocumentWorker, createHeavyWorker } from "../worker/create-worker.ts";
 import { startMaintenanceLoop } from "../worker/maintenance.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { DocumentProcessing } from "./processing-client.ts";
@@ -116,10 +116,12 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       };
       const workerConnection = await NativeConnection.connect({ address: temporalAddress });
       stops.push(() => workerConnection.close());
-      const worker: Worker = await createDocumentWorker({
+      const workerOptions = {
         connection: workerConnection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
+        maxConcurrentActivities: config.WORKER_CONCURRENCY,
+        maxConcurrentHeavy: config.WORKER_HEAVY_CONCURRENCY,
         deps: {
           db: store.db,
           embedder,
@@ -137,13 +139,19 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
         },
         sync: { config, db: store.db, blobs, secrets, processing, network, log },
-      });
+      };
+      // One process serves both queues by default; WORKER_QUEUES splits them across processes.
+      const workers: Worker[] = [];
+      if (config.WORKER_QUEUES !== "heavy") workers.push(await createDocumentWorker(workerOptions));
+      if (config.WORKER_QUEUES !== "main") workers.push(await createHeavyWorker(workerOptions));
       stops.push(() => shutdownConnectors());
-      const running = worker.run().catch((err) => log.error({ err }, "worker stopped with an error"));
-      stops.push(async () => {
-        if (worker.getState() === "RUNNING") worker.shutdown();
-        await running;
-      });
+      for (const worker of workers) {
+        const running = worker.run().catch((err) => log.error({ err }, "worker stopped with an error"));
+        stops.push(async () => {
+          if (worker.getState() === "RUNNING") worker.shutdown();
+          await running;
+        });
+      }
       await reconcileUnfinished(store.db, processing, log);
       await startReembedIfNeeded(client, config.TEMPORAL_TASK_QUEUE, store.db, embedder.model, log);
       const stopReconciling = startReconcileLoop(store.db, processing, log);
@@ -171,6 +179,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         secrets,
         llm,
         reranker,
+        temporal: client,
       });
       const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
       await new Promise<void>((resolve, reject) => {

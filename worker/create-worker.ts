@@ -3,6 +3,8 @@ import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
 import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
+import { createWebhookActivities } from "../activities/webhooks.ts";
+import { heavyQueueOf } from "../workflows/queues.ts";
 
 const workflowsPath = fileURLToPath(new URL("../workflows/index.ts", import.meta.url));
 
@@ -23,13 +25,33 @@ export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowsPath,
-    activities: {
-      ...createDocumentActivities(opts.deps),
-      ...createReembedActivities(opts.deps),
-      ...createSyncActivities(opts.sync),
-    },
+    activities: allActivities(opts),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
     // Let an activity finish its current batch before the process exits.
     shutdownGraceTime: "10s",
   });
+}
+
+/**
+ * The heavy queue's worker (OCR, transcription): activities only, with its own small concurrency so
+ * long jobs never take the main queue's slots.
+ */
+export function createHeavyWorker(opts: WorkerOptions & { maxConcurrentHeavy?: number }): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: heavyQueueOf(opts.taskQueue),
+    activities: allActivities(opts),
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentHeavy ?? 1,
+    shutdownGraceTime: "10s",
+  });
+}
+
+function allActivities(opts: WorkerOptions) {
+  return {
+    ...createDocumentActivities(opts.deps),
+    ...createReembedActivities(opts.deps),
+    ...createSyncActivities(opts.sync),
+    ...createWebhookActivities(opts.sync),
+  };
 }

@@ -1,7 +1,15 @@
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from "@temporalio/workflow";
+import {
+  ActivityFailure,
+  type ActivityOptions,
+  ApplicationFailure,
+  patched,
+  proxyActivities,
+  workflowInfo,
+} from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
 import type { DocumentActivities, ProcessingRef } from "../activities/document-processing.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "./failure-types.ts";
+import { heavyQueueOf } from "./queues.ts";
 
 const nonRetryableErrorTypes = [SUPERSEDED, EXTRACTION_FAILED];
 
@@ -31,7 +39,7 @@ const textExtraction = proxyActivities<DocumentActivities>({
 });
 
 /** PDF and images may need OCR: minutes for long scans. */
-const ocrExtraction = proxyActivities<DocumentActivities>({
+const ocrOptions: ActivityOptions = {
   startToCloseTimeout: "30 minutes",
   heartbeatTimeout: "30 seconds",
   retry: {
@@ -41,10 +49,10 @@ const ocrExtraction = proxyActivities<DocumentActivities>({
     maximumAttempts: 3,
     nonRetryableErrorTypes,
   },
-});
+};
 
 /** Audio and video: transcription runs at a fraction of real time, so allow hours. */
-const mediaExtraction = proxyActivities<DocumentActivities>({
+const mediaOptions: ActivityOptions = {
   startToCloseTimeout: "3 hours",
   heartbeatTimeout: "30 seconds",
   retry: {
@@ -54,7 +62,16 @@ const mediaExtraction = proxyActivities<DocumentActivities>({
     maximumAttempts: 3,
     nonRetryableErrorTypes,
   },
-});
+};
+
+/** OCR and transcription go to the heavy queue (runs started before it existed keep the main one). */
+function heavyExtraction() {
+  const taskQueue = patched("heavy-queue") ? heavyQueueOf(workflowInfo().taskQueue) : undefined;
+  return {
+    ocr: proxyActivities<DocumentActivities>({ ...ocrOptions, ...(taskQueue ? { taskQueue } : {}) }),
+    media: proxyActivities<DocumentActivities>({ ...mediaOptions, ...(taskQueue ? { taskQueue } : {}) }),
+  };
+}
 
 /** Splitting and indexing: local and fast; retries only cover store hiccups. */
 const local = proxyActivities<DocumentActivities>({
@@ -114,10 +131,14 @@ export type ProcessingOutcome = "done" | "failed" | "superseded";
 export async function processDocument(ref: ProcessingRef): Promise<ProcessingOutcome> {
   try {
     const { type } = await identification.identifyContent(ref);
-    if (type === "pdf") await ocrExtraction.extractPdf(ref);
-    else if (type === "image") await ocrExtraction.extractImage(ref);
-    else if (type === "audio") await mediaExtraction.extractAudio(ref);
-    else if (type === "video") await mediaExtraction.extractVideo(ref);
+    const heavy =
+      type === "pdf" || type === "image" || type === "audio" || type === "video"
+        ? heavyExtraction()
+        : undefined;
+    if (type === "pdf") await heavy?.ocr.extractPdf(ref);
+    else if (type === "image") await heavy?.ocr.extractImage(ref);
+    else if (type === "audio") await heavy?.media.extractAudio(ref);
+    else if (type === "video") await heavy?.media.extractVideo(ref);
     else await textExtraction.extractText(ref);
     await local.chunkDocument(ref);
     await embedding.embedDocument(ref);
