@@ -32,6 +32,7 @@ import {
   resolveSource,
   UnprocessableContentError,
 } from "./extract.ts";
+import { emitWebhookEvent } from "./webhooks.ts";
 
 export interface ProcessingRef {
   documentId: string;
@@ -213,11 +214,13 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
     },
 
     async indexDocument(ref: ProcessingRef): Promise<void> {
-      return translateErrors(() => markDone(db, ref, deps.embedder.model));
+      await translateErrors(() => markDone(db, ref, deps.embedder.model));
+      await emitWebhookEvent(deps, { ...ref, event: "document.done" });
     },
 
     async failDocument(input: ProcessingRef & { reason: string }): Promise<void> {
-      return translateErrors(() => markFailed(db, input, input.reason));
+      await translateErrors(() => markFailed(db, input, input.reason));
+      await emitWebhookEvent(deps, { ...input, event: "document.failed" });
     },
   };
 }

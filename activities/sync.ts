@@ -33,6 +33,7 @@ import type { Database } from "../store/db.ts";
 import { saveDocument } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "../workflows/failure-types.ts";
+import { emitWebhookEvent } from "./webhooks.ts";
 
 export interface SyncActivityDeps {
   /** OAuth apps (env), CONNECTOR_ENDPOINTS and the public URL, for OAuth connectors. */
@@ -269,6 +270,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
             .pause("the source refused the credentials")
             .catch((err: unknown) => deps.log.warn({ err }, "could not pause the sync schedule"));
         }
+        await emitWebhookEvent(deps, { ...input, event: "connection.sync" });
       });
     },
   };

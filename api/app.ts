@@ -10,16 +10,21 @@ import { documentsApp } from "./documents/index.ts";
 import { ApiError, errorBody, renderError } from "./errors.ts";
 import { scopedKeysApp } from "./keys/index.ts";
 import { memoriesApp } from "./memories/index.ts";
+import { createObservability, requestLog } from "./observability.ts";
 import { profileApp } from "./profile/index.ts";
 import { rateLimit } from "./rate-limit.ts";
 import { searchApp, searchV4App } from "./search/index.ts";
 import { settingsApp } from "./settings/index.ts";
+import { webhooksApp } from "./webhooks/index.ts";
 
-/** The HTTP API. Everything under /v3 needs a bearer key; /health and /openapi.json are public. */
+/** The HTTP API. Everything under /v3 needs a bearer key; /health, /ready, /metrics and /openapi.json are public. */
 export function createApp(deps: ApiDeps) {
   const app = new OpenAPIHono<AppEnv>();
+  const observability = createObservability(deps);
 
-  app.onError((err, c) => renderError(err, c, deps.log));
+  // First, so its duration and log line cover every other middleware and the error handler.
+  app.use("*", observability.middleware);
+  app.onError((err, c) => renderError(err, c, requestLog(c, deps.log)));
   // An error may be answered before the request body was read; the server then drops the rest and
   // the socket. Saying so lets keep-alive clients open a new connection instead of reusing a dead one.
   app.use("*", async (c, next) => {
@@ -39,6 +44,7 @@ export function createApp(deps: ApiDeps) {
     await deps.db.execute(sql`SELECT 1`);
     return c.json({ status: "ok" });
   });
+  app.route("/", observability.routes);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
   app.doc31("/openapi.json", {
@@ -83,6 +89,7 @@ export function createApp(deps: ApiDeps) {
   api.route("/v3/settings", settingsApp(deps));
   api.route("/v3/connections", connectionsApp(deps));
   api.route("/v3/container-tags", containerTagsApp(deps));
+  api.route("/v3/webhooks", webhooksApp(deps));
   app.route("/", api);
   return app;
 }

@@ -1,3 +1,4 @@
+import type { Client } from "@temporalio/client";
 import type { BlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
@@ -27,6 +28,8 @@ export interface ApiDeps {
   reranker?: Reranker;
   /** OpenAI-compatible chat model when LLM_BASE_URL is set. */
   llm?: ChatModel;
+  /** For /ready and the task queue backlog metric; both skip Temporal without it. */
+  temporal?: Client;
 }
 
 export type AppEnv = AuthEnv;

@@ -1,4 +1,5 @@
 // Entry point of the workflow bundle: every workflow type the worker runs.
+export { webhookDelivery } from "./deliver-webhook.ts";
 export { processDocument } from "./process-document.ts";
 export { reembedVectors } from "./reembed.ts";
 export { scheduledSync, syncConnection } from "./sync-connection.ts";

@@ -8,3 +8,5 @@ export * from "./oauth-states.ts";
 export * from "./rate-limits.ts";
 export * from "./settings.ts";
 export * from "./sync-runs.ts";
+export * from "./webhook-deliveries.ts";
+export * from "./webhooks.ts";

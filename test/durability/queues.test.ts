@@ -39,7 +39,10 @@ describe("heavy extraction on its own task queue", () => {
 
     const client = new Supermemory({ apiKey: adminKey, baseURL: `http://127.0.0.1:${port}`, maxRetries: 0 });
     const scan = await toFile(readFileSync(path.join(FIXTURES_DIR, "pdf", "DA-1p.pdf")), "DA-1p.pdf");
-    const { id: pdfId } = await client.documents.uploadFile({ file: scan, containerTags: JSON.stringify(["q"]) });
+    const { id: pdfId } = await client.documents.uploadFile({
+      file: scan,
+      containerTags: JSON.stringify(["q"]),
+    });
     const texts = await Promise.all(
       [1, 2, 3].map((n) =>
         client.documents.add({ content: `Light document number ${n}.`, containerTag: "q" }),

@@ -12,6 +12,10 @@ export interface NativePostgres {
   url: string;
   /** The temp dir holding the cluster and its unix socket; removed by stop(). */
   dir: string;
+  /** Stops the server and keeps its data (a database outage, for durability tests). */
+  pause(): Promise<void>;
+  /** Starts it again on the same port, with the same data. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -54,7 +58,8 @@ export async function startNativePostgres(): Promise<NativePostgres> {
   let guard: { release(): void } | undefined;
   let output = "";
 
-  const stop = async () => {
+  let port = 0;
+  const halt = async () => {
     if (server && server.exitCode === null && server.signalCode === null) {
       const exited = new Promise((resolve) => server?.once("exit", resolve));
       server.kill("SIGINT"); // "fast" shutdown: roll back open transactions, no waiting for clients
@@ -64,19 +69,14 @@ export async function startNativePostgres(): Promise<NativePostgres> {
       }
     }
     guard?.release();
+  };
+  const stop = async () => {
+    await halt();
     rmSync(dir, { recursive: true, force: true });
   };
-
-  try {
-    // --no-sync and fsync=off: test data need not survive a power cut, and both save seconds.
-    await runToEnd(
-      join(bin, "initdb"),
-      ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
-      ids,
-      dir,
-    );
-    const port = await findFreePort();
+  const launch = async () => {
     const args = ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-k", dir];
+    // fsync=off: test data need not survive a power cut, and it saves seconds.
     args.push("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off");
     // Spawned directly rather than through pg_ctl, so that this process owns it and the guard can end it.
     const child = spawn(join(bin, "postgres"), args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"], ...ids });
@@ -84,13 +84,27 @@ export async function startNativePostgres(): Promise<NativePostgres> {
     child.stdout.on("data", (d) => (output = (output + d).slice(-4000)));
     child.stderr.on("data", (d) => (output = (output + d).slice(-4000)));
     if (child.pid) guard = guardChildProcess(child.pid, "SIGINT");
+    await waitForConnection(
+      `postgres://postgres@127.0.0.1:${port}/postgres`,
+      () => child.exitCode === null && child.signalCode === null,
+    );
+  };
 
+  try {
+    // --no-sync: test data need not survive a power cut.
+    await runToEnd(
+      join(bin, "initdb"),
+      ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+      ids,
+      dir,
+    );
+    port = await findFreePort();
+    await launch();
     const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
-    await waitForConnection(adminUrl, () => child.exitCode === null && child.signalCode === null);
     await query(adminUrl, `CREATE DATABASE ${DATABASE}`);
     const url = `postgres://postgres@127.0.0.1:${port}/${DATABASE}`;
     await query(url, "CREATE EXTENSION vector");
-    return { url, dir, stop };
+    return { url, dir, stop, pause: halt, resume: launch };
   } catch (err) {
     await stop();
     throw new Error(

@@ -1,0 +1,121 @@
+import { and, arrayContains, arrayOverlaps, desc, eq, or, sql } from "drizzle-orm";
+import type { Database } from "./db.ts";
+import { newId } from "./ids.ts";
+import {
+  type WebhookDeliveryRow,
+  type WebhookEventType,
+  type WebhookRow,
+  webhookDeliveries,
+  webhooks,
+} from "./schema/index.ts";
+
+export type { WebhookDeliveryRow, WebhookEventType, WebhookRow };
+
+export interface NewWebhook {
+  url: string;
+  sealedSecret: string;
+  containerTags: string[];
+  events: WebhookEventType[];
+}
+
+export async function createWebhook(db: Database, input: NewWebhook): Promise<WebhookRow> {
+  const [row] = await db
+    .insert(webhooks)
+    .values({ id: newId(12), ...input })
+    .returning();
+  return row as WebhookRow;
+}
+
+export async function findWebhook(db: Database, id: string): Promise<WebhookRow | undefined> {
+  const [row] = await db.select().from(webhooks).where(eq(webhooks.id, id));
+  return row;
+}
+
+export function listWebhooks(db: Database): Promise<WebhookRow[]> {
+  return db.select().from(webhooks).orderBy(desc(webhooks.createdAt), webhooks.id);
+}
+
+export async function updateWebhook(
+  db: Database,
+  id: string,
+  values: Partial<Pick<WebhookRow, "url" | "containerTags" | "events" | "enabled">>,
+): Promise<WebhookRow | undefined> {
+  const [row] = await db.update(webhooks).set(values).where(eq(webhooks.id, id)).returning();
+  return row;
+}
+
+export async function deleteWebhook(db: Database, id: string): Promise<boolean> {
+  const rows = await db.delete(webhooks).where(eq(webhooks.id, id)).returning({ id: webhooks.id });
+  return rows.length > 0;
+}
+
+/** Enabled webhooks subscribed to `event` that are global or share a tag with the subject. */
+export function matchingWebhooks(
+  db: Database,
+  event: WebhookEventType,
+  containerTags: string[],
+): Promise<WebhookRow[]> {
+  const global = sql`cardinality(${webhooks.containerTags}) = 0`;
+  return db
+    .select()
+    .from(webhooks)
+    .where(
+      and(
+        eq(webhooks.enabled, true),
+        arrayContains(webhooks.events, [event]),
+        containerTags.length ? or(global, arrayOverlaps(webhooks.containerTags, containerTags)) : global,
+      ),
+    );
+}
+
+/** Stores the delivery unless one with this id exists; says whether it was new. */
+export async function insertDelivery(
+  db: Database,
+  input: { id: string; webhookId: string; event: string; payload: Record<string, unknown> },
+): Promise<boolean> {
+  const rows = await db
+    .insert(webhookDeliveries)
+    .values(input)
+    .onConflictDoNothing({ target: webhookDeliveries.id })
+    .returning({ id: webhookDeliveries.id });
+  return rows.length > 0;
+}
+
+export async function findDelivery(db: Database, id: string): Promise<WebhookDeliveryRow | undefined> {
+  const [row] = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, id));
+  return row;
+}
+
+export function listDeliveries(db: Database, webhookId: string, limit = 50): Promise<WebhookDeliveryRow[]> {
+  return db
+    .select()
+    .from(webhookDeliveries)
+    .where(eq(webhookDeliveries.webhookId, webhookId))
+    .orderBy(desc(webhookDeliveries.createdAt), webhookDeliveries.id)
+    .limit(limit);
+}
+
+/** One attempt's outcome; `attempts` is counted in SQL so concurrent writers never lose one. */
+export async function recordAttempt(
+  db: Database,
+  id: string,
+  outcome: { delivered: boolean; responseStatus?: number; error?: string },
+): Promise<void> {
+  await db
+    .update(webhookDeliveries)
+    .set({
+      attempts: sql`${webhookDeliveries.attempts} + 1`,
+      responseStatus: outcome.responseStatus ?? null,
+      lastError: outcome.error?.slice(0, 2000) ?? null,
+      ...(outcome.delivered ? { status: "delivered" as const, deliveredAt: new Date() } : {}),
+    })
+    .where(eq(webhookDeliveries.id, id));
+}
+
+/** After the last retry: the delivery is given up (a delivered one stays delivered). */
+export async function markDeliveryFailed(db: Database, id: string, reason: string): Promise<void> {
+  await db
+    .update(webhookDeliveries)
+    .set({ status: "failed", lastError: reason.slice(0, 2000) })
+    .where(and(eq(webhookDeliveries.id, id), eq(webhookDeliveries.status, "pending")));
+}
