@@ -55,6 +55,17 @@ describe("re-embedding after a model change", () => {
       "every chunk re-embedded",
       180_000,
     );
+    // Documents record their model when the migration's last page is done: wait for that too.
+    await waitFor(
+      async () => {
+        for (const id of ids)
+          if ((await call("GET", `/v3/documents/${id}`)).json.embeddingModel !== "bge-small-en-v1.5")
+            return undefined;
+        return true;
+      },
+      "every document to record the new model",
+      180_000,
+    );
     const found = await call("POST", "/v3/search", {
       q: "space probe beyond the solar system",
       containerTag: "m",
