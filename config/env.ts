@@ -35,6 +35,11 @@ export const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   TEMPORAL_TASK_QUEUE: z.string().default("documents"),
+  /** Temporal Cloud / a TLS cluster: TLS on, with an API key or a client certificate (mTLS). */
+  TEMPORAL_TLS: flag,
+  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_TLS_CERT_PATH: z.string().optional(),
+  TEMPORAL_TLS_KEY_PATH: z.string().optional(),
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   MEMORY_ADMIN_KEY: z.string().min(16).optional(),
