@@ -232,8 +232,63 @@ export interface MemoryExtractionSummary {
   memories: number;
 }
 
-/** Maps domain errors to Temporal failures: bad content and superseded runs must not be retried. */
+/** How long an activity waits out a store outage (PostgreSQL restarting) before giving the attempt up. */
+const STORE_OUTAGE_BUDGET_MS = 2 * 60 * 1000;
+
+/** The store is unreachable (refused, reset, shutting down), as opposed to a query that is wrong. */
+export function isStoreUnavailable(error: unknown): boolean {
+  const cause = error instanceof DrizzleQueryError ? error.cause : error;
+  const e = cause as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  const codes = [
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "EPIPE",
+    "ETIMEDOUT",
+    "57P01",
+    "57P02",
+    "57P03",
+    "08000",
+    "08001",
+    "08003",
+    "08006",
+  ];
+  return (
+    (typeof e.code === "string" && codes.includes(e.code)) ||
+    /Connection terminated|connection is closed|Client has encountered a connection error/i.test(
+      e.message ?? "",
+    )
+  );
+}
+
+/**
+ * Maps domain errors to Temporal failures: bad content and superseded runs must not be retried. A
+ * store outage is waited out here (the work is fenced by its run, so doing it again is safe), so a
+ * database restart does not use up the attempts meant for the content's own errors.
+ */
 async function translateErrors<T>(work: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  for (let pause = 500; ; pause = Math.min(pause * 2, 5000)) {
+    try {
+      return await translateOnce(work);
+    } catch (error) {
+      if (!(error instanceof StoreOutage) || Date.now() - started > STORE_OUTAGE_BUDGET_MS) {
+        throw error instanceof StoreOutage ? error.original : error;
+      }
+      const ctx = Context.current();
+      ctx.heartbeat();
+      await ctx.sleep(pause);
+    }
+  }
+}
+
+class StoreOutage extends Error {
+  constructor(readonly original: Error) {
+    super(original.message);
+  }
+}
+
+async function translateOnce<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -255,9 +310,13 @@ async function translateErrors<T>(work: () => Promise<T>): Promise<T> {
       // Endpoint down or answering errors: worth a retry, and the message says which.
       throw ApplicationFailure.create({ type: "LlmUnavailable", message: error.message });
     }
-    if (error instanceof DrizzleQueryError) {
+    if (error instanceof DrizzleQueryError || isStoreUnavailable(error)) {
       // The driver's message carries the whole query and its parameters (the document's text): keep only the cause.
-      throw new Error(`database error: ${(error.cause as Error | undefined)?.message ?? "query failed"}`);
+      const clean = new Error(
+        `database error: ${(error instanceof DrizzleQueryError ? (error.cause as Error | undefined)?.message : (error as Error).message) ?? "query failed"}`,
+      );
+      if (isStoreUnavailable(error)) throw new StoreOutage(clean);
+      throw clean;
     }
     throw error;
   }

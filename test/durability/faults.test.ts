@@ -180,11 +180,20 @@ describe("durability under faults", () => {
       await postgres.pause();
       await new Promise((r) => setTimeout(r, 5000));
       await postgres.resume();
+      let last: Record<string, number> = {};
       await waitFor(
-        async () => ((await statusCounts(d.sql)).done === 60 ? true : undefined),
+        async () => {
+          last = await statusCounts(d.sql);
+          return last.done === 60 ? true : undefined;
+        },
         "all 60 done after the outage",
         300_000,
-      );
+      ).catch(async (error: Error) => {
+        const reasons = await d.sql("SELECT DISTINCT error_reason FROM documents WHERE status = 'failed'");
+        throw new Error(
+          `${error.message}: ${JSON.stringify(last)} ${JSON.stringify(reasons)}\n--- worker ---\n${worker.output().slice(-3000)}\n--- api ---\n${api.output().slice(-1500)}`,
+        );
+      });
       expect(await statusCounts(d.sql)).toEqual({ done: 60 });
       // The processes survived the outage and still answer.
       const found = await client.search.documents({ q: "harbour cranes outage", containerTags: ["pgdown"] });
