@@ -7,12 +7,18 @@ import { ApplicationFailure, Context } from "@temporalio/activity";
 import type { BlobStore } from "../blobs/index.ts";
 import { fileKey } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
-import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../connectors/errors.ts";
+import {
+  ConnectorAuthError,
+  ConnectorConfigError,
+  ConnectorRateLimitError,
+  isConnectorError,
+} from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import { syncScheduleId } from "../runtime/sync-client.ts";
-import { endpointsFor, type OAuthDeps, oauthSession, readTokens } from "../services/oauth.ts";
+import { buildSyncContext } from "../services/connections.ts";
+import type { OAuthDeps } from "../services/oauth.ts";
 import {
   type ConnectionRow,
   connectionDocumentCount,
@@ -95,31 +101,11 @@ export function createSyncActivities(deps: SyncActivityDeps) {
 
   function contextFor(connection: ConnectionRow, connector: Connector): SyncContext<unknown, unknown> {
     const activity = Context.current();
-    const secrets = connection.sealedSecrets
-      ? JSON.parse(deps.secrets.decrypt(connection.sealedSecrets))
-      : {};
-    const log = deps.log.child({ connectionId: connection.id, provider: connection.provider });
-    return {
-      connectionId: connection.id,
-      config: connector.configSchema.parse(connection.metadata),
-      secrets: connector.secretsSchema.parse(secrets),
-      network: deps.network,
+    return buildSyncContext(deps, connector, connection, {
       signal: activity.cancellationSignal,
       heartbeat: () => activity.heartbeat(),
-      log,
-      apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
-      // Connections made through a consent flow hold tokens; those given a token in metadata do not.
-      ...(connector.oauth && readTokens(deps.secrets, connection)
-        ? {
-            oauth: oauthSession(
-              { db, secrets: deps.secrets, config: deps.config, log },
-              connector,
-              connection,
-            ),
-          }
-        : {}),
-      ...(connection.selection ? { selection: connection.selection } : {}),
-    };
+      log: deps.log.child({ connectionId: connection.id, provider: connection.provider }),
+    });
   }
 
   /** Stores the bytes and saves the document (created, or updated when its content changed) and starts processing. */
@@ -310,14 +296,10 @@ export function createSyncActivities(deps: SyncActivityDeps) {
 
 export type SyncActivities = ReturnType<typeof createSyncActivities>;
 
+/** Failures that concern the whole sync (credentials, settings, rate limits, cancellation), not one item. */
 function isStopping(error: unknown): boolean {
-  return (
-    error instanceof ConnectorAuthError ||
-    error instanceof ConnectorRateLimitError ||
-    error instanceof ConnectorConfigError ||
-    (error as Error)?.name === "AbortError" ||
-    (error as Error)?.name === "CancelledFailure"
-  );
+  const name = (error as Error)?.name;
+  return isConnectorError(error) || name === "AbortError" || name === "CancelledFailure";
 }
 
 /** Connector failures the workflow must tell apart: refused credentials, wrong settings, rate limits. */

@@ -33,10 +33,6 @@ export function findConnector(provider: string): AnyConnector | undefined {
   return connectors.get(provider);
 }
 
-export function connectorProviders(): string[] {
-  return [...connectors.keys()].sort();
-}
-
 /** Lets connectors release what they keep open (mail sessions) when a worker stops. */
 export async function shutdownConnectors(): Promise<void> {
   await Promise.allSettled([...connectors.values()].map((c) => c.shutdown?.()));

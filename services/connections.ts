@@ -340,29 +340,49 @@ export async function removeConnection(
   await deleteConnection(deps.db, connection.id);
 }
 
+/** What building a connector's context needs: the store, sealed secrets, OAuth apps and endpoints, network rules. */
+export type SyncContextDeps = Pick<ConnectionDeps, "db" | "secrets" | "config" | "network" | "log">;
+
+/**
+ * A connector's view of one connection: parsed settings and secrets, API root, fresh OAuth tokens (for
+ * connections made through a consent flow) and the picker's selection. One builder for sync activities
+ * and the API's own calls (resources, picker browsing); only cancellation and heartbeats differ.
+ */
+export function buildSyncContext(
+  deps: SyncContextDeps,
+  connector: Connector,
+  connection: ConnectionRow,
+  run: { signal: AbortSignal; heartbeat: () => void; log: Logger },
+): SyncContext<unknown, unknown> {
+  const secrets = connection.sealedSecrets ? JSON.parse(deps.secrets.decrypt(connection.sealedSecrets)) : {};
+  return {
+    connectionId: connection.id,
+    config: connector.configSchema.parse(connection.metadata),
+    secrets: connector.secretsSchema.parse(secrets),
+    network: deps.network,
+    signal: run.signal,
+    heartbeat: run.heartbeat,
+    log: run.log,
+    apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
+    // Connections made through a consent flow hold tokens; those given a token in metadata do not.
+    ...(connector.oauth && readTokens(deps.secrets, connection)
+      ? { oauth: oauthSession({ ...deps, log: run.log }, connector, connection) }
+      : {}),
+    ...(connection.selection ? { selection: connection.selection } : {}),
+  };
+}
+
 export function contextForConnection(
   deps: ConnectionDeps,
   connection: ConnectionRow,
 ): { connector: Connector; ctx: SyncContext<unknown, unknown> } {
   const connector = connectorFor(connection.provider);
-  const secrets = connection.sealedSecrets ? JSON.parse(deps.secrets.decrypt(connection.sealedSecrets)) : {};
-  return {
-    connector,
-    ctx: {
-      connectionId: connection.id,
-      config: connector.configSchema.parse(connection.metadata),
-      secrets: connector.secretsSchema.parse(secrets),
-      network: deps.network,
-      signal: AbortSignal.timeout(60_000),
-      heartbeat: () => {},
-      log: deps.log,
-      apiBaseUrl: endpointsFor(deps.config, connector).apiBaseUrl,
-      ...(connector.oauth && readTokens(deps.secrets, connection)
-        ? { oauth: oauthSession(deps, connector, connection) }
-        : {}),
-      ...(connection.selection ? { selection: connection.selection } : {}),
-    },
-  };
+  const ctx = buildSyncContext(deps, connector, connection, {
+    signal: AbortSignal.timeout(60_000),
+    heartbeat: () => {},
+    log: deps.log,
+  });
+  return { connector, ctx };
 }
 
 /** The public shape (the SDK's connection fields, plus status, schedule and the last sync run). */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { and, arrayOverlaps, desc, eq, inArray, lt, or, sql } from "drizzle-orm";
+import { and, arrayOverlaps, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import {
@@ -137,11 +137,6 @@ export async function finishSyncRun(
     .where(eq(syncRuns.id, runId));
 }
 
-export async function findSyncRun(db: Database, runId: string): Promise<SyncRunRow | undefined> {
-  const [row] = await db.select().from(syncRuns).where(eq(syncRuns.id, runId));
-  return row;
-}
-
 /** The newest run of each connection (one query for a list). */
 export async function latestSyncRuns(
   db: Database,
@@ -154,15 +149,6 @@ export async function latestSyncRuns(
     .where(inArray(syncRuns.connectionId, connectionIds))
     .orderBy(syncRuns.connectionId, desc(syncRuns.startedAt));
   return new Map(rows.map((r) => [r.connectionId, r]));
-}
-
-export async function recentSyncRuns(db: Database, connectionId: string, limit = 10): Promise<SyncRunRow[]> {
-  return db
-    .select()
-    .from(syncRuns)
-    .where(eq(syncRuns.connectionId, connectionId))
-    .orderBy(desc(syncRuns.startedAt))
-    .limit(limit);
 }
 
 /** What the connection stored of these items at earlier syncs. */
@@ -308,14 +294,6 @@ export async function deleteConnectionDocuments(db: Database, connectionId: stri
     .where(eq(documents.connectionId, connectionId))
     .returning({ id: documents.id });
   return rows.length;
-}
-
-/** Runs left `running` by a sync whose workflow is gone (a terminated workflow, a lost server). */
-export async function staleRunningSyncRuns(db: Database, olderThan: Date): Promise<SyncRunRow[]> {
-  return db
-    .select()
-    .from(syncRuns)
-    .where(and(eq(syncRuns.status, "running"), lt(syncRuns.startedAt, olderThan)));
 }
 
 export type { ConnectionStatus };

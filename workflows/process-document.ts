@@ -131,15 +131,13 @@ export type ProcessingOutcome = "done" | "failed" | "superseded";
 export async function processDocument(ref: ProcessingRef): Promise<ProcessingOutcome> {
   try {
     const { type } = await identification.identifyContent(ref);
-    const heavy =
-      type === "pdf" || type === "image" || type === "audio" || type === "video"
-        ? heavyExtraction()
-        : undefined;
-    if (type === "pdf") await heavy?.ocr.extractPdf(ref);
-    else if (type === "image") await heavy?.ocr.extractImage(ref);
-    else if (type === "audio") await heavy?.media.extractAudio(ref);
-    else if (type === "video") await heavy?.media.extractVideo(ref);
-    else await textExtraction.extractText(ref);
+    if (type === "pdf" || type === "image") {
+      const { ocr } = heavyExtraction();
+      await (type === "pdf" ? ocr.extractPdf(ref) : ocr.extractImage(ref));
+    } else if (type === "audio" || type === "video") {
+      const { media } = heavyExtraction();
+      await (type === "audio" ? media.extractAudio(ref) : media.extractVideo(ref));
+    } else await textExtraction.extractText(ref);
     await local.chunkDocument(ref);
     await embedding.embedDocument(ref);
     // Runs started before this step existed replay without it.

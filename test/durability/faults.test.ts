@@ -1,60 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import pg from "pg";
-import Supermemory from "supermemory";
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { findFreePort } from "../../runtime/temporal-dev-server.ts";
+import type Supermemory from "supermemory";
+import { afterAll, describe, expect, it } from "vitest";
+import { type Deployment, deployment, stopDeployments } from "../support/deployment.ts";
 import { type NativePostgres, startNativePostgres } from "../support/postgres.ts";
-import { type Spawned, spawnEntry } from "../support/processes.ts";
-import { freshDatabase, waitFor } from "../support/service.ts";
+import { waitFor } from "../support/service.ts";
 
 // The issue's faults, with real processes: a worker SIGKILLed in the middle of 500 documents, an API
 // SIGKILLed during writes, PostgreSQL stopped during processing, and two APIs plus two workers under a
 // concurrent load. Nothing may be lost, duplicated or stuck.
 
-const running: Spawned[] = [];
-const dirs: string[] = [];
+afterAll(stopDeployments);
 
-afterAll(async () => {
-  for (const p of running) await p.stop("SIGKILL");
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-async function deployment(name: string, databaseUrl?: string) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `memory-${name}-`));
-  dirs.push(dataDir);
-  const adminKey = `sm_${name}_${randomBytes(16).toString("hex")}`;
-  const env = {
-    DATABASE_URL: databaseUrl ?? (await freshDatabase()),
-    TEMPORAL_ADDRESS: inject("TEST_TEMPORAL_ADDRESS"),
-    TEMPORAL_TASK_QUEUE: `${name}-${randomBytes(4).toString("hex")}`,
-    MEMORY_ADMIN_KEY: adminKey,
-    DATA_DIR: dataDir,
-  };
-  const start = async (entry: "api" | "worker", extra: Record<string, string> = {}) => {
-    const port = entry === "api" ? await findFreePort() : 0;
-    const child = spawnEntry(`${entry}/main.ts`, { ...env, PORT: String(port), ...extra });
-    running.push(child);
-    await child.waitFor(new RegExp(`memory service running \\(${entry}\\)`), 180_000);
-    return Object.assign(child, { url: `http://127.0.0.1:${port}` });
-  };
-  const client = (url: string) => new Supermemory({ apiKey: adminKey, baseURL: url, maxRetries: 0 });
-  /** Straight to the database, to check what the API cannot show (duplicate chunks, runs). */
-  const sql = async <T extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
-    const db = new pg.Client({ connectionString: env.DATABASE_URL });
-    await db.connect();
-    try {
-      return (await db.query<T>(text, values)).rows;
-    } finally {
-      await db.end();
-    }
-  };
-  return { env, start, client, sql };
-}
-
-const statusCounts = async (sql: Awaited<ReturnType<typeof deployment>>["sql"]) =>
+const statusCounts = async (sql: Deployment["sql"]) =>
   Object.fromEntries(
     (
       await sql<{ status: string; n: number }>(

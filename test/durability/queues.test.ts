@@ -1,43 +1,22 @@
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import Supermemory, { toFile } from "supermemory";
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { findFreePort } from "../../runtime/temporal-dev-server.ts";
+import { toFile } from "supermemory";
+import { afterAll, describe, expect, it } from "vitest";
+import { deployment, stopDeployments } from "../support/deployment.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
-import { type Spawned, spawnEntry } from "../support/processes.ts";
-import { freshDatabase, waitFor } from "../support/service.ts";
+import { waitFor } from "../support/service.ts";
 
 // Heavy extraction has its own task queue: with no worker serving it, a scanned PDF waits while text
 // documents keep flowing; a heavy-only worker started later finishes the PDF.
 describe("heavy extraction on its own task queue", () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), "memory-queues-"));
-  const running: Spawned[] = [];
-  afterAll(async () => {
-    for (const p of running) await p.stop("SIGKILL");
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(stopDeployments);
 
   it("keeps light work flowing while heavy work waits for its own workers", async () => {
-    const adminKey = `sm_queues_${randomBytes(16).toString("hex")}`;
-    const port = await findFreePort();
-    const env = {
-      DATABASE_URL: await freshDatabase(),
-      TEMPORAL_ADDRESS: inject("TEST_TEMPORAL_ADDRESS"),
-      TEMPORAL_TASK_QUEUE: `queues-${randomBytes(4).toString("hex")}`,
-      MEMORY_ADMIN_KEY: adminKey,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-    };
-    const api = spawnEntry("api/main.ts", env);
-    running.push(api);
-    await api.waitFor(/memory service running \(api\)/);
-    const light = spawnEntry("worker/main.ts", { ...env, WORKER_QUEUES: "main" });
-    running.push(light);
-    await light.waitFor(/memory service running \(worker\)/);
+    const d = await deployment("queues");
+    const api = await d.start("api");
+    const light = await d.start("worker", { WORKER_QUEUES: "main" });
 
-    const client = new Supermemory({ apiKey: adminKey, baseURL: `http://127.0.0.1:${port}`, maxRetries: 0 });
+    const client = d.client(api.url);
     const scan = await toFile(readFileSync(path.join(FIXTURES_DIR, "pdf", "DA-1p.pdf")), "DA-1p.pdf");
     const { id: pdfId } = await client.documents.uploadFile({
       file: scan,
@@ -57,9 +36,7 @@ describe("heavy extraction on its own task queue", () => {
     // The PDF was identified on the main queue and now waits for a heavy worker.
     expect((await client.documents.get(pdfId)).status).toBe("extracting");
 
-    const heavy = spawnEntry("worker/main.ts", { ...env, WORKER_QUEUES: "heavy" });
-    running.push(heavy);
-    await heavy.waitFor(/memory service running \(worker\)/);
+    const heavy = await d.start("worker", { WORKER_QUEUES: "heavy" });
     const pdf = await waitFor(
       async () => {
         const d = await client.documents.get(pdfId);
