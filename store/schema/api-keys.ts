@@ -19,6 +19,8 @@ export const apiKeys = pgTable(
     rateLimitWindowMs: integer("rate_limit_window_ms"),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }),
     disabledAt: timestamp("disabled_at", { withTimezone: true, mode: "date" }),
+    /** Who is told before the key expires (key-expiry notices); null = nobody. */
+    contactEmail: text("contact_email"),
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("api_keys_key_hash_key").on(t.keyHash)],
