@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Client } from "@temporalio/client";
 import { sql } from "drizzle-orm";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
@@ -8,6 +8,7 @@ import type { Logger } from "../config/logger.ts";
 import { type Database, queryRows } from "../store/db.ts";
 import { type DocumentStatus, documentStatuses, type StatusEvent } from "../store/schema/documents.ts";
 import { heavyQueueOf } from "../workflows/queues.ts";
+import { errorBody } from "./errors.ts";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 /** Ids from callers end up in logs and headers: printable, no spaces or quotes, bounded. */
@@ -33,7 +34,7 @@ export type ObservabilityEnv = { Variables: { requestId: string; log: Logger } }
 export interface ObservabilityDeps {
   db: Database;
   log: Logger;
-  config: { TEMPORAL_NAMESPACE: string; TEMPORAL_TASK_QUEUE: string };
+  config: { TEMPORAL_NAMESPACE: string; TEMPORAL_TASK_QUEUE: string; METRICS_TOKEN?: string };
   /** Checked by /ready and asked for the task queue backlog; without it both are skipped. */
   temporal?: Client;
 }
@@ -227,6 +228,10 @@ export function createObservability(deps: ObservabilityDeps): Observability {
 
   const routes = new Hono();
   routes.get("/metrics", async (c) => {
+    const token = deps.config.METRICS_TOKEN;
+    if (token && !sameSecret(c.req.header("authorization") ?? "", `Bearer ${token}`)) {
+      return c.json(errorBody("unauthorized", "/metrics needs 'Authorization: Bearer <METRICS_TOKEN>'"), 401);
+    }
     await collect();
     return c.body(await registry.metrics(), 200, { "Content-Type": registry.contentType });
   });
@@ -341,4 +346,10 @@ function setHeader(c: Context, name: string, value: string) {
     c.res = new Response(c.res.body, c.res);
     c.res.headers.set(name, value);
   }
+}
+
+/** Compares digests, so neither the length nor the content of the token leaks through timing. */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (value: string) => createHash("sha256").update(value).digest();
+  return timingSafeEqual(digest(given), digest(expected));
 }

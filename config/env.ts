@@ -94,6 +94,8 @@ export const envSchema = z.object({
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),
   FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  /** When set, GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>` (Prometheus: `authorization.credentials`). */
+  METRICS_TOKEN: z.string().min(16).optional(),
   /** Where browsers reach this API (OAuth callbacks, picker links); default http://HOST:PORT. */
   PUBLIC_URL: z.url().optional(),
   /**

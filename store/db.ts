@@ -73,8 +73,34 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on("error", () => {});
   const db = drizzlePg(pool, { schema });
-  await migratePg(db, { migrationsFolder });
+  try {
+    await migrateExclusively(url, () => migratePg(db, { migrationsFolder }));
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
   return { db, driver: "postgres", close: () => pool.end() };
+}
+
+/** Any constant works, as long as every process of this service uses the same one. */
+const MIGRATION_LOCK = 7_305_019_872;
+
+/**
+ * Several processes starting at once against a new database (two APIs and two workers in a deployment)
+ * would run the same migrations side by side and fail on each other's `CREATE`s; a session-level
+ * advisory lock makes them take turns, and the later ones find nothing left to do.
+ */
+async function migrateExclusively(url: string, migrate: () => Promise<void>): Promise<void> {
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    await migrate();
+  } finally {
+    // Closing the session releases the lock even if the unlock itself fails.
+    await lock.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.end().catch(() => undefined);
+  }
 }
 
 export function openStore(opts: { databaseUrl?: string; dataDir: string }): Promise<Store> {

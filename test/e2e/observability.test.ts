@@ -144,11 +144,11 @@ describe("request log and readiness", () => {
   );
   const config = { TEMPORAL_NAMESPACE: "default", TEMPORAL_TASK_QUEUE: "observability-test" };
 
-  function appWith(deps: { store?: Store; temporal?: Client }) {
+  function appWith(deps: { store?: Store; temporal?: Client; metricsToken?: string }) {
     const observability = createObservability({
       db: (deps.store ?? store).db,
       log,
-      config,
+      config: { ...config, METRICS_TOKEN: deps.metricsToken },
       temporal: deps.temporal,
     });
     const app = new Hono<ObservabilityEnv>();
@@ -213,6 +213,20 @@ describe("request log and readiness", () => {
     expect(await count(second)).toBe(1);
     // The store and Temporal parts of the scrape worked on PostgreSQL too (a failing part is only logged).
     expect(lines.filter((l) => l.msg === "could not collect metrics")).toEqual([]);
+  });
+
+  it("asks for the bearer token at /metrics when METRICS_TOKEN is set", async () => {
+    const token = "scrape-token-0123456789";
+    const app = appWith({ temporal, metricsToken: token });
+    const refused = await app.request("/metrics");
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toMatchObject({ error: { code: "unauthorized" } });
+    expect((await app.request("/metrics", { headers: { authorization: "Bearer wrong-token" } })).status).toBe(401);
+    const scraped = await app.request("/metrics", { headers: { authorization: `Bearer ${token}` } });
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain("memory_http_requests_total");
+    // Probes stay open: a load balancer has no token.
+    expect((await app.request("/ready")).status).toBe(200);
   });
 
   it("answers /ready with 503 and the reason when Temporal is unreachable", async () => {

@@ -384,3 +384,29 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(await findActiveKey(store.db, secret)).toBeUndefined();
   });
 });
+
+describe("a new PostgreSQL database opened by several processes at once", () => {
+  it("is migrated once, and every opener gets a working store", async () => {
+    // A deployment's APIs and workers all start together against an empty database.
+    const url = await freshDatabase();
+    const stores = await Promise.all(Array.from({ length: 4 }, () => openPostgres(url, 2)));
+    try {
+      const [applied] = await queryRows<{ n: number }>(
+        (stores[0] as Store).db,
+        sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`,
+      );
+      const [extensions] = await queryRows<{ n: number }>(
+        (stores[3] as Store).db,
+        sql`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'vector'`,
+      );
+      expect(applied?.n).toBeGreaterThan(0);
+      expect(extensions?.n).toBe(1);
+      for (const store of stores) {
+        const [row] = await queryRows<{ n: number }>(store.db, sql`SELECT count(*)::int AS n FROM documents`);
+        expect(row?.n).toBe(0);
+      }
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+});
