@@ -27,7 +27,7 @@ import { revision } from "./lib/revision.ts";
 import { searchChunkDocuments } from "./lib/search-corpus.ts";
 import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
 import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
-import { replaceSection } from "./lib/sections.ts";
+import { findSection, replaceSection } from "./lib/sections.ts";
 import { Cleanup, startTemporal, tempDir } from "./lib/service.ts";
 import { percentile, type Summary, summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
@@ -37,6 +37,20 @@ const HEADING = "## At scale: separate processes, concurrent load, daemon memory
 const INGEST_TAG = "bench-scale";
 const SEARCH_TAG = "bench-search";
 const WORDS_PER_DOCUMENT = 200;
+const INGEST_HEADING = "### Ingestion throughput by number of worker processes";
+const SEARCH_HEADING = "### Search under concurrent load";
+const MEMORY_HEADING = "### Memory of the embedded daemon";
+
+/** The `### ` subsection of `section` whose heading starts with `prefix`, kept when that part is skipped. */
+function earlierPart(section: string | undefined, prefix: string): string[] {
+  if (!section) return [];
+  const lines = section.split("\n");
+  const start = lines.findIndex((l) => l.startsWith(prefix));
+  if (start === -1) return [];
+  let end = lines.findIndex((l, i) => i > start && /^#{2,3} /.test(l));
+  if (end === -1) end = lines.length;
+  return [...lines.slice(start, end)];
+}
 
 interface IngestRun {
   workers: number;
@@ -475,18 +489,23 @@ function render(r: {
   search?: { chunks: number; seedMs: number; runs: LoadRun[] };
   memory?: MemoryRun;
   totalMs: number;
+  previous?: string;
 }): string {
   const m = machine();
   const lines = [
     HEADING,
     "",
-    `Measured ${r.date.toISOString()} at ${r.rev} with \`${r.command}\` on ${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}; embedder ${r.embedder}; ${fixed(r.totalMs / 60_000)} min in all. Real processes: \`api/main.ts\` and \`worker/main.ts\` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. The 1-minute load average before and after each measurement is shown: above the core count, other work shared the CPU.`,
+    `Written by \`npm run bench:scale\` on ${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}. Real processes: \`api/main.ts\` and \`worker/main.ts\` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. Each part says when it was measured (a part skipped with \`--skip-…\` keeps its earlier figures). The 1-minute load average before and after each measurement is shown: above the core count, other work shared the CPU.`,
     "",
   ];
-  if (r.ingest.length) {
+  const measured = `Measured ${r.date.toISOString()} at ${r.rev} with \`${r.command}\`, embedder ${r.embedder} (${fixed(r.totalMs / 60_000)} min for the whole run).`;
+  if (!r.ingest.length) lines.push(...earlierPart(r.previous, INGEST_HEADING));
+  else {
     const base = r.ingest[0] as IngestRun;
     lines.push(
-      "### Ingestion throughput by number of worker processes",
+      INGEST_HEADING,
+      "",
+      measured,
       "",
       `${base.documents} documents of ${WORDS_PER_DOCUMENT} words each, sent in batches of 25 through \`POST /v3/documents/batch\` to one API process; every worker process runs \`WORKER_CONCURRENCY=4\`, \`EMBEDDING_THREADS=1\`. Time runs from the first batch to the last document \`done\`, after a warm-up document per worker.`,
       "",
@@ -499,10 +518,13 @@ function render(r: {
       "",
     );
   }
-  if (r.search) {
+  if (!r.search) lines.push(...earlierPart(r.previous, SEARCH_HEADING));
+  else {
     const base = r.search.runs[0] as LoadRun;
     lines.push(
-      `### Search under concurrent load (${r.search.chunks.toLocaleString("en")} chunks, PostgreSQL)`,
+      `${SEARCH_HEADING} (${r.search.chunks.toLocaleString("en")} chunks, PostgreSQL)`,
+      "",
+      measured,
       "",
       `\`POST /v3/search\` (hybrid, limit 10, SciFact queries in rotation, each embedded by the API) for ${base.durationS} s per row after a 5 s warm-up, against API processes of the scale-out shape. Latency is per response as the client saw it. Seeding ${r.search.chunks} chunks (bulk insert, index builds, ANALYZE) took ${fixed(r.search.seedMs / 1000)} s.`,
       "",
@@ -515,10 +537,13 @@ function render(r: {
       "",
     );
   }
-  if (r.memory) {
+  if (!r.memory) lines.push(...earlierPart(r.previous, MEMORY_HEADING));
+  else {
     const x = r.memory;
     lines.push(
-      `### Memory of the embedded daemon at ${x.chunks.toLocaleString("en")} chunks`,
+      `${MEMORY_HEADING} at ${x.chunks.toLocaleString("en")} chunks`,
+      "",
+      measured,
       "",
       `\`main.ts\` (what \`npm start\` runs: API, worker, embedding model and PGlite in one Node process, the Temporal dev server as its child) on a data directory holding ${x.chunks.toLocaleString("en")} chunks with their vectors and indexes (seeded in ${fixed(x.seedMs / 1000)} s). Started in ${fixed(x.startMs / 1000)} s. Resident memory (VmRSS) from /proc:`,
       "",
@@ -617,7 +642,9 @@ async function main(): Promise<number> {
       ? undefined
       : await runDaemonMemory({ cleanup, chunks: memoryChunks, durationS, queries });
 
+    const previous = existsSync(out) ? readFileSync(out, "utf8") : "# Benchmarks\n";
     const section = render({
+      previous: findSection(previous, HEADING),
       date,
       rev,
       command,
@@ -628,7 +655,6 @@ async function main(): Promise<number> {
       totalMs: performance.now() - t0,
     });
     process.stdout.write(`\n${section}\n`);
-    const previous = existsSync(out) ? readFileSync(out, "utf8") : "# Benchmarks\n";
     writeFileSync(out, replaceSection(previous, HEADING, section));
     log(`written to ${path.relative(root, out)}`);
     return 0;
