@@ -65,15 +65,7 @@ async function main(): Promise<number> {
   const command = `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
 
   const cleanup = new Cleanup();
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) return;
-    interrupted = true;
-    log(`${signal}: cleaning up`);
-    cleanup.runAll().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  cleanup.exitOnSignals(log);
 
   const rev = revision(); // at the start: worker threads and the workflow bundle load sources from the tree later
   const started = new Date();

@@ -587,9 +587,7 @@ async function main(): Promise<number> {
   const command = `npm run bench:scale${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
 
   const cleanup = new Cleanup();
-  const onSignal = () => void cleanup.runAll().finally(() => process.exit(130));
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  cleanup.exitOnSignals(log);
   const rev = revision();
   const date = new Date();
   const t0 = performance.now();

@@ -23,6 +23,19 @@ export class Cleanup {
     };
   }
 
+  /** On SIGINT/SIGTERM: run every stop once, then exit (130 / 143), so no child process outlives the benchmark. */
+  exitOnSignals(log: (line: string) => void): void {
+    let interrupted = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (interrupted) return;
+      interrupted = true;
+      log(`${signal}: cleaning up`);
+      this.runAll().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  }
+
   async runAll(): Promise<void> {
     while (this.tasks.length) {
       const task = this.tasks.pop();
