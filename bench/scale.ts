@@ -281,7 +281,7 @@ async function runIngest(o: {
 }
 
 /** Loads `size` search chunks (the search benchmark's corpus and cached vectors) into a store. */
-async function seedSearchStore(store: Store, size: number, cleanup: Cleanup): Promise<number> {
+async function seedSearchStore(store: Store, size: number): Promise<number> {
   const { name } = resolveDefaultEmbedder();
   const space = await embedderSpace(name);
   const docs = searchChunkDocuments(readCorpus(), size);
@@ -300,7 +300,6 @@ async function seedSearchStore(store: Store, size: number, cleanup: Cleanup): Pr
   await recreate();
   await ensureVectorIndexes(store.db, space);
   await store.db.execute(sql`ANALYZE`);
-  void cleanup;
   return performance.now() - started;
 }
 
@@ -374,7 +373,7 @@ async function runSearchLoad(o: {
   const databaseUrl = await createDatabase(o.serverUrl, "scale_search");
   const data = tempDir(o.cleanup, "memory-bench-scale-search-");
   const store = await openStore({ databaseUrl, dataDir: data.dir });
-  const seedMs = await seedSearchStore(store, o.chunks, o.cleanup);
+  const seedMs = await seedSearchStore(store, o.chunks);
   await store.close();
   log(`search load: ${o.chunks} chunks seeded in PostgreSQL in ${fixed(seedMs / 1000)} s`);
 
@@ -435,7 +434,7 @@ async function runDaemonMemory(o: {
 }): Promise<MemoryRun> {
   const data = tempDir(o.cleanup, "memory-bench-daemon-");
   const store = await openStore({ dataDir: data.dir });
-  const seedMs = await seedSearchStore(store, o.chunks, o.cleanup);
+  const seedMs = await seedSearchStore(store, o.chunks);
   await store.close();
   log(`daemon memory: ${o.chunks} chunks seeded in PGlite in ${fixed(seedMs / 1000)} s`);
 
