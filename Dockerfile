@@ -34,6 +34,8 @@ COPY --from=models /models /opt/memory-service/models
 
 # Source (.dockerignore keeps node_modules, data and tests out).
 COPY . .
+# The web console (served by the API at /console/), built at image build time: nothing from a CDN at run time.
+RUN npm run console:build
 
 USER node
 EXPOSE 8787

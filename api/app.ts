@@ -4,11 +4,18 @@ import { bodyLimit } from "hono/body-limit";
 import { bearerAuth, endpointGuard } from "./auth.ts";
 import { connectionBrowserApp } from "./connections/browser.ts";
 import { connectionsApp } from "./connections/index.ts";
+import {
+  consoleAdminApp,
+  consoleSessionApp,
+  consoleStaticApp,
+  createConsoleSessions,
+} from "./console/index.ts";
 import { containerTagsApp } from "./container-tags/index.ts";
 import type { ApiDeps, AppEnv } from "./deps.ts";
 import { documentsApp } from "./documents/index.ts";
 import { ApiError, errorBody, renderError } from "./errors.ts";
-import { scopedKeysApp } from "./keys/index.ts";
+import { keyNoticesApp, keysApp, scopedKeysApp } from "./keys/index.ts";
+import { mcpApp } from "./mcp/index.ts";
 import { memoriesApp } from "./memories/index.ts";
 import { createObservability, requestLog } from "./observability.ts";
 import { profileApp } from "./profile/index.ts";
@@ -59,6 +66,10 @@ export function createApp(deps: ApiDeps) {
 
   // Reached by people's browsers (OAuth callback, hosted picker): authenticated by state and link tokens, not keys.
   app.route("/v3/connections", connectionBrowserApp(deps));
+  // The web console: its static files, and signing in (a session cookie the API then accepts as an admin).
+  const consoleSessions = createConsoleSessions(deps);
+  app.route("/", consoleStaticApp());
+  app.route("/v3/console", consoleSessionApp(deps, consoleSessions));
 
   const api = new OpenAPIHono<AppEnv>();
   const limit = (maxSize: number) =>
@@ -74,7 +85,10 @@ export function createApp(deps: ApiDeps) {
   const largeBody = (path: string) =>
     path.endsWith("/file") || (path.startsWith("/v3/container-tags/") && path.endsWith("/import"));
   api.use("*", (c, next) => (largeBody(c.req.path) ? fileLimit(c, next) : jsonLimit(c, next)));
-  api.use("*", bearerAuth(deps.db));
+  api.use(
+    "*",
+    bearerAuth(deps.db, (c) => consoleSessions.authenticate(c)),
+  );
   api.use("*", rateLimit(deps.db, deps.config));
   api.use("*", endpointGuard());
   const documents = documentsApp(deps);
@@ -86,10 +100,15 @@ export function createApp(deps: ApiDeps) {
   api.route("/v4/memories", memoriesApp(deps));
   api.route("/v4/profile", profileApp(deps));
   api.route("/v3/auth/scoped-key", scopedKeysApp(deps));
+  api.route("/v3/auth/keys", keysApp(deps));
+  api.route("/v3/auth/key-notices", keyNoticesApp(deps));
   api.route("/v3/settings", settingsApp(deps));
   api.route("/v3/connections", connectionsApp(deps));
   api.route("/v3/container-tags", containerTagsApp(deps));
   api.route("/v3/webhooks", webhooksApp(deps));
+  // The memory server for AI assistants (MCP, Streamable HTTP); same keys, scopes and limits.
+  api.route("/mcp", mcpApp(deps));
+  api.route("/v3/console", consoleAdminApp(deps, consoleSessions));
   app.route("/", api);
   return app;
 }

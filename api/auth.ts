@@ -1,3 +1,4 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { type ApiKeyRow, findActiveKey } from "../store/api-keys.ts";
 import type { Database } from "../store/db.ts";
@@ -7,12 +8,25 @@ import { endpointAllowed, SCOPED_KEY_ENDPOINTS, Scope } from "./scope.ts";
 export type AuthEnv = { Variables: { apiKey: ApiKeyRow; scope: Scope } };
 
 /**
+ * Authenticates a request by its console session cookie (api/console/session.ts): the admin identity,
+ * undefined without a cookie, or a thrown 401 (bad or expired session) / 403 (missing CSRF token).
+ */
+export type SessionAuth = (c: Context) => Promise<ApiKeyRow | undefined>;
+
+/**
  * Every request carries `Authorization: Bearer <key>`; unknown, disabled or expired keys get 401.
  * A scoped key may only call its allowed endpoints (403 otherwise) and only inside its container
  * tags: the `scope` set here is what every handler applies to its store queries.
  */
-export function bearerAuth(db: Database) {
+export function bearerAuth(db: Database, session?: SessionAuth) {
   return createMiddleware<AuthEnv>(async (c, next) => {
+    // The web console: no Authorization header, a session cookie instead (an admin identity).
+    const fromSession = !c.req.header("authorization") && session ? await session(c) : undefined;
+    if (fromSession) {
+      c.set("apiKey", fromSession);
+      c.set("scope", Scope.all);
+      return next();
+    }
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match?.[1]) {

@@ -7,17 +7,21 @@ import { ApiError } from "./errors.ts";
 
 /**
  * Per-key fixed-window limit, counted in the database so several API processes share it. Scoped
- * keys use their own `rateLimitMax` per `rateLimitWindowMs`; admin keys `ADMIN_RATE_LIMIT_MAX` per
- * `ADMIN_RATE_LIMIT_WINDOW_MS` (0 = unlimited, the default: no counting, no headers). Every
+ * keys use their own `rateLimitMax` per `rateLimitWindowMs`; admin keys theirs when created with one,
+ * else `ADMIN_RATE_LIMIT_MAX` per `ADMIN_RATE_LIMIT_WINDOW_MS` (0 = unlimited, the default: no
+ * counting, no headers). Every
  * response to a limited key carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds);
  * a refused one is 429 `rate_limited` with `Retry-After` (seconds).
  */
 export function rateLimit(db: Database, config: Config) {
   return createMiddleware<AuthEnv>(async (c, next) => {
     const key = c.get("apiKey");
-    const max = key.kind === "admin" ? config.ADMIN_RATE_LIMIT_MAX : (key.rateLimitMax ?? 500);
+    const ownLimit = key.kind === "admin" && key.rateLimitMax != null;
+    const max = key.kind === "admin" && !ownLimit ? config.ADMIN_RATE_LIMIT_MAX : (key.rateLimitMax ?? 500);
     const windowMs =
-      key.kind === "admin" ? config.ADMIN_RATE_LIMIT_WINDOW_MS : (key.rateLimitWindowMs ?? 60_000);
+      key.kind === "admin" && !ownLimit
+        ? config.ADMIN_RATE_LIMIT_WINDOW_MS
+        : (key.rateLimitWindowMs ?? 60_000);
     if (!max) return next();
     const state = await hitRateLimit(db, key.id, max, windowMs);
     const headers = {

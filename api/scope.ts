@@ -9,10 +9,19 @@ export const SCOPED_KEY_ENDPOINTS = [
   "/v3/search",
   "/v4/search",
   "/v4/profile",
+  "/mcp",
 ] as const;
 
+/**
+ * What the MCP tools reach (through the same services). A key allowed all of these may use /mcp
+ * even when its stored list predates /mcp; a key with a narrower list may not.
+ */
+const MCP_REACHES = ["/v3/documents", "/v4/memories", "/v4/search", "/v4/profile"];
+
 export function endpointAllowed(path: string, allowed: readonly string[]): boolean {
-  return allowed.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+  const under = (prefix: string) => path === prefix || path.startsWith(`${prefix}/`);
+  if (allowed.some(under)) return true;
+  return under("/mcp") && MCP_REACHES.every((p) => allowed.includes(p));
 }
 
 const foreignTag = (tags: string[]) =>

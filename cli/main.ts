@@ -3,6 +3,7 @@ import { addCommand } from "./add.ts";
 import { ApiClient, CliError, DEFAULT_URL, resolveConnection } from "./client.ts";
 import { listDocumentsCommand, STATUSES, type Status } from "./documents.ts";
 import { createKeyCommand, disableKeyCommand } from "./keys.ts";
+import { mcpCommand } from "./mcp.ts";
 import { createOutput, type Output } from "./output.ts";
 import { reprocessFailedCommand } from "./reprocess.ts";
 import { searchCommand } from "./search.ts";
@@ -141,6 +142,22 @@ export function buildProgram(): Command {
     .description("disable a scoped key at once; its documents stay (DELETE /v3/auth/scoped-key/:id)")
     .argument("<id>", "the key's id (not its secret)")
     .action(run((client, out, id: string) => disableKeyCommand(client, out, id)));
+
+  program
+    .command("mcp")
+    .description(
+      "the MCP memory server over stdio, for AI assistants that start a command: bridges to the service's /mcp",
+    )
+    .option(
+      "--project <tag>",
+      "container tag for calls that name none, sent as x-sm-project (default: MEMORY_PROJECT, else the service's default)",
+    )
+    .action(async (opts: { project?: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      await mcpCommand(resolveConnection({ url: globals.url, key: globals.key }), {
+        project: opts.project || process.env.MEMORY_PROJECT || undefined,
+      });
+    });
 
   return program;
 }

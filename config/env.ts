@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { parseDuration, parseLeadTimes } from "./durations.ts";
 
 const flag = z
   .enum(["1", "0", "true", "false", "yes", "no", "on", "off", ""])
@@ -42,6 +43,10 @@ export const envSchema = z.object({
   TEMPORAL_TLS_KEY_PATH: z.string().optional(),
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  /** Temporal Web UI base URL for the console's workflow links; default: the local dev server's UI when started. */
+  TEMPORAL_UI_URL: z.url().optional(),
+  /** Signs web console session cookies (32+ characters). Unset → generated once and kept in the database. */
+  SESSION_SECRET: z.string().min(32).optional(),
   MEMORY_ADMIN_KEY: z.string().min(16).optional(),
   /** Requests per window for admin keys; 0 = unlimited (scoped keys carry their own limit). */
   ADMIN_RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
@@ -99,6 +104,19 @@ export const envSchema = z.object({
   /** Where browsers reach this API (OAuth callbacks, picker links); default http://HOST:PORT. */
   PUBLIC_URL: z.url().optional(),
   /**
+   * Browser origins (comma-separated, e.g. https://app.example.com; `*`: any) allowed to call /mcp
+   * besides loopback ones and PUBLIC_URL's. Requests without an Origin header are not affected.
+   */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default("")
+    .transform((raw) =>
+      raw
+        .split(",")
+        .map((o) => o.trim().replace(/\/+$/, ""))
+        .filter(Boolean),
+    ),
+  /**
    * JSON: per provider, where its consent page, token endpoint and API are, e.g.
    * {"google-drive":{"authorizeUrl":"…","tokenUrl":"…","apiBaseUrl":"…"}}. For tests and private
    * deployments (GitHub Enterprise); set by the operator, never by API callers.
@@ -125,6 +143,38 @@ export const envSchema = z.object({
   NOTION_CLIENT_SECRET: z.string().optional(),
   GITHUB_CLIENT_ID: z.string().optional(),
   GITHUB_CLIENT_SECRET: z.string().optional(),
+  /** Key-expiry notices: how long before a key's expiry each notice goes (units s, m, h, d; `off` = none). */
+  KEY_EXPIRY_NOTICE_LEAD_TIMES: z
+    .string()
+    .default("7d,1d")
+    .transform((raw, ctx) => {
+      const leads = parseLeadTimes(raw);
+      if (leads) return leads;
+      ctx.addIssue({ code: "custom", message: "must be durations like 7d,1d,12h (units s, m, h, d) or off" });
+      return z.NEVER;
+    }),
+  /** How often the key-expiry schedule looks for due notices. */
+  KEY_EXPIRY_NOTICE_INTERVAL: z
+    .string()
+    .default("1h")
+    .transform((raw, ctx) => {
+      const every = parseDuration(raw);
+      if (every) return every.ms;
+      ctx.addIssue({ code: "custom", message: "must be a duration like 1h, 15m or 30s" });
+      return z.NEVER;
+    }),
+  /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, "must start with smtp:// or smtps://")
+    .optional(),
+  SMTP_HOST: z.string().optional(),
+  SMTP_PORT: port.optional(),
+  SMTP_USER: z.string().optional(),
+  SMTP_PASSWORD: z.string().optional(),
+  /** TLS from the start (port 465); otherwise STARTTLS when the server offers it. */
+  SMTP_SECURE: flag,
+  SMTP_FROM: z.string().min(3).default("Memory service <no-reply@localhost>"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -24,6 +24,7 @@ import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { createDocumentWorker, createHeavyWorker } from "../worker/create-worker.ts";
 import { startMaintenanceLoop } from "../worker/maintenance.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
+import { ensureKeyNoticeSchedule } from "./key-notice-schedule.ts";
 import { DocumentProcessing } from "./processing-client.ts";
 import { startReembedIfNeeded } from "./reembed-client.ts";
 import { ConnectionSyncs } from "./sync-client.ts";
@@ -68,6 +69,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       stops.push(() => dev.stop());
       temporalAddress = dev.address;
       temporalUiUrl = dev.uiUrl;
+      // The console links documents to their workflows in this UI.
+      if (!config.TEMPORAL_UI_URL) config.TEMPORAL_UI_URL = temporalUiUrl;
     }
 
     const blobs = createBlobStore(config);
@@ -142,6 +145,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
         },
         sync: { config, db: store.db, blobs, secrets, processing, network, log },
+        keyNotices: { config, db: store.db, log },
       };
       // One process serves both queues by default; WORKER_QUEUES splits them across processes.
       const workers: Worker[] = [];
@@ -157,6 +161,15 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       }
       await reconcileUnfinished(store.db, processing, log);
       await startReembedIfNeeded(client, config.TEMPORAL_TASK_QUEUE, store.db, embedder.model, log);
+      // The schedule's workflow runs where workflows run: with the main queue's worker.
+      if (config.WORKER_QUEUES !== "heavy") {
+        await ensureKeyNoticeSchedule(client, {
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          everyMs: config.KEY_EXPIRY_NOTICE_INTERVAL,
+          enabled: config.KEY_EXPIRY_NOTICE_LEAD_TIMES.length > 0,
+          log,
+        });
+      }
       const stopReconciling = startReconcileLoop(store.db, processing, log);
       stops.push(async () => stopReconciling());
       const stopMaintenance = startMaintenanceLoop(store.db, log);

@@ -581,9 +581,48 @@ async function ensureModels(forTests) {
   }
 }
 
+// The web console (console/, Vite + Preact), built into console/dist, which the API serves at /console/.
+function newestMtime(entry) {
+  let st;
+  try {
+    st = fs.statSync(entry);
+  } catch {
+    return 0;
+  }
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const name of fs.readdirSync(entry)) newest = Math.max(newest, newestMtime(path.join(entry, name)));
+  return newest;
+}
+
+async function ensureConsole(forTests) {
+  const dir = path.join(ROOT, "console");
+  const built = mtimeMs(path.join(dir, "dist", "index.html"));
+  const sources = Math.max(
+    ...["src", "index.html", "vite.config.ts", "tsconfig.json"].map((p) => newestMtime(path.join(dir, p))),
+  );
+  if (built !== undefined && built >= sources) {
+    log("console: up to date");
+    return;
+  }
+  const t0 = Date.now();
+  log(built === undefined ? "console: building console/dist" : "console: sources changed, rebuilding");
+  try {
+    await run(process.execPath, [path.join(ROOT, "node_modules", "vite", "bin", "vite.js"), "build", dir], {
+      logFile: path.join(os.tmpdir(), "memory-service-console-build.log"),
+    });
+  } catch (err) {
+    if (forTests) throw err;
+    log(`console: WARNING not built, /console/ will answer 503: ${err.message.split("\n")[0]}`);
+    return;
+  }
+  log(`console: built in ${seconds(t0)}`);
+}
+
 async function main() {
   const forTests = process.argv.includes("--test");
   await ensureNodeModules();
+  await ensureConsole(forTests);
   await ensureTemporalCli(forTests);
   await ensureSpeech(forTests);
   await ensureModels(forTests);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { and, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, lte, or } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import { type ApiKeyKind, type ApiKeyRow, apiKeys } from "./schema/index.ts";
@@ -22,6 +22,7 @@ export interface NewKey {
   rateLimitMax?: number | null;
   rateLimitWindowMs?: number | null;
   expiresAt?: Date | null;
+  contactEmail?: string | null;
 }
 
 /** Stores only the hash; the secret is returned once, to be shown to its owner. */
@@ -39,6 +40,7 @@ export async function createKey(db: Database, input: NewKey, secret = generateSe
       rateLimitMax: input.rateLimitMax ?? null,
       rateLimitWindowMs: input.rateLimitWindowMs ?? null,
       expiresAt: input.expiresAt ?? null,
+      contactEmail: input.contactEmail ?? null,
     })
     .returning();
   return { key: row as ApiKeyRow, secret };
@@ -58,13 +60,23 @@ export async function findActiveKey(db: Database, secret: string): Promise<ApiKe
   return row;
 }
 
+/** Whether some admin key still works (not disabled, not expired): if none does, start-up makes a new one. */
 export async function hasAdminKey(db: Database): Promise<boolean> {
+  return (await countUsableAdminKeys(db)) > 0;
+}
+
+export async function countUsableAdminKeys(db: Database, now = new Date()): Promise<number> {
   const rows = await db
     .select({ id: apiKeys.id })
     .from(apiKeys)
-    .where(and(eq(apiKeys.kind, "admin"), isNull(apiKeys.disabledAt)))
-    .limit(1);
-  return rows.length > 0;
+    .where(
+      and(
+        eq(apiKeys.kind, "admin"),
+        isNull(apiKeys.disabledAt),
+        or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)),
+      ),
+    );
+  return rows.length;
 }
 
 export async function keyExistsForSecret(db: Database, secret: string): Promise<boolean> {
@@ -83,4 +95,49 @@ export async function disableScopedKey(db: Database, id: string): Promise<boolea
     .where(and(eq(apiKeys.id, id), eq(apiKeys.kind, "scoped"), isNull(apiKeys.disabledAt)))
     .returning({ id: apiKeys.id });
   return rows.length > 0;
+}
+
+/** Every key, newest first (rows carry the hash: callers must not show it). */
+export function listKeys(db: Database): Promise<ApiKeyRow[]> {
+  return db.select().from(apiKeys).orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+}
+
+export async function findKey(db: Database, id: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, id));
+  return row;
+}
+
+/** Disables any key at once; disabling twice keeps the first time. Undefined for an unknown id. */
+export async function disableKey(db: Database, id: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await db
+    .update(apiKeys)
+    .set({ disabledAt: new Date() })
+    .where(and(eq(apiKeys.id, id), isNull(apiKeys.disabledAt)))
+    .returning();
+  return row ?? (await findKey(db, id));
+}
+
+export interface KeyChanges {
+  name?: string;
+  contactEmail?: string | null;
+  expiresAt?: Date | null;
+}
+
+export async function updateKey(
+  db: Database,
+  id: string,
+  changes: KeyChanges,
+): Promise<ApiKeyRow | undefined> {
+  if (!Object.keys(changes).length) return findKey(db, id);
+  const [row] = await db.update(apiKeys).set(changes).where(eq(apiKeys.id, id)).returning();
+  return row;
+}
+
+/** Keys still in use whose expiry falls in (now, until]: the ones a key-expiry notice may be due for. */
+export function keysExpiringWithin(db: Database, now: Date, until: Date): Promise<ApiKeyRow[]> {
+  return db
+    .select()
+    .from(apiKeys)
+    .where(and(isNull(apiKeys.disabledAt), gt(apiKeys.expiresAt, now), lte(apiKeys.expiresAt, until)))
+    .orderBy(apiKeys.expiresAt);
 }

@@ -16,7 +16,7 @@ import {
 } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
-import { type DocumentRow, type DocumentStatus, documents, type Metadata } from "./schema/index.ts";
+import { chunks, type DocumentRow, type DocumentStatus, documents, type Metadata } from "./schema/index.ts";
 import { inScope, type TagScope } from "./scope.ts";
 
 export type { DocumentRow, DocumentStatus, Metadata };
@@ -210,6 +210,43 @@ export async function updateDocument(
       .returning();
     return { document: row as DocumentRow, process: reprocess };
   });
+}
+
+/** Starts a new processing run of a document as it is (the "reprocess" action). */
+export async function requeueDocument(
+  db: Database,
+  id: string,
+  scope: TagScope = null,
+): Promise<DocumentRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [existing] = await tx
+      .select()
+      .from(documents)
+      .where(and(eq(documents.id, id), inScope(scope)))
+      .for("update");
+    if (!existing) return undefined;
+    const [row] = await tx
+      .update(documents)
+      .set({ updatedAt: new Date(), ...requeue(existing) })
+      .where(eq(documents.id, existing.id))
+      .returning();
+    return row;
+  });
+}
+
+/** A document's chunks in order, without their vectors. */
+export function documentChunks(db: Database, documentId: string) {
+  return db
+    .select({
+      id: chunks.id,
+      position: chunks.position,
+      content: chunks.content,
+      metadata: chunks.metadata,
+      embeddingModel: chunks.embeddingModel,
+    })
+    .from(chunks)
+    .where(eq(chunks.documentId, documentId))
+    .orderBy(asc(chunks.position));
 }
 
 export function looksLikeUrl(text: string): boolean {

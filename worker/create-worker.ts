@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
+import { createKeyNoticeActivities, type KeyNoticeActivityDeps } from "../activities/key-notices.ts";
 import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
 import { createWebhookActivities } from "../activities/webhooks.ts";
@@ -15,6 +16,8 @@ export interface WorkerOptions {
   deps: DocumentActivityDeps;
   /** Connection syncs: the connector registry, sealed secrets, and the processing client for new documents. */
   sync: SyncActivityDeps;
+  /** Key-expiry notices: lead times and SMTP settings. */
+  keyNotices: KeyNoticeActivityDeps;
   /** Embedding is CPU-bound on a small machine: a few activities at a time keep the event loop free. */
   maxConcurrentActivities?: number;
 }
@@ -53,5 +56,6 @@ function allActivities(opts: WorkerOptions) {
     ...createReembedActivities(opts.deps),
     ...createSyncActivities(opts.sync),
     ...createWebhookActivities(opts.sync),
+    ...createKeyNoticeActivities(opts.keyNotices),
   };
 }

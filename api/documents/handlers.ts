@@ -142,6 +142,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       order: q.order,
       limit: q.limit,
       page: q.page,
+      statuses: q.statuses,
       where,
       scope: scope.tags,
     });
@@ -171,6 +172,26 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
     return c.json(presentDocument(row, { content: true, history: true }), 200);
+  };
+
+  const listChunks: RouteHandler<typeof routes.listChunks, AppEnv> = async (c) => {
+    const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
+    if (!row) throw notFound("document");
+    const chunks = await store.documentChunks(db, row.id);
+    return c.json({ chunks }, 200);
+  };
+
+  const reprocessDocument: RouteHandler<typeof routes.reprocessDocument, AppEnv> = async (c) => {
+    const scope = c.get("scope");
+    const before = await store.findDocument(db, c.req.valid("param").id, scope.tags);
+    if (!before) throw notFound("document");
+    const row = await store.requeueDocument(db, before.id, scope.tags);
+    if (!row) throw notFound("document");
+    await startProcessing(
+      row,
+      store.terminalStatuses.includes(before.status) ? undefined : before.processingRun,
+    );
+    return c.json({ id: row.id, status: row.status }, 200);
   };
 
   const updateDocument: RouteHandler<typeof routes.updateDocument, AppEnv> = async (c) => {
@@ -244,6 +265,8 @@ export function createDocumentHandlers(deps: ApiDeps) {
     listDocuments,
     listProcessing,
     getDocument,
+    listChunks,
+    reprocessDocument,
     updateDocument,
     deleteDocument,
     deleteBulk,

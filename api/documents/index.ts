@@ -14,6 +14,8 @@ export function documentsApp(deps: ApiDeps) {
     .openapi(routes.listDocuments, h.listDocuments)
     .openapi(routes.listProcessing, h.listProcessing)
     .openapi(routes.deleteBulk, h.deleteBulk)
+    .openapi(routes.listChunks, h.listChunks)
+    .openapi(routes.reprocessDocument, h.reprocessDocument)
     .openapi(routes.getDocument, h.getDocument)
     .openapi(routes.updateDocument, h.updateDocument)
     .openapi(routes.deleteDocument, h.deleteDocument);

@@ -7,6 +7,7 @@ import {
   BatchResponse,
   BulkDeleteBody,
   BulkDeleteResponse,
+  ChunksResponse,
   DocumentJson,
   IdParam,
   ListBody,
@@ -113,4 +114,24 @@ export const uploadFile = createRoute({
     413: { description: "File too large", content: { "application/json": { schema: ErrorResponse } } },
     ...errorResponses,
   },
+});
+
+export const listChunks = createRoute({
+  method: "get",
+  path: "/{id}/chunks",
+  tags,
+  security,
+  summary: "Extension: the chunks of a document's latest processing, in order (by id or customId)",
+  request: { params: IdParam },
+  responses: { 200: json(ChunksResponse, "The chunks"), ...errorResponses, ...notFoundResponse },
+});
+
+export const reprocessDocument = createRoute({
+  method: "post",
+  path: "/{id}/reprocess",
+  tags,
+  security,
+  summary: "Extension: process a document again as it is (a new run; a running one is stopped)",
+  request: { params: IdParam },
+  responses: { 200: json(AddDocumentResponse, "Queued again"), ...errorResponses, ...notFoundResponse },
 });

@@ -73,6 +73,12 @@ export const ListBody = z
     includeContent: z.boolean().default(false),
     filters: Filters.optional(),
     filepath: z.string().optional(),
+    statuses: z
+      .array(z.enum(documentStatuses))
+      .min(1)
+      .max(documentStatuses.length)
+      .optional()
+      .openapi({ description: "Extension: only documents in one of these processing statuses" }),
   })
   .openapi("ListDocuments");
 
@@ -203,3 +209,17 @@ export const UploadForm = z
     useAdvancedProcessing: z.string().optional(),
   })
   .openapi("UploadFile");
+
+export const ChunksResponse = z
+  .object({
+    chunks: z.array(
+      z.object({
+        id: z.string(),
+        position: z.number(),
+        content: z.string(),
+        metadata: z.record(z.string(), z.union([z.string(), z.number()])),
+        embeddingModel: z.string().nullable(),
+      }),
+    ),
+  })
+  .openapi("DocumentChunks");

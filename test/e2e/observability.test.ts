@@ -221,7 +221,9 @@ describe("request log and readiness", () => {
     const refused = await app.request("/metrics");
     expect(refused.status).toBe(401);
     expect(await refused.json()).toMatchObject({ error: { code: "unauthorized" } });
-    expect((await app.request("/metrics", { headers: { authorization: "Bearer wrong-token" } })).status).toBe(401);
+    expect((await app.request("/metrics", { headers: { authorization: "Bearer wrong-token" } })).status).toBe(
+      401,
+    );
     const scraped = await app.request("/metrics", { headers: { authorization: `Bearer ${token}` } });
     expect(scraped.status).toBe(200);
     expect(await scraped.text()).toContain("memory_http_requests_total");

@@ -65,6 +65,7 @@ describe("scoped keys, rate limits and settings", () => {
         "/v3/search",
         "/v4/search",
         "/v4/profile",
+        "/mcp",
       ],
       rateLimitMax: 500,
       rateLimitTimeWindow: 60_000,

@@ -1,0 +1,129 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { deleteCookie, setCookie } from "hono/cookie";
+import { findActiveKey } from "../../store/api-keys.ts";
+import * as users from "../../store/console-users.ts";
+import { hitRateLimit } from "../../store/rate-limits.ts";
+import type { ApiDeps, AppEnv } from "../deps.ts";
+import { ApiError, notFound } from "../errors.ts";
+import type * as routes from "./routes.ts";
+import { type ConsoleSessions, SESSION_COOKIE, SESSION_TTL_MS, type SessionIdentity } from "./session.ts";
+
+/** Password sign-in attempts per email and window, whatever their outcome (API keys are unguessable). */
+const SIGN_IN_ATTEMPTS = 20;
+const SIGN_IN_WINDOW_MS = 5 * 60_000;
+
+function presentUser(row: users.ConsoleUserRow) {
+  return {
+    id: row.id,
+    email: row.email,
+    createdAt: row.createdAt.toISOString(),
+    disabledAt: row.disabledAt?.toISOString() ?? null,
+  };
+}
+
+function presentSession(identity: Pick<SessionIdentity, "claims" | "csrfToken" | "user">) {
+  return {
+    csrfToken: identity.csrfToken,
+    user: identity.user,
+    expiresAt: new Date(identity.claims.exp).toISOString(),
+  };
+}
+
+/** A hash to compare against when the email is unknown, so both cases take as long. */
+let decoyHash: Promise<string> | undefined;
+
+export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions) {
+  async function throttle(subject: string) {
+    const state = await hitRateLimit(
+      deps.db,
+      `console-sign-in:${subject}`,
+      SIGN_IN_ATTEMPTS,
+      SIGN_IN_WINDOW_MS,
+    );
+    if (!state.allowed) {
+      const retryAfter = Math.max(1, Math.ceil((state.resetAt - Date.now()) / 1000));
+      throw new ApiError(429, "rate_limited", "too many sign-in attempts; try again later", undefined, {
+        "Retry-After": String(retryAfter),
+      });
+    }
+  }
+
+  async function startSession(c: Context, kind: "key" | "user", sub: string) {
+    const { cookie, claims } = await sessions.issue(kind, sub);
+    setCookie(c, SESSION_COOKIE, cookie, sessions.cookieOptions(Math.floor(SESSION_TTL_MS / 1000)));
+    return { claims, csrfToken: await sessions.csrfToken(claims) };
+  }
+
+  const signIn: RouteHandler<typeof routes.signIn, AppEnv> = async (c) => {
+    const body = c.req.valid("json");
+    if ("apiKey" in body) {
+      const key = await findActiveKey(deps.db, body.apiKey);
+      if (!key) throw new ApiError(401, "unauthorized", "invalid, expired or disabled API key");
+      if (key.kind !== "admin")
+        throw new ApiError(403, "forbidden", "only an admin key can sign in to the console");
+      const session = await startSession(c, "key", key.id);
+      return c.json(
+        presentSession({ ...session, user: { kind: "key", id: key.id, name: key.name, email: null } }),
+        200,
+      );
+    }
+    const email = users.normaliseEmail(body.email);
+    await throttle(`user:${email}`);
+    const user = await users.findConsoleUserByEmail(deps.db, email);
+    decoyHash ??= users.hashPassword("decoy password for unknown emails");
+    const ok = await users.verifyPassword(body.password, user?.passwordHash ?? (await decoyHash));
+    if (!user || !ok || user.disabledAt) {
+      throw new ApiError(401, "unauthorized", "wrong email or password");
+    }
+    const session = await startSession(c, "user", user.id);
+    return c.json(
+      presentSession({
+        ...session,
+        user: { kind: "user", id: user.id, name: user.email, email: user.email },
+      }),
+      200,
+    );
+  };
+
+  const getSession: RouteHandler<typeof routes.getSession, AppEnv> = async (c) => {
+    const identity = await sessions.identify(c);
+    if (!identity) throw new ApiError(401, "unauthorized", "not signed in to the console");
+    return c.json(presentSession(identity), 200);
+  };
+
+  const signOut: RouteHandler<typeof routes.signOut, AppEnv> = async (c) => {
+    deleteCookie(c, SESSION_COOKIE, sessions.cookieOptions(0));
+    return c.json({ success: true as const }, 200);
+  };
+
+  const createUser: RouteHandler<typeof routes.createUser, AppEnv> = async (c) => {
+    const body = c.req.valid("json");
+    if (await users.findConsoleUserByEmail(deps.db, body.email)) {
+      throw new ApiError(409, "conflict", "a console user with this email exists", "email");
+    }
+    return c.json(presentUser(await users.createConsoleUser(deps.db, body)), 200);
+  };
+
+  const listUsers: RouteHandler<typeof routes.listUsers, AppEnv> = async (c) => {
+    return c.json({ users: (await users.listConsoleUsers(deps.db)).map(presentUser) }, 200);
+  };
+
+  const disableUser: RouteHandler<typeof routes.disableUser, AppEnv> = async (c) => {
+    if (!(await users.disableConsoleUser(deps.db, c.req.valid("param").id))) throw notFound("console user");
+    return c.json({ success: true as const }, 200);
+  };
+
+  const getConfig: RouteHandler<typeof routes.getConfig, AppEnv> = async (c) => {
+    return c.json(
+      {
+        temporalUiUrl: deps.config.TEMPORAL_UI_URL?.replace(/\/+$/, "") ?? null,
+        temporalNamespace: deps.config.TEMPORAL_NAMESPACE,
+        maxFileBytes: deps.config.MAX_FILE_BYTES,
+      },
+      200,
+    );
+  };
+
+  return { signIn, getSession, signOut, createUser, listUsers, disableUser, getConfig };
+}

@@ -1,0 +1,237 @@
+import { useState } from "preact/hooks";
+import { type Connection, del, formatDate, post, splitTags } from "../api.ts";
+import { Empty, ErrorNote, OkNote, PageTitle, StatusBadge, TableWrap, Tags } from "../components.tsx";
+import { useAction, useLoad } from "../hooks.ts";
+
+const PROVIDERS = ["s3", "web-crawler", "imap", "github", "google-drive", "onedrive", "gmail", "notion"];
+/** Drive connections choose what they sync in the hosted picker. */
+const PICKER = new Set(["google-drive", "onedrive"]);
+
+export function ConnectionsPage() {
+  // Runs started here or by the schedule show up as they go: faster while one is running.
+  const list = useLoad(
+    () => post<Connection[]>("/v3/connections/list", {}),
+    [],
+    (data) => (data?.some((c) => c.lastSync?.status === "running" || c.status === "pending") ? 2000 : 10_000),
+  );
+  const action = useAction();
+  const [handoff, setHandoff] = useState<{ provider: string; url: string } | null>(null);
+
+  const syncNow = async (c: Connection) => {
+    await action.run(
+      () =>
+        post<string>(
+          `/v3/connections/${encodeURIComponent(c.provider)}/import`,
+          c.containerTags.length ? { containerTags: c.containerTags } : {},
+        ),
+      `Sync of ${c.provider} started.`,
+    );
+    await list.reload();
+  };
+  const picker = async (c: Connection) => {
+    const link = await action.run(() =>
+      post<{ pickerUrl: string }>(`/v3/connections/${encodeURIComponent(c.id)}/picker-link`),
+    );
+    if (link) {
+      setHandoff({ provider: c.provider, url: link.pickerUrl });
+      window.open(link.pickerUrl, "_blank", "noopener");
+    }
+  };
+  const remove = async (c: Connection) => {
+    if (!window.confirm(`Delete the ${c.provider} connection and the documents it imported?`)) return;
+    await action.run(() => del(`/v3/connections/${encodeURIComponent(c.id)}`), "Connection deleted.");
+    await list.reload();
+  };
+
+  return (
+    <>
+      <PageTitle>Connections</PageTitle>
+      <CreateConnection
+        onCreated={(provider, url) => {
+          if (url) setHandoff({ provider, url });
+          void list.reload();
+        }}
+      />
+      {handoff ? (
+        <section class="panel" aria-labelledby="handoff">
+          <h2 id="handoff">Continue with {handoff.provider}</h2>
+          <p>
+            Finish in the provider's page (opened in a new tab). If it did not open:{" "}
+            <a href={handoff.url} target="_blank" rel="noopener noreferrer">
+              open the {handoff.provider} page
+            </a>
+            . Come back and refresh this list when done.
+          </p>
+          <button type="button" class="secondary" onClick={() => list.reload()}>
+            Refresh list
+          </button>
+        </section>
+      ) : null}
+      <section aria-labelledby="conn-list">
+        <h2 id="conn-list">Connections</h2>
+        <ErrorNote error={list.error ?? action.error} />
+        <OkNote message={action.message} />
+        {list.data && !list.data.length ? <Empty>No connections yet.</Empty> : null}
+        {list.data?.length ? (
+          <TableWrap label="Connections">
+            <thead>
+              <tr>
+                <th scope="col">Provider</th>
+                <th scope="col">Status</th>
+                <th scope="col">Container tags</th>
+                <th scope="col">Every</th>
+                <th scope="col">Last run</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.map((c) => (
+                <tr key={c.id}>
+                  <td>
+                    {c.provider}
+                    {c.email ? <div class="muted small">{c.email}</div> : null}
+                    <div class="muted small">
+                      <code>{c.id}</code>
+                    </div>
+                  </td>
+                  <td>
+                    <StatusBadge status={c.status} />
+                  </td>
+                  <td>
+                    <Tags tags={c.containerTags} />
+                  </td>
+                  <td>{c.syncIntervalMinutes ? `${c.syncIntervalMinutes} min` : "manual"}</td>
+                  <td>
+                    {c.lastSync ? (
+                      <>
+                        <StatusBadge status={c.lastSync.status} />{" "}
+                        {formatDate(c.lastSync.finishedAt ?? c.lastSync.startedAt)}
+                        <div class="muted small">
+                          {c.lastSync.counts.added} added, {c.lastSync.counts.updated} updated,{" "}
+                          {c.lastSync.counts.deleted} deleted, {c.lastSync.counts.unchanged} unchanged,{" "}
+                          {c.lastSync.counts.failed} failed ({c.lastSync.trigger})
+                        </div>
+                        {c.lastSync.error ? <div class="small error-text">{c.lastSync.error}</div> : null}
+                      </>
+                    ) : (
+                      "never"
+                    )}
+                  </td>
+                  <td class="buttons">
+                    <button type="button" class="secondary" disabled={action.busy} onClick={() => syncNow(c)}>
+                      Sync now
+                    </button>
+                    {PICKER.has(c.provider) ? (
+                      <button
+                        type="button"
+                        class="secondary"
+                        disabled={action.busy}
+                        onClick={() => picker(c)}
+                      >
+                        Choose files
+                      </button>
+                    ) : null}
+                    <button type="button" class="danger" disabled={action.busy} onClick={() => remove(c)}>
+                      Delete
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </TableWrap>
+        ) : null}
+      </section>
+    </>
+  );
+}
+
+function CreateConnection({ onCreated }: { onCreated: (provider: string, url?: string) => void }) {
+  const [provider, setProvider] = useState("web-crawler");
+  const [tags, setTags] = useState("");
+  const [interval, setEvery] = useState("60");
+  const [settings, setSettings] = useState("");
+  const action = useAction();
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    let metadata: unknown;
+    if (settings.trim()) {
+      try {
+        metadata = JSON.parse(settings);
+      } catch {
+        action.setError("Provider settings must be a JSON object.");
+        return;
+      }
+    }
+    const created = await action.run(
+      () =>
+        post<{ id: string; authLink: string; expiresIn: string }>(
+          `/v3/connections/${encodeURIComponent(provider)}`,
+          {
+            containerTags: splitTags(tags),
+            syncIntervalMinutes: Number(interval || "0"),
+            redirectUrl: `${window.location.origin}/console/connections`,
+            ...(metadata ? { metadata } : {}),
+          },
+        ),
+      "Connection created.",
+    );
+    if (!created) return;
+    // OAuth providers answer with their consent page; the others are ready at once.
+    const needsHandoff = created.expiresIn !== "0" && /^https?:/.test(created.authLink);
+    if (needsHandoff) window.open(created.authLink, "_blank", "noopener");
+    onCreated(provider, needsHandoff ? created.authLink : undefined);
+  };
+
+  return (
+    <section aria-labelledby="create-conn">
+      <h2 id="create-conn">Connect a source</h2>
+      <form class="grid" onSubmit={submit}>
+        <div>
+          <label for="conn-provider">Provider</label>
+          <select id="conn-provider" value={provider} onChange={(e) => setProvider(e.currentTarget.value)}>
+            {PROVIDERS.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="conn-tags">Container tags (comma-separated)</label>
+          <input id="conn-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+        </div>
+        <div>
+          <label for="conn-interval">Sync every (minutes, 0 = manual)</label>
+          <input
+            id="conn-interval"
+            type="number"
+            min={0}
+            inputMode="numeric"
+            value={interval}
+            onInput={(e) => setEvery(e.currentTarget.value)}
+          />
+        </div>
+        <div class="wide">
+          <label for="conn-settings">Provider settings (JSON: bucket, startUrls, host, credentials…)</label>
+          <textarea
+            id="conn-settings"
+            rows={3}
+            value={settings}
+            placeholder='{"startUrls": "https://example.com/"}'
+            onInput={(e) => setSettings(e.currentTarget.value)}
+          />
+        </div>
+        <div class="form-actions">
+          <button type="submit" disabled={action.busy}>
+            Create connection
+          </button>
+        </div>
+      </form>
+      <ErrorNote error={action.error} />
+      <OkNote message={action.message} />
+    </section>
+  );
+}

@@ -1,0 +1,95 @@
+import {
+  type ConsoleConfig,
+  type DocumentJson,
+  docName,
+  formatDate,
+  formatDuration,
+  get,
+  workflowUrl,
+} from "../api.ts";
+import { Empty, ErrorNote, PageTitle, StatusBadge, TableWrap } from "../components.tsx";
+import { useLoad } from "../hooks.ts";
+import { linkProps } from "../router.ts";
+import { latestRun } from "./document.tsx";
+
+/** How many of the listed documents get their details (stage and run) fetched on each poll. */
+const DETAILED = 25;
+
+export function ProcessingPage({ config }: { config: ConsoleConfig | null }) {
+  const list = useLoad(
+    async () => {
+      const { documents, totalCount } = await get<{ documents: DocumentJson[]; totalCount: number }>(
+        "/v3/documents/processing",
+      );
+      // The list has no history; the first few are fetched whole for their run and stage times.
+      const detailed = await Promise.all(
+        documents.map((d, i) =>
+          i < DETAILED ? get<DocumentJson>(`/v3/documents/${encodeURIComponent(d.id)}`).catch(() => d) : d,
+        ),
+      );
+      return { documents: detailed, totalCount, at: new Date().toISOString() };
+    },
+    [],
+    2000,
+  );
+
+  return (
+    <>
+      <PageTitle>Processing</PageTitle>
+      <p>
+        Documents whose processing has not finished, refreshed every 2 seconds.{" "}
+        {list.data ? <span class="muted">Last refreshed {formatDate(list.data.at)}.</span> : null}
+      </p>
+      <ErrorNote error={list.error} />
+      <div aria-live="polite">
+        {list.data && !list.data.documents.length ? <Empty>Nothing is processing right now.</Empty> : null}
+        {list.data?.documents.length ? (
+          <p>
+            {list.data.totalCount} document{list.data.totalCount === 1 ? "" : "s"} in processing.
+          </p>
+        ) : null}
+      </div>
+      {list.data?.documents.length ? (
+        <TableWrap label="Documents in processing">
+          <thead>
+            <tr>
+              <th scope="col">Document</th>
+              <th scope="col">Stage</th>
+              <th scope="col">In this stage for</th>
+              <th scope="col">Added</th>
+              <th scope="col">Workflow</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.documents.map((d) => {
+              const run = latestRun(d);
+              const since = d.statusHistory?.at(-1)?.at;
+              const url = d.statusHistory ? workflowUrl(config, d.id, run) : null;
+              return (
+                <tr key={d.id}>
+                  <td>
+                    <a {...linkProps(`documents/${encodeURIComponent(d.id)}`)}>{docName(d)}</a>
+                  </td>
+                  <td>
+                    <StatusBadge status={d.status} />
+                  </td>
+                  <td>{since ? formatDuration(Date.now() - Date.parse(since)) : "—"}</td>
+                  <td>{formatDate(d.createdAt)}</td>
+                  <td>
+                    {url ? (
+                      <a href={url} target="_blank" rel="noreferrer">
+                        doc/{d.id}/{run}
+                      </a>
+                    ) : (
+                      <code>{d.statusHistory ? `doc/${d.id}/${run}` : "—"}</code>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </TableWrap>
+      ) : null}
+    </>
+  );
+}
