@@ -494,7 +494,7 @@ function render(r: {
   const lines = [
     HEADING,
     "",
-    `Written by \`npm run bench:scale\` on ${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}. Real processes: \`api/main.ts\` and \`worker/main.ts\` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. Each part says when it was measured (a part skipped with \`--skip-…\` keeps its earlier figures). The 1-minute load average before and after each measurement is shown: above the core count, other work shared the CPU.`,
+    `Written by \`npm run bench:scale\` on ${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}. Real processes: \`api/main.ts\` and \`worker/main.ts\` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. Each part says when it was measured (a part skipped with \`--skip-…\` keeps its earlier figures). The 1-minute load average before and after each measurement counts the benchmark's own processes too (API, workers, PostgreSQL, Temporal, the load generator), so it rises above the core count under load; a high value *before* a measurement means other work was running.`,
     "",
   ];
   const measured = `Measured ${r.date.toISOString()} at ${r.rev} with \`${r.command}\`, embedder ${r.embedder} (${fixed(r.totalMs / 60_000)} min for the whole run).`;
@@ -515,6 +515,8 @@ function render(r: {
           `| ${x.workers} | ${x.documents} | ${x.chunks} | ${fixed(x.wallMs / 1000)} s | ${fixed(x.docsPerSecond, 2)} | ${fixed(x.chunksPerSecond, 2)} | ${fixed(x.docsPerSecond / base.docsPerSecond, 2)}× | ${fixed(x.addToDone.p50 / 1000)} s | ${fixed(x.addToDone.p95 / 1000)} s | ${x.failed} | ${x.load[0]} → ${x.load[1]} |`,
       ),
       "",
+      `On 2 cores the second worker process cannot help: one worker's embedding thread plus the API, PostgreSQL and Temporal already keep both cores busy, so a second worker competes for the same cores (the \`vs 1 worker\` column). More workers pay where they bring more cores (other machines), and the heavy queue (\`WORKER_QUEUES=heavy\`) keeps OCR and transcription off the workers that embed.`,
+      "",
     );
   }
   if (!r.search) lines.push(...earlierPart(r.previous, SEARCH_HEADING));
@@ -533,6 +535,8 @@ function render(r: {
         (x) =>
           `| ${x.apis} | ${x.connections} | ${x.requests} | ${fixed(x.perSecond)} | ${fixed(x.latency.p50)} ms | ${fixed(x.latency.p95)} ms | ${fixed(x.latency.p99)} ms | ${fixed(x.latency.max)} ms | ${fixed(x.latency.p50 / base.latency.p50, 2)}× | ${x.errors} | ${x.non2xx} | ${x.load[0]} → ${x.load[1]} |`,
       ),
+      "",
+      "Each search embeds its query on the API process's CPU, so throughput levels off once both cores are busy; past that, more connections only queue and latency grows with them. A second API process on the same 2 cores adds no capacity: it pays on a second machine.",
       "",
     );
   }
