@@ -44,13 +44,53 @@ export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge badge-${status}`}>{status}</span>;
 }
 
-export function TableWrap({ label, children }: { label: string; children: ComponentChildren }) {
+interface TableProps {
+  label: string;
+  columns: string[];
+  /** A last column for the row's buttons, headed for screen readers only. */
+  actions?: boolean;
+}
+
+export function TableWrap({
+  label,
+  columns,
+  actions,
+  children,
+}: TableProps & { children: ComponentChildren }) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
     <section class="table-wrap" aria-label={label} tabIndex={0}>
-      <table>{children}</table>
+      <table>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ))}
+            {actions ? (
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            ) : null}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
     </section>
   );
+}
+
+/** Nothing until the rows have loaded, then `empty` if there are none. */
+export function ListTable<T>({
+  rows,
+  empty,
+  row,
+  ...table
+}: TableProps & { rows: T[] | undefined; empty: ComponentChildren; row: (item: T) => ComponentChildren }) {
+  if (!rows) return null;
+  if (!rows.length) return <Empty>{empty}</Empty>;
+  return <TableWrap {...table}>{rows.map((item) => row(item))}</TableWrap>;
 }
 
 export function Tags({ tags }: { tags: string[] }) {

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { type Connection, del, formatDate, post, splitTags } from "../api.ts";
-import { Empty, ErrorNote, OkNote, PageTitle, StatusBadge, TableWrap, Tags } from "../components.tsx";
+import { ErrorNote, ListTable, OkNote, PageTitle, StatusBadge, Tags } from "../components.tsx";
+import { Field, SelectField, SubmitRow, TextAreaField } from "../forms.tsx";
 import { useAction, useLoad } from "../hooks.ts";
 
 const PROVIDERS = ["s3", "web-crawler", "imap", "github", "google-drive", "onedrive", "gmail", "notion"];
@@ -71,77 +72,60 @@ export function ConnectionsPage() {
         <h2 id="conn-list">Connections</h2>
         <ErrorNote error={list.error ?? action.error} />
         <OkNote message={action.message} />
-        {list.data && !list.data.length ? <Empty>No connections yet.</Empty> : null}
-        {list.data?.length ? (
-          <TableWrap label="Connections">
-            <thead>
-              <tr>
-                <th scope="col">Provider</th>
-                <th scope="col">Status</th>
-                <th scope="col">Container tags</th>
-                <th scope="col">Every</th>
-                <th scope="col">Last run</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.map((c) => (
-                <tr key={c.id}>
-                  <td>
-                    {c.provider}
-                    {c.email ? <div class="muted small">{c.email}</div> : null}
+        <ListTable
+          label="Connections"
+          columns={["Provider", "Status", "Container tags", "Every", "Last run"]}
+          actions
+          rows={list.data}
+          empty="No connections yet."
+          row={(c) => (
+            <tr key={c.id}>
+              <td>
+                {c.provider}
+                {c.email ? <div class="muted small">{c.email}</div> : null}
+                <div class="muted small">
+                  <code>{c.id}</code>
+                </div>
+              </td>
+              <td>
+                <StatusBadge status={c.status} />
+              </td>
+              <td>
+                <Tags tags={c.containerTags} />
+              </td>
+              <td>{c.syncIntervalMinutes ? `${c.syncIntervalMinutes} min` : "manual"}</td>
+              <td>
+                {c.lastSync ? (
+                  <>
+                    <StatusBadge status={c.lastSync.status} />{" "}
+                    {formatDate(c.lastSync.finishedAt ?? c.lastSync.startedAt)}
                     <div class="muted small">
-                      <code>{c.id}</code>
+                      {c.lastSync.counts.added} added, {c.lastSync.counts.updated} updated,{" "}
+                      {c.lastSync.counts.deleted} deleted, {c.lastSync.counts.unchanged} unchanged,{" "}
+                      {c.lastSync.counts.failed} failed ({c.lastSync.trigger})
                     </div>
-                  </td>
-                  <td>
-                    <StatusBadge status={c.status} />
-                  </td>
-                  <td>
-                    <Tags tags={c.containerTags} />
-                  </td>
-                  <td>{c.syncIntervalMinutes ? `${c.syncIntervalMinutes} min` : "manual"}</td>
-                  <td>
-                    {c.lastSync ? (
-                      <>
-                        <StatusBadge status={c.lastSync.status} />{" "}
-                        {formatDate(c.lastSync.finishedAt ?? c.lastSync.startedAt)}
-                        <div class="muted small">
-                          {c.lastSync.counts.added} added, {c.lastSync.counts.updated} updated,{" "}
-                          {c.lastSync.counts.deleted} deleted, {c.lastSync.counts.unchanged} unchanged,{" "}
-                          {c.lastSync.counts.failed} failed ({c.lastSync.trigger})
-                        </div>
-                        {c.lastSync.error ? <div class="small error-text">{c.lastSync.error}</div> : null}
-                      </>
-                    ) : (
-                      "never"
-                    )}
-                  </td>
-                  <td class="buttons">
-                    <button type="button" class="secondary" disabled={action.busy} onClick={() => syncNow(c)}>
-                      Sync now
-                    </button>
-                    {PICKER.has(c.provider) ? (
-                      <button
-                        type="button"
-                        class="secondary"
-                        disabled={action.busy}
-                        onClick={() => picker(c)}
-                      >
-                        Choose files
-                      </button>
-                    ) : null}
-                    <button type="button" class="danger" disabled={action.busy} onClick={() => remove(c)}>
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </TableWrap>
-        ) : null}
+                    {c.lastSync.error ? <div class="small error-text">{c.lastSync.error}</div> : null}
+                  </>
+                ) : (
+                  "never"
+                )}
+              </td>
+              <td class="buttons">
+                <button type="button" class="secondary" disabled={action.busy} onClick={() => syncNow(c)}>
+                  Sync now
+                </button>
+                {PICKER.has(c.provider) ? (
+                  <button type="button" class="secondary" disabled={action.busy} onClick={() => picker(c)}>
+                    Choose files
+                  </button>
+                ) : null}
+                <button type="button" class="danger" disabled={action.busy} onClick={() => remove(c)}>
+                  Delete
+                </button>
+              </td>
+            </tr>
+          )}
+        />
       </section>
     </>
   );
@@ -189,46 +173,33 @@ function CreateConnection({ onCreated }: { onCreated: (provider: string, url?: s
     <section aria-labelledby="create-conn">
       <h2 id="create-conn">Connect a source</h2>
       <form class="grid" onSubmit={submit}>
-        <div>
-          <label for="conn-provider">Provider</label>
-          <select id="conn-provider" value={provider} onChange={(e) => setProvider(e.currentTarget.value)}>
-            {PROVIDERS.map((p) => (
-              <option key={p} value={p}>
-                {p}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="conn-tags">Container tags (comma-separated)</label>
-          <input id="conn-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label for="conn-interval">Sync every (minutes, 0 = manual)</label>
-          <input
-            id="conn-interval"
-            type="number"
-            min={0}
-            inputMode="numeric"
-            value={interval}
-            onInput={(e) => setEvery(e.currentTarget.value)}
-          />
-        </div>
-        <div class="wide">
-          <label for="conn-settings">Provider settings (JSON: bucket, startUrls, host, credentials…)</label>
-          <textarea
-            id="conn-settings"
-            rows={3}
-            value={settings}
-            placeholder='{"startUrls": "https://example.com/"}'
-            onInput={(e) => setSettings(e.currentTarget.value)}
-          />
-        </div>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Create connection
-          </button>
-        </div>
+        <SelectField
+          id="conn-provider"
+          label="Provider"
+          value={provider}
+          onValue={setProvider}
+          options={PROVIDERS}
+        />
+        <Field id="conn-tags" label="Container tags (comma-separated)" value={tags} onValue={setTags} />
+        <Field
+          id="conn-interval"
+          label="Sync every (minutes, 0 = manual)"
+          value={interval}
+          onValue={setEvery}
+          type="number"
+          min={0}
+          inputMode="numeric"
+        />
+        <TextAreaField
+          id="conn-settings"
+          label="Provider settings (JSON: bucket, startUrls, host, credentials…)"
+          value={settings}
+          onValue={setSettings}
+          wide
+          rows={3}
+          placeholder='{"startUrls": "https://example.com/"}'
+        />
+        <SubmitRow busy={action.busy}>Create connection</SubmitRow>
       </form>
       <ErrorNote error={action.error} />
       <OkNote message={action.message} />

@@ -43,6 +43,20 @@ export function latestRun(doc: DocumentJson): number {
   return doc.statusHistory?.at(-1)?.run ?? 1;
 }
 
+/** The first cells of a row in a list of documents. */
+export function NameAndStatus({ doc }: { doc: DocumentJson }) {
+  return (
+    <>
+      <td>
+        <a {...linkProps(`documents/${encodeURIComponent(doc.id)}`)}>{docName(doc)}</a>
+      </td>
+      <td>
+        <StatusBadge status={doc.status} />
+      </td>
+    </>
+  );
+}
+
 export function DocumentPage({ id, config }: { id: string; config: ConsoleConfig | null }) {
   const doc = useLoad(
     () => get<DocumentJson>(`/v3/documents/${encodeURIComponent(id)}`),

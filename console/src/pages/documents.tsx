@@ -1,7 +1,6 @@
 import { useRef, useState } from "preact/hooks";
 import {
   type DocumentJson,
-  docName,
   documentStatuses,
   formatBytes,
   formatDate,
@@ -9,9 +8,11 @@ import {
   post,
   uploadFile,
 } from "../api.ts";
-import { Empty, ErrorNote, PageTitle, StatusBadge, TableWrap, Tags } from "../components.tsx";
+import { ErrorNote, ListTable, PageTitle, Tags } from "../components.tsx";
+import { Field, FieldCell, SelectField, SubmitRow } from "../forms.tsx";
 import { messageOf, useLoad } from "../hooks.ts";
 import { linkProps } from "../router.ts";
+import { NameAndStatus } from "./document.tsx";
 
 export function DocumentsPage() {
   const [tag, setTag] = useState("");
@@ -48,76 +49,44 @@ export function DocumentsPage() {
             setApplied({ tag: tag.trim(), status });
           }}
         >
-          <div>
-            <label for="filter-tag">Container tag</label>
-            <input id="filter-tag" value={tag} onInput={(e) => setTag(e.currentTarget.value)} />
-          </div>
-          <div>
-            <label for="filter-status">Status</label>
-            <select id="filter-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
-              <option value="">any</option>
-              {documentStatuses.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div>
-            <label for="page-size">Per page</label>
-            <select
-              id="page-size"
-              value={String(limit)}
-              onChange={(e) => {
-                setLimit(Number(e.currentTarget.value));
-                setPage(1);
-              }}
-            >
-              {[10, 20, 50, 100].map((n) => (
-                <option key={n} value={String(n)}>
-                  {n}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div class="form-actions">
-            <button type="submit">Apply filters</button>
-          </div>
+          <Field id="filter-tag" label="Container tag" value={tag} onValue={setTag} />
+          <SelectField
+            id="filter-status"
+            label="Status"
+            value={status}
+            onValue={setStatus}
+            options={[{ value: "", text: "any" }, ...documentStatuses]}
+          />
+          <SelectField
+            id="page-size"
+            label="Per page"
+            value={String(limit)}
+            onValue={(v) => {
+              setLimit(Number(v));
+              setPage(1);
+            }}
+            options={["10", "20", "50", "100"]}
+          />
+          <SubmitRow>Apply filters</SubmitRow>
         </form>
         <ErrorNote error={list.error} />
-        {list.data && !list.data.memories.length ? <Empty>No documents match.</Empty> : null}
-        {list.data?.memories.length ? (
-          <TableWrap label="Documents">
-            <thead>
-              <tr>
-                <th scope="col">Document</th>
-                <th scope="col">Status</th>
-                <th scope="col">Type</th>
-                <th scope="col">Container tags</th>
-                <th scope="col">Size</th>
-                <th scope="col">Added</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.memories.map((d) => (
-                <tr key={d.id} data-document-id={d.id}>
-                  <td>
-                    <a {...linkProps(`documents/${encodeURIComponent(d.id)}`)}>{docName(d)}</a>
-                  </td>
-                  <td>
-                    <StatusBadge status={d.status} />
-                  </td>
-                  <td>{d.type}</td>
-                  <td>
-                    <Tags tags={d.containerTags} />
-                  </td>
-                  <td>{formatBytes(d.fileSize)}</td>
-                  <td>{formatDate(d.createdAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </TableWrap>
-        ) : null}
+        <ListTable
+          label="Documents"
+          columns={["Document", "Status", "Type", "Container tags", "Size", "Added"]}
+          rows={list.data?.memories}
+          empty="No documents match."
+          row={(d) => (
+            <tr key={d.id} data-document-id={d.id}>
+              <NameAndStatus doc={d} />
+              <td>{d.type}</td>
+              <td>
+                <Tags tags={d.containerTags} />
+              </td>
+              <td>{formatBytes(d.fileSize)}</td>
+              <td>{formatDate(d.createdAt)}</td>
+            </tr>
+          )}
+        />
         {p && p.totalItems > 0 ? (
           <nav class="pager" aria-label="Pages of documents">
             <button type="button" class="secondary" disabled={page <= 1} onClick={() => setPage(page - 1)}>
@@ -181,19 +150,11 @@ function Upload({ onUploaded }: { onUploaded: () => void }) {
     <section aria-labelledby="upload">
       <h2 id="upload">Upload a file</h2>
       <form class="grid" onSubmit={submit}>
-        <div>
-          <label for="upload-file">File</label>
+        <FieldCell id="upload-file" label="File">
           <input id="upload-file" type="file" ref={fileRef} required />
-        </div>
-        <div>
-          <label for="upload-tag">Container tag</label>
-          <input id="upload-tag" value={tag} onInput={(e) => setTag(e.currentTarget.value)} />
-        </div>
-        <div class="form-actions">
-          <button type="submit" disabled={busy}>
-            Upload
-          </button>
-        </div>
+        </FieldCell>
+        <Field id="upload-tag" label="Container tag" value={tag} onValue={setTag} />
+        <SubmitRow busy={busy}>Upload</SubmitRow>
       </form>
       {progress ? (
         <div class="progress">

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { type ApiKey, del, formatDate, get, type KeyNotice, post, splitTags } from "../api.ts";
-import { Empty, ErrorNote, OkNote, PageTitle, StatusBadge, TableWrap, Tags } from "../components.tsx";
+import { ErrorNote, ListTable, OkNote, PageTitle, StatusBadge, Tags } from "../components.tsx";
+import { Field, SelectField, SubmitRow } from "../forms.tsx";
 import { useAction, useLoad } from "../hooks.ts";
 
 interface CreatedKey extends Omit<ApiKey, "status" | "disabledAt" | "notices"> {
@@ -45,63 +46,55 @@ export function KeysPage() {
         <ErrorNote error={keys.error ?? action.error} />
         <OkNote message={action.message} />
         {keys.loading && !keys.data ? <p aria-busy="true">Loading keys…</p> : null}
-        {keys.data && !keys.data.keys.length ? <Empty>No keys yet.</Empty> : null}
-        {keys.data?.keys.length ? (
-          <TableWrap label="API keys">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Container tags</th>
-                <th scope="col">Status</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Rate limit</th>
-                <th scope="col">Notices sent</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.keys.map((k) => (
-                <tr key={k.id} data-key-id={k.id}>
-                  <td>{k.name}</td>
-                  <td>
-                    <code>{k.keyPrefix}…</code>
-                  </td>
-                  <td>{k.kind}</td>
-                  <td>
-                    <Tags tags={k.containerTags} />
-                  </td>
-                  <td>
-                    <StatusBadge status={k.status} />
-                  </td>
-                  <td>{k.expiresAt ? formatDate(k.expiresAt) : "never"}</td>
-                  <td>
-                    {k.rateLimitMax
-                      ? `${k.rateLimitMax} / ${(k.rateLimitTimeWindow ?? 60_000) / 1000} s`
-                      : "—"}
-                  </td>
-                  <td>{k.notices?.length ? k.notices.map((n) => n.leadTime).join(", ") : "—"}</td>
-                  <td>
-                    {k.status === "active" ? (
-                      <button
-                        type="button"
-                        class="danger"
-                        disabled={action.busy}
-                        onClick={() => disable(k)}
-                        aria-label={`Disable key ${k.name}`}
-                      >
-                        Disable
-                      </button>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </TableWrap>
-        ) : null}
+        <ListTable
+          label="API keys"
+          columns={[
+            "Name",
+            "Prefix",
+            "Kind",
+            "Container tags",
+            "Status",
+            "Expires",
+            "Rate limit",
+            "Notices sent",
+          ]}
+          actions
+          rows={keys.data?.keys}
+          empty="No keys yet."
+          row={(k) => (
+            <tr key={k.id} data-key-id={k.id}>
+              <td>{k.name}</td>
+              <td>
+                <code>{k.keyPrefix}…</code>
+              </td>
+              <td>{k.kind}</td>
+              <td>
+                <Tags tags={k.containerTags} />
+              </td>
+              <td>
+                <StatusBadge status={k.status} />
+              </td>
+              <td>{k.expiresAt ? formatDate(k.expiresAt) : "never"}</td>
+              <td>
+                {k.rateLimitMax ? `${k.rateLimitMax} / ${(k.rateLimitTimeWindow ?? 60_000) / 1000} s` : "—"}
+              </td>
+              <td>{k.notices?.length ? k.notices.map((n) => n.leadTime).join(", ") : "—"}</td>
+              <td>
+                {k.status === "active" ? (
+                  <button
+                    type="button"
+                    class="danger"
+                    disabled={action.busy}
+                    onClick={() => disable(k)}
+                    aria-label={`Disable key ${k.name}`}
+                  >
+                    Disable
+                  </button>
+                ) : null}
+              </td>
+            </tr>
+          )}
+        />
       </section>
       <ConsoleUsers />
     </>
@@ -200,79 +193,60 @@ function CreateKey({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
     <section aria-labelledby="create-key">
       <h2 id="create-key">Create a key</h2>
       <form class="grid" onSubmit={submit}>
-        <div>
-          <label for="key-name">Name</label>
-          <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label for="key-kind">Kind</label>
-          <select
-            id="key-kind"
-            aria-describedby="key-kind-hint"
-            value={kind}
-            onChange={(e) => setKind(e.currentTarget.value as "scoped" | "admin")}
-          >
-            <option value="scoped">scoped</option>
-            <option value="admin">admin</option>
-          </select>
-          <p id="key-kind-hint" class="hint">
-            Scoped: only its container tags. Admin: everything.
-          </p>
-        </div>
-        <div>
-          <label for="key-tags">Container tags (comma-separated)</label>
-          <input
-            id="key-tags"
-            value={tags}
-            disabled={kind === "admin"}
-            required={kind === "scoped"}
-            onInput={(e) => setTags(e.currentTarget.value)}
-          />
-        </div>
-        <div>
-          <label for="key-days">Expires in (days, empty = default)</label>
-          <input
-            id="key-days"
-            type="number"
-            min={1}
-            max={3650}
-            inputMode="numeric"
-            value={days}
-            onInput={(e) => setDays(e.currentTarget.value)}
-          />
-        </div>
-        <div>
-          <label for="key-email">Contact email for expiry notices</label>
-          <input id="key-email" type="email" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label for="key-max">Rate limit (requests per window, empty = default)</label>
-          <input
-            id="key-max"
-            type="number"
-            min={1}
-            inputMode="numeric"
-            value={max}
-            onInput={(e) => setMax(e.currentTarget.value)}
-          />
-        </div>
-        <div>
-          <label for="key-window">Rate-limit window (seconds)</label>
-          <input
-            id="key-window"
-            type="number"
-            min={1}
-            max={3600}
-            inputMode="numeric"
-            value={windowSeconds}
-            onInput={(e) => setWindowSeconds(e.currentTarget.value)}
-          />
-        </div>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Create key
-          </button>
-        </div>
+        <Field id="key-name" label="Name" value={name} onValue={setName} />
+        <SelectField
+          id="key-kind"
+          label="Kind"
+          value={kind}
+          onValue={(v) => setKind(v as "scoped" | "admin")}
+          options={["scoped", "admin"]}
+          hint="Scoped: only its container tags. Admin: everything."
+        />
+        <Field
+          id="key-tags"
+          label="Container tags (comma-separated)"
+          value={tags}
+          onValue={setTags}
+          disabled={kind === "admin"}
+          required={kind === "scoped"}
+        />
+        <Field
+          id="key-days"
+          label="Expires in (days, empty = default)"
+          value={days}
+          onValue={setDays}
+          type="number"
+          min={1}
+          max={3650}
+          inputMode="numeric"
+        />
+        <Field
+          id="key-email"
+          label="Contact email for expiry notices"
+          value={email}
+          onValue={setEmail}
+          type="email"
+        />
+        <Field
+          id="key-max"
+          label="Rate limit (requests per window, empty = default)"
+          value={max}
+          onValue={setMax}
+          type="number"
+          min={1}
+          inputMode="numeric"
+        />
+        <Field
+          id="key-window"
+          label="Rate-limit window (seconds)"
+          value={windowSeconds}
+          onValue={setWindowSeconds}
+          type="number"
+          min={1}
+          max={3600}
+          inputMode="numeric"
+        />
+        <SubmitRow busy={action.busy}>Create key</SubmitRow>
       </form>
       <ErrorNote error={action.error} />
     </section>
@@ -308,76 +282,57 @@ function ConsoleUsers() {
     <section aria-labelledby="console-users">
       <h2 id="console-users">Console users</h2>
       <form class="grid" onSubmit={create}>
-        <div>
-          <label for="user-email">Email</label>
-          <input
-            id="user-email"
-            type="email"
-            required
-            autoComplete="off"
-            value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
-        </div>
-        <div>
-          <label for="user-password">Password (at least 12 characters)</label>
-          <input
-            id="user-password"
-            type="password"
-            required
-            minLength={12}
-            autoComplete="new-password"
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </div>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Create user
-          </button>
-        </div>
+        <Field
+          id="user-email"
+          label="Email"
+          value={email}
+          onValue={setEmail}
+          type="email"
+          required
+          autoComplete="off"
+        />
+        <Field
+          id="user-password"
+          label="Password (at least 12 characters)"
+          value={password}
+          onValue={setPassword}
+          type="password"
+          required
+          minLength={12}
+          autoComplete="new-password"
+        />
+        <SubmitRow busy={action.busy}>Create user</SubmitRow>
       </form>
       <ErrorNote error={list.error ?? action.error} />
       <OkNote message={action.message} />
-      {list.data?.users.length ? (
-        <TableWrap label="Console users">
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Created</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.users.map((u) => (
-              <tr key={u.id}>
-                <td>{u.email}</td>
-                <td>{formatDate(u.createdAt)}</td>
-                <td>
-                  <StatusBadge status={u.disabledAt ? "disabled" : "active"} />
-                </td>
-                <td>
-                  {u.disabledAt ? null : (
-                    <button
-                      type="button"
-                      class="danger"
-                      onClick={() => disable(u)}
-                      aria-label={`Disable ${u.email}`}
-                    >
-                      Disable
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </TableWrap>
-      ) : (
-        <Empty>No console users yet.</Empty>
-      )}
+      <ListTable
+        label="Console users"
+        columns={["Email", "Created", "Status"]}
+        actions
+        rows={list.data?.users ?? []}
+        empty="No console users yet."
+        row={(u) => (
+          <tr key={u.id}>
+            <td>{u.email}</td>
+            <td>{formatDate(u.createdAt)}</td>
+            <td>
+              <StatusBadge status={u.disabledAt ? "disabled" : "active"} />
+            </td>
+            <td>
+              {u.disabledAt ? null : (
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() => disable(u)}
+                  aria-label={`Disable ${u.email}`}
+                >
+                  Disable
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { formatDate, type Memory, post } from "../api.ts";
 import { Empty, ErrorNote, PageTitle } from "../components.tsx";
+import { CheckField, Field, SubmitRow } from "../forms.tsx";
 import { useAction } from "../hooks.ts";
 import { linkProps } from "../router.ts";
 
@@ -62,25 +63,9 @@ export function MemoriesPage() {
     <>
       <PageTitle>Memories</PageTitle>
       <form class="grid" onSubmit={submit}>
-        <div>
-          <label for="mem-tag">Container tag</label>
-          <input id="mem-tag" required value={tag} onInput={(e) => setTag(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label class="inline">
-            <input
-              type="checkbox"
-              checked={forgotten}
-              onChange={(e) => setForgotten(e.currentTarget.checked)}
-            />{" "}
-            Include forgotten memories
-          </label>
-        </div>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Show profile and memories
-          </button>
-        </div>
+        <Field id="mem-tag" label="Container tag" value={tag} onValue={setTag} required />
+        <CheckField label="Include forgotten memories" checked={forgotten} onChecked={setForgotten} />
+        <SubmitRow busy={action.busy}>Show profile and memories</SubmitRow>
       </form>
       <ErrorNote error={action.error} />
       {shown ? (
@@ -88,30 +73,8 @@ export function MemoriesPage() {
           <section aria-labelledby="profile">
             <h2 id="profile">Profile of “{shown.tag}”</h2>
             <div class="two">
-              <div>
-                <h3>Static facts</h3>
-                {shown.profile.profile.static.length ? (
-                  <ul>
-                    {shown.profile.profile.static.map((s) => (
-                      <li key={s}>{s}</li>
-                    ))}
-                  </ul>
-                ) : (
-                  <Empty>None.</Empty>
-                )}
-              </div>
-              <div>
-                <h3>Recent</h3>
-                {shown.profile.profile.dynamic.length ? (
-                  <ul>
-                    {shown.profile.profile.dynamic.map((s) => (
-                      <li key={s}>{s}</li>
-                    ))}
-                  </ul>
-                ) : (
-                  <Empty>None.</Empty>
-                )}
-              </div>
+              <Facts title="Static facts" facts={shown.profile.profile.static} />
+              <Facts title="Recent" facts={shown.profile.profile.dynamic} />
             </div>
           </section>
           <section aria-labelledby="timeline">
@@ -161,5 +124,22 @@ export function MemoriesPage() {
         </>
       ) : null}
     </>
+  );
+}
+
+function Facts({ title, facts }: { title: string; facts: string[] }) {
+  return (
+    <div>
+      <h3>{title}</h3>
+      {facts.length ? (
+        <ul>
+          {facts.map((s) => (
+            <li key={s}>{s}</li>
+          ))}
+        </ul>
+      ) : (
+        <Empty>None.</Empty>
+      )}
+    </div>
   );
 }

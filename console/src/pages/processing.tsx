@@ -1,16 +1,14 @@
 import {
   type ConsoleConfig,
   type DocumentJson,
-  docName,
   formatDate,
   formatDuration,
   get,
   workflowUrl,
 } from "../api.ts";
-import { Empty, ErrorNote, PageTitle, StatusBadge, TableWrap } from "../components.tsx";
+import { Empty, ErrorNote, PageTitle, TableWrap } from "../components.tsx";
 import { useLoad } from "../hooks.ts";
-import { linkProps } from "../router.ts";
-import { latestRun } from "./document.tsx";
+import { latestRun, NameAndStatus } from "./document.tsx";
 
 /** How many of the listed documents get their details (stage and run) fetched on each poll. */
 const DETAILED = 25;
@@ -50,44 +48,31 @@ export function ProcessingPage({ config }: { config: ConsoleConfig | null }) {
         ) : null}
       </div>
       {list.data?.documents.length ? (
-        <TableWrap label="Documents in processing">
-          <thead>
-            <tr>
-              <th scope="col">Document</th>
-              <th scope="col">Stage</th>
-              <th scope="col">In this stage for</th>
-              <th scope="col">Added</th>
-              <th scope="col">Workflow</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.documents.map((d) => {
-              const run = latestRun(d);
-              const since = d.statusHistory?.at(-1)?.at;
-              const url = d.statusHistory ? workflowUrl(config, d.id, run) : null;
-              return (
-                <tr key={d.id}>
-                  <td>
-                    <a {...linkProps(`documents/${encodeURIComponent(d.id)}`)}>{docName(d)}</a>
-                  </td>
-                  <td>
-                    <StatusBadge status={d.status} />
-                  </td>
-                  <td>{since ? formatDuration(Date.now() - Date.parse(since)) : "—"}</td>
-                  <td>{formatDate(d.createdAt)}</td>
-                  <td>
-                    {url ? (
-                      <a href={url} target="_blank" rel="noreferrer">
-                        doc/{d.id}/{run}
-                      </a>
-                    ) : (
-                      <code>{d.statusHistory ? `doc/${d.id}/${run}` : "—"}</code>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
+        <TableWrap
+          label="Documents in processing"
+          columns={["Document", "Stage", "In this stage for", "Added", "Workflow"]}
+        >
+          {list.data.documents.map((d) => {
+            const run = latestRun(d);
+            const since = d.statusHistory?.at(-1)?.at;
+            const url = d.statusHistory ? workflowUrl(config, d.id, run) : null;
+            return (
+              <tr key={d.id}>
+                <NameAndStatus doc={d} />
+                <td>{since ? formatDuration(Date.now() - Date.parse(since)) : "—"}</td>
+                <td>{formatDate(d.createdAt)}</td>
+                <td>
+                  {url ? (
+                    <a href={url} target="_blank" rel="noreferrer">
+                      doc/{d.id}/{run}
+                    </a>
+                  ) : (
+                    <code>{d.statusHistory ? `doc/${d.id}/${run}` : "—"}</code>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
         </TableWrap>
       ) : null}
     </>

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { formatDate, post } from "../api.ts";
 import { Empty, ErrorNote, Highlight, PageTitle } from "../components.tsx";
+import { Check, CheckField, Field, SelectField, SubmitRow } from "../forms.tsx";
 import { useAction } from "../hooks.ts";
 import { linkProps } from "../router.ts";
 
@@ -27,6 +28,11 @@ interface MemoryResult {
 type Results =
   | { kind: "documents"; q: string; results: DocResult[]; timing: number; warnings?: string[] }
   | { kind: "memories"; q: string; results: MemoryResult[]; timing: number; warnings?: string[] };
+
+const KINDS = [
+  ["documents", "Documents"],
+  ["memories", "Memories"],
+] as const;
 
 export function SearchPage() {
   const [q, setQ] = useState("");
@@ -71,70 +77,41 @@ export function SearchPage() {
     <>
       <PageTitle>Search</PageTitle>
       <form class="grid" aria-label="Search" onSubmit={submit}>
-        <div class="wide">
-          <label for="q">Search for</label>
-          <input id="q" type="search" required value={q} onInput={(e) => setQ(e.currentTarget.value)} />
-        </div>
+        <Field id="q" label="Search for" value={q} onValue={setQ} wide type="search" required />
         <fieldset>
           <legend>Search in</legend>
-          <label class="inline">
-            <input
+          {KINDS.map(([value, text]) => (
+            <Check
+              key={value}
+              label={text}
               type="radio"
               name="kind"
-              value="documents"
-              checked={kind === "documents"}
-              onChange={() => setKind("documents")}
-            />{" "}
-            Documents
-          </label>
-          <label class="inline">
-            <input
-              type="radio"
-              name="kind"
-              value="memories"
-              checked={kind === "memories"}
-              onChange={() => setKind("memories")}
-            />{" "}
-            Memories
-          </label>
+              value={value}
+              checked={kind === value}
+              onChange={() => setKind(value)}
+            />
+          ))}
         </fieldset>
-        <div>
-          <label for="search-tag">Container tag</label>
-          <input id="search-tag" value={tag} onInput={(e) => setTag(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label for="search-limit">Results</label>
-          <select id="search-limit" value={limit} onChange={(e) => setLimit(e.currentTarget.value)}>
-            {["5", "10", "20", "50"].map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="search-threshold">Minimum score (0–1)</label>
-          <input
-            id="search-threshold"
-            type="number"
-            min={0}
-            max={1}
-            step={0.05}
-            value={threshold}
-            onInput={(e) => setThreshold(e.currentTarget.value)}
-          />
-        </div>
-        <div>
-          <label class="inline">
-            <input type="checkbox" checked={rerank} onChange={(e) => setRerank(e.currentTarget.checked)} />{" "}
-            Rerank
-          </label>
-        </div>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy}>
-            Search
-          </button>
-        </div>
+        <Field id="search-tag" label="Container tag" value={tag} onValue={setTag} />
+        <SelectField
+          id="search-limit"
+          label="Results"
+          value={limit}
+          onValue={setLimit}
+          options={["5", "10", "20", "50"]}
+        />
+        <Field
+          id="search-threshold"
+          label="Minimum score (0–1)"
+          value={threshold}
+          onValue={setThreshold}
+          type="number"
+          min={0}
+          max={1}
+          step={0.05}
+        />
+        <CheckField label="Rerank" checked={rerank} onChecked={setRerank} />
+        <SubmitRow busy={action.busy}>Search</SubmitRow>
       </form>
       <ErrorNote error={action.error} />
       <section aria-labelledby="results" aria-live="polite">

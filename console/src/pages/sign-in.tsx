@@ -1,6 +1,8 @@
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { del, post, type Session } from "../api.ts";
 import { ErrorNote } from "../components.tsx";
+import { LabelledInput } from "../forms.tsx";
 import { messageOf } from "../hooks.ts";
 
 export async function signOut() {
@@ -30,60 +32,85 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
     <main id="main" class="sign-in">
       <h1>Sign in to the memory console</h1>
       <ErrorNote error={error} />
-      <form
-        aria-labelledby="with-key"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void submit({ apiKey });
-        }}
+      <Way
+        id="with-key"
+        title="With an admin API key"
+        button="Sign in with key"
+        busy={busy}
+        onSubmit={() => submit({ apiKey })}
       >
-        <h2 id="with-key">With an admin API key</h2>
-        <label for="api-key">Admin API key</label>
-        <input
+        <LabelledInput
           id="api-key"
+          label="Admin API key"
+          value={apiKey}
+          onValue={setApiKey}
           name="apiKey"
           type="password"
           autoComplete="off"
           required
-          value={apiKey}
-          onInput={(e) => setApiKey(e.currentTarget.value)}
         />
-        <button type="submit" disabled={busy}>
-          Sign in with key
-        </button>
-      </form>
-      <form
-        aria-labelledby="with-password"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void submit({ email, password });
-        }}
+      </Way>
+      <Way
+        id="with-password"
+        title="With a console account"
+        button="Sign in"
+        busy={busy}
+        onSubmit={() => submit({ email, password })}
       >
-        <h2 id="with-password">With a console account</h2>
-        <label for="email">Email</label>
-        <input
+        <LabelledInput
           id="email"
+          label="Email"
+          value={email}
+          onValue={setEmail}
           name="email"
           type="email"
           autoComplete="username"
           required
-          value={email}
-          onInput={(e) => setEmail(e.currentTarget.value)}
         />
-        <label for="password">Password</label>
-        <input
+        <LabelledInput
           id="password"
+          label="Password"
+          value={password}
+          onValue={setPassword}
           name="password"
           type="password"
           autoComplete="current-password"
           required
-          value={password}
-          onInput={(e) => setPassword(e.currentTarget.value)}
         />
-        <button type="submit" disabled={busy}>
-          Sign in
-        </button>
-      </form>
+      </Way>
     </main>
+  );
+}
+
+/** One way to sign in: a form named by its heading. */
+function Way({
+  id,
+  title,
+  button,
+  busy,
+  onSubmit,
+  children,
+}: {
+  id: string;
+  title: string;
+  button: string;
+  busy: boolean;
+  onSubmit: () => Promise<void>;
+  children: ComponentChildren;
+}) {
+  return (
+    <form
+      aria-labelledby={id}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void onSubmit();
+      }}
+    >
+      <h2 id={id}>{title}</h2>
+      {children}
+      <button type="submit" disabled={busy}>
+        {button}
+      </button>
+    </form>
   );
 }
