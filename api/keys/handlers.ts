@@ -35,7 +35,12 @@ function presentKey(row: keys.ApiKeyRow) {
   };
 }
 
-function keyInfo(row: keys.ApiKeyRow, notices: KeyExpiryNoticeRow[], now = Date.now()) {
+function keyInfo(
+  row: keys.ApiKeyRow,
+  notices: KeyExpiryNoticeRow[],
+  fromEnvironment: boolean,
+  now = Date.now(),
+) {
   const status = row.disabledAt
     ? ("disabled" as const)
     : row.expiresAt && row.expiresAt.getTime() <= now
@@ -45,6 +50,7 @@ function keyInfo(row: keys.ApiKeyRow, notices: KeyExpiryNoticeRow[], now = Date.
     ...presentKey(row),
     disabledAt: row.disabledAt?.toISOString() ?? null,
     status,
+    fromEnvironment,
     notices: notices.map(presentNotice),
   };
 }
@@ -121,7 +127,7 @@ export function createKeyHandlers(deps: ApiDeps) {
       rows.map((r) => r.id),
     );
     const now = Date.now();
-    return c.json({ keys: rows.map((r) => keyInfo(r, notices.get(r.id) ?? [], now)) }, 200);
+    return c.json({ keys: rows.map((r) => keyInfo(r, notices.get(r.id) ?? [], isEnvAdminKey(r), now)) }, 200);
   };
 
   const update: RouteHandler<typeof routes.updateKey, AppEnv> = async (c) => {
@@ -141,7 +147,7 @@ export function createKeyHandlers(deps: ApiDeps) {
     });
     if (!updated) throw notFound("key");
     const notices = await noticesOfKeys(deps.db, [id]);
-    return c.json(keyInfo(updated, notices.get(id) ?? []), 200);
+    return c.json(keyInfo(updated, notices.get(id) ?? [], isEnvAdminKey(updated)), 200);
   };
 
   const disable: RouteHandler<typeof routes.disableKey, AppEnv> = async (c) => {

@@ -145,13 +145,22 @@ export const KeyInfo = z
     createdAt: z.string(),
     disabledAt: z.string().nullable(),
     status: z.enum(["active", "disabled", "expired"]),
+    fromEnvironment: z.boolean().openapi({
+      description:
+        "The key from MEMORY_ADMIN_KEY: rotated in the environment, never disabled or given an expiry here",
+    }),
     notices: z
       .array(KeyNotice)
       .openapi({ description: "Key-expiry notices sent for this key, newest first" }),
   })
   .openapi("KeyInfo");
 
-export const CreatedKey = KeyInfo.omit({ disabledAt: true, status: true, notices: true })
+export const CreatedKey = KeyInfo.omit({
+  disabledAt: true,
+  status: true,
+  fromEnvironment: true,
+  notices: true,
+})
   .extend({ key: z.string().openapi({ description: "The secret: shown once, only its hash is stored" }) })
   .openapi("CreatedKey");
 

@@ -167,6 +167,8 @@ export interface ApiKey {
   createdAt: string;
   disabledAt: string | null;
   status: "active" | "disabled" | "expired";
+  /** The key from MEMORY_ADMIN_KEY: the API refuses to disable it. */
+  fromEnvironment: boolean;
   notices?: {
     leadTime: string;
     expiresAt: string;

@@ -608,6 +608,10 @@ describe("web console", () => {
       await page.getByText(`Key “${createdKeyName}” disabled.`).waitFor();
       const refused = await call("POST", "/v3/documents/list", { containerTags: [TAG] }, createdSecret);
       expect(refused.status).toBe(401);
+      // The operator's key from MEMORY_ADMIN_KEY offers no Disable button (the API would refuse it).
+      const envRow = page.locator("tr", { hasText: "MEMORY_ADMIN_KEY" });
+      await envRow.getByText("set by MEMORY_ADMIN_KEY").waitFor();
+      expect(await envRow.getByRole("button").count()).toBe(0);
     });
 
     it("fits a phone screen", async () => {

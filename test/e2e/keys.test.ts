@@ -108,6 +108,7 @@ describe("keys API", () => {
           "createdAt",
           "disabledAt",
           "expiresAt",
+          "fromEnvironment",
           "id",
           "keyPrefix",
           "kind",
@@ -173,7 +174,8 @@ describe("keys API", () => {
 
     // The key from MEMORY_ADMIN_KEY is the operator's way in: not disabled, not given an expiry here.
     const envKey = (await listed()).find((k) => k.keyPrefix === TEST_ADMIN_KEY.slice(0, 8));
-    expect(envKey).toMatchObject({ kind: "admin", status: "active" });
+    expect(envKey).toMatchObject({ kind: "admin", status: "active", fromEnvironment: true });
+    expect((await listed()).filter((k) => k.fromEnvironment)).toHaveLength(1);
     const refused = await call("DELETE", `/v3/auth/keys/${envKey.id}`);
     expect(refused.status).toBe(409);
     expect(refused.json.error.code).toBe("conflict");

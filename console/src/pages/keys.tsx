@@ -80,7 +80,9 @@ export function KeysPage() {
               </td>
               <td>{k.notices?.length ? k.notices.map((n) => n.leadTime).join(", ") : "—"}</td>
               <td>
-                {k.status === "active" ? (
+                {k.fromEnvironment ? (
+                  <span class="muted">set by MEMORY_ADMIN_KEY</span>
+                ) : k.status === "active" ? (
                   <button
                     type="button"
                     class="danger"
