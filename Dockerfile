@@ -27,7 +27,10 @@ ENV ONNXRUNTIME_NODE_INSTALL=skip \
 
 # Dependencies first, so source edits do not invalidate the npm ci layer. tsx (the runtime) is a dependency.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# npm ci refuses this lockfile where it lacks other platforms' optional packages (npm/cli#4828, the same
+# fallback as scripts/setup.mjs); npm install then installs the same locked versions.
+RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund) \
+ && npm cache clean --force
 
 # The service hashes these at start (no setup stamp in the image) before trusting them.
 COPY --from=models /models /opt/memory-service/models
@@ -37,6 +40,9 @@ COPY . .
 # The web console (served by the API at /console/), built at image build time: nothing from a CDN at run time.
 RUN npm run console:build
 
+# DATA_DIR (uploaded files, the generated encryption key): a volume shared by the API and the worker.
+ENV DATA_DIR=/app/data
+RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 8787
 CMD ["npm", "run", "api"]

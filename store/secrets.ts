@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 /** AES-256-GCM with a 32-byte key; each value gets a fresh 96-bit IV and is authenticated. */
@@ -42,12 +42,27 @@ export function parseEncryptionKey(text: string): Buffer {
  * MEMORY_ENCRYPTION_KEY if set; otherwise DATA_DIR/encryption-key, generated at first start (mode
  * 0600). With several API processes, set MEMORY_ENCRYPTION_KEY to the same value in each.
  */
+/**
+ * Writes `file` unless it exists, atomically: the content goes to a private temporary file that is then
+ * hard-linked into place. Processes starting together on one DATA_DIR (an API and a worker sharing a
+ * volume) all end up reading the same complete key; the losers of the race keep the winner's.
+ */
+function createOnce(file: string, content: string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  writeFileSync(temporary, content, { mode: 0o600, flag: "wx" });
+  try {
+    linkSync(temporary, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  } finally {
+    rmSync(temporary, { force: true });
+  }
+}
+
 export function loadSecretBox(opts: { envKey?: string; dataDir: string }): SecretBox {
   if (opts.envKey) return SecretBox.fromKey(parseEncryptionKey(opts.envKey));
   const file = path.join(opts.dataDir, "encryption-key");
-  if (!existsSync(file)) {
-    mkdirSync(opts.dataDir, { recursive: true });
-    writeFileSync(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" });
-  }
+  if (!existsSync(file)) createOnce(file, `${randomBytes(32).toString("base64")}\n`);
   return SecretBox.fromKey(parseEncryptionKey(readFileSync(file, "utf8")));
 }

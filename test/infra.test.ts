@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -194,6 +194,20 @@ describe("docker-compose.yml", () => {
       "temporal-ui",
       "worker",
     ]);
+  });
+
+  it("gives the API and the worker one data volume, where uploads and the generated key live", () => {
+    const rendered = compose(["config"], { MEMORY_ADMIN_KEY: "test-key" });
+    expect(rendered.status).toBe(0);
+    // The rendered file lists each service as a block indented by two spaces.
+    const block = (service: string) => {
+      const lines = rendered.stdout.split("\n");
+      const start = lines.indexOf(`  ${service}:`);
+      const end = lines.findIndex((l, i) => i > start && /^ {0,2}\S/.test(l));
+      return lines.slice(start, end === -1 ? undefined : end).join("\n");
+    };
+    for (const service of ["api", "worker"]) expect(block(service)).toMatch(/- memory-data:\/app\/data/);
+    expect(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).toMatch(/^ENV DATA_DIR=\/app\/data$/m);
   });
 
   it("refuses to render without MEMORY_ADMIN_KEY", () => {
