@@ -27,6 +27,8 @@ export async function runFromCommandLine(roles: Role[]): Promise<void> {
     {
       api: service.url,
       openapi: service.url && `${service.url}/openapi.json`,
+      console: service.url && `${service.url}/console/`,
+      mcp: service.url && `${service.url}/mcp`,
       temporal: service.temporalAddress,
       temporalUi: service.temporalUiUrl,
       dataDir: config.DATABASE_URL ? undefined : config.dataDir,
