@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useLayoutEffect, useRef } from "preact/hooks";
 
 /** The page's heading takes focus when the page opens, so screen readers and keyboards start there. */
 export function PageTitle({
@@ -10,7 +10,8 @@ export function PageTitle({
   actions?: ComponentChildren;
 }) {
   const ref = useRef<HTMLHeadingElement>(null);
-  useEffect(() => {
+  // Before paint, so a keyboard user's next Tab already starts from the new page.
+  useLayoutEffect(() => {
     ref.current?.focus();
   }, []);
   return (

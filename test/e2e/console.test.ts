@@ -345,7 +345,8 @@ describe("web console", () => {
       await page.keyboard.press("Enter");
       await page.getByRole("heading", { name: "API keys", level: 1 }).waitFor();
       // The page heading takes focus on arrival; the nav marks where we are.
-      expect(await page.evaluate(() => document.activeElement?.tagName)).toBe("H1");
+      await page.waitForFunction(() => document.activeElement?.tagName === "H1");
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("API keys");
       expect(await page.getByRole("link", { name: "Keys" }).getAttribute("aria-current")).toBe("page");
       // The cookie is not readable by scripts.
       expect(await page.evaluate(() => document.cookie)).toBe("");
