@@ -163,7 +163,11 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const listProcessing: RouteHandler<typeof routes.listProcessing, AppEnv> = async (c) => {
     const rows = await store.unfinishedDocuments(db, 500, c.get("scope").tags);
     return c.json(
-      { documents: rows.map((r) => presentDocument(r, { content: false })), totalCount: rows.length },
+      // With their status history: the run and stage times are what a caller watching processing needs.
+      {
+        documents: rows.map((r) => presentDocument(r, { content: false, history: true })),
+        totalCount: rows.length,
+      },
       200,
     );
   };
