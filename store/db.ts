@@ -72,6 +72,10 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on("error", () => {});
+  // The pool listens for errors only on idle clients. A checked-out client between two queries (inside a
+  // transaction, say) that loses its server would emit an unhandled 'error' and kill the process; its next
+  // query fails instead, and the pool discards it on release.
+  pool.on("connect", (client) => client.on("error", () => {}));
   const db = drizzlePg(pool, { schema });
   try {
     await migrateExclusively(url, () => migratePg(db, { migrationsFolder }));
@@ -92,6 +96,7 @@ const MIGRATION_LOCK = 7_305_019_872;
  */
 async function migrateExclusively(url: string, migrate: () => Promise<void>): Promise<void> {
   const lock = new pg.Client({ connectionString: url });
+  lock.on("error", () => {}); // a lost server fails the pending query, which is what reports it
   await lock.connect();
   try {
     await lock.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
