@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, findActiveKey, hashKey } from "../../store/api-keys.ts";
 import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
@@ -407,6 +408,33 @@ describe("a new PostgreSQL database opened by several processes at once", () => 
       }
     } finally {
       await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+});
+
+describe("a PostgreSQL store whose server cuts a checked-out connection", () => {
+  it("fails the query in flight instead of crashing the process, and goes on serving", async () => {
+    const url = await freshDatabase();
+    const store = await openPostgres(url, 2);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await expect(
+        store.db.transaction(async (tx) => {
+          const { rows } = (await tx.execute(sql`SELECT pg_backend_pid() AS pid`)) as unknown as {
+            rows: { pid: number }[];
+          };
+          // The server ends this session while the transaction holds its client between two queries
+          // (what stopping PostgreSQL does to every session).
+          await admin.query("SELECT pg_terminate_backend($1)", [rows[0]?.pid]);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          await tx.execute(sql`SELECT 1`);
+        }),
+      ).rejects.toThrow();
+      expect(await queryRows(store.db, sql`SELECT 1 AS one`)).toEqual([{ one: 1 }]);
+    } finally {
+      await admin.end();
+      await store.close();
     }
   });
 });
