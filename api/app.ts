@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
 import { bearerAuth, endpointGuard } from "./auth.ts";
+import { bodyLimitFor, tooLargeMessage } from "./body-limit.ts";
 import { connectionBrowserApp } from "./connections/browser.ts";
 import { connectionsApp } from "./connections/index.ts";
 import {
@@ -76,15 +77,16 @@ export function createApp(deps: ApiDeps) {
     bodyLimit({
       maxSize,
       onError: () => {
-        throw new ApiError(413, "payload_too_large", `request body is larger than ${maxSize} bytes`);
+        throw new ApiError(413, "payload_too_large", tooLargeMessage(maxSize));
       },
     });
-  const jsonLimit = limit(deps.config.MAX_CONTENT_BYTES);
-  const fileLimit = limit(deps.config.MAX_FILE_BYTES);
-  // Uploads and imports of an export (which carries files) may be as large as a file.
-  const largeBody = (path: string) =>
-    path.endsWith("/file") || (path.startsWith("/v3/container-tags/") && path.endsWith("/import"));
-  api.use("*", (c, next) => (largeBody(c.req.path) ? fileLimit(c, next) : jsonLimit(c, next)));
+  const limits = new Map(
+    [deps.config.MAX_CONTENT_BYTES, deps.config.MAX_FILE_BYTES].map((bytes) => [bytes, limit(bytes)]),
+  );
+  api.use("*", (c, next) => {
+    const checkSize = limits.get(bodyLimitFor(c.req.path, deps.config));
+    return checkSize ? checkSize(c, next) : next();
+  });
   api.use(
     "*",
     bearerAuth(deps.db, (c) => consoleSessions.authenticate(c)),

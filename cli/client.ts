@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { encodeMultipart } from "./multipart.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:8787";
 const MAX_RATE_LIMIT_RETRIES = 10;
@@ -153,9 +153,10 @@ export class ApiClient {
 }
 
 /**
- * A multipart request through node:http rather than fetch. The service may answer before it has read
- * the whole body (413 for a file over its MAX_FILE_BYTES) and then close the connection; fetch reports
- * only the broken pipe, while here the answer that came first is kept.
+ * A multipart request through node:http rather than fetch, with its length declared and
+ * `Expect: 100-continue`: the service refuses a file over its MAX_FILE_BYTES before the body is sent,
+ * instead of closing the connection under it (fetch then reports only the broken pipe). An answer that
+ * comes while the body is still being sent is kept too.
  */
 function sendForm(
   method: string,
@@ -164,24 +165,40 @@ function sendForm(
   form: FormData,
   timeoutMs: number,
 ): Promise<Response> {
-  // Response encodes the form (boundary, parts) as a stream, file parts read from disk as it goes.
-  const encoded = new Response(form);
+  const encoded = encodeMultipart(form);
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const req = send(target, {
       method,
-      headers: { ...headers, "content-type": encoded.headers.get("content-type") ?? "multipart/form-data" },
+      headers: {
+        ...headers,
+        "content-type": encoded.contentType,
+        "content-length": String(encoded.length),
+        expect: "100-continue",
+      },
       agent: false,
     });
     let answered = false;
+    let sending = false;
+    const sendBody = () => {
+      if (sending || answered) return;
+      sending = true;
+      encoded.body.on("error", (err) => req.destroy(err));
+      encoded.body.pipe(req);
+    };
+    req.on("continue", sendBody);
+    // A server or proxy that ignores Expect: the body goes after a while anyway (RFC 9110, 10.1.1).
+    const noContinue = setTimeout(sendBody, 3000);
     req.setTimeout(timeoutMs, () =>
       req.destroy(Object.assign(new Error("timed out"), { name: "TimeoutError" })),
     );
     req.on("error", (err) => {
+      clearTimeout(noContinue);
       if (!answered) reject(err);
     });
     req.on("response", (res) => {
       answered = true;
+      clearTimeout(noContinue);
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("error", reject);
@@ -192,13 +209,11 @@ function sendForm(
         }
         const status = res.statusCode ?? 502;
         const body = status === 204 ? null : new Uint8Array(Buffer.concat(chunks));
+        // Refused before the body went: the request is over, with nothing more to send.
+        if (!sending) req.destroy();
         resolve(new Response(body, { status, headers: responseHeaders }));
       });
     });
-    if (!encoded.body) return void req.end();
-    const body = Readable.fromWeb(encoded.body as never);
-    body.on("error", (err) => req.destroy(err));
-    body.pipe(req);
   });
 }
 

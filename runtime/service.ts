@@ -1,3 +1,4 @@
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { serve } from "@hono/node-server";
@@ -7,6 +8,7 @@ import { createCpuPool } from "../activities/cpu-pool.ts";
 import type { ExtractionRunner } from "../activities/extract.ts";
 import { ensureAdminKey } from "../api/admin-key.ts";
 import { createApp } from "../api/app.ts";
+import { answerExpectContinue } from "../api/body-limit.ts";
 import { createBlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
@@ -198,6 +200,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         temporal: client,
       });
       const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
+      answerExpectContinue(server as Server, config);
       await new Promise<void>((resolve, reject) => {
         server.once("listening", resolve);
         server.once("error", reject);

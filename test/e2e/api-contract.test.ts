@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
 
@@ -106,6 +107,38 @@ describe("HTTP contract", () => {
     const small = await upload(6_000);
     expect(small.status).toBe(200);
     expect(await small.json()).toMatchObject({ id: expect.any(String), status: "queued" });
+  });
+
+  it("answers Expect: 100-continue with 413 before the body when the declared length is over the limit", async () => {
+    // A raw socket, so the test sees exactly what goes over the wire before any body byte is sent.
+    const exchange = (path: string, length: number) =>
+      new Promise<string>((resolve, reject) => {
+        const { hostname, port } = new URL(service.url);
+        const socket = connect(Number(port), hostname);
+        let seen = "";
+        socket.on("data", (chunk) => {
+          seen += chunk.toString("latin1");
+          // Enough to tell the two outcomes apart: an interim 100, or a whole final answer.
+          if (/^HTTP\/1\.1 100 /.test(seen) || /\r\n\r\n\{.*\}$/s.test(seen)) {
+            socket.destroy();
+            resolve(seen);
+          }
+        });
+        socket.on("error", reject);
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${TEST_ADMIN_KEY}\r\n` +
+            `Content-Type: multipart/form-data; boundary=x\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`,
+        );
+      });
+    const refused = await exchange("/v3/documents/file", 8193);
+    expect(refused).toMatch(/^HTTP\/1\.1 413 /);
+    expect(refused).toMatch(/\r\nconnection: close\r\n/i);
+    expect(JSON.parse(refused.slice(refused.indexOf("\r\n\r\n") + 4))).toEqual({
+      error: { code: "payload_too_large", message: "request body is larger than 8192 bytes" },
+    });
+    // The JSON routes have their own, smaller limit; within it the client is told to go on.
+    expect(await exchange("/v3/documents", 4097)).toMatch(/^HTTP\/1\.1 413 /);
+    expect(await exchange("/v3/documents/file", 8192)).toMatch(/^HTTP\/1\.1 100 Continue\r\n/);
   });
 
   it("answers a multipart upload without a file with 400", async () => {
