@@ -401,18 +401,22 @@ export function presentConnection(connection: ConnectionRow, lastSync: SyncRunRo
     metadata: { ...connection.metadata, ...secretFlags },
     status: connection.status,
     syncIntervalMinutes: connection.syncIntervalMinutes,
-    lastSync: lastSync
-      ? {
-          id: lastSync.id,
-          trigger: lastSync.trigger,
-          status: lastSync.status,
-          errorCode: lastSync.errorCode,
-          error: lastSync.error,
-          startedAt: lastSync.startedAt.toISOString(),
-          finishedAt: lastSync.finishedAt?.toISOString() ?? null,
-          counts: lastSync.counts,
-        }
-      : null,
+    lastSync: lastSync ? presentSyncRun(lastSync) : null,
+  };
+}
+
+/** A sync run as the API shows it; workflowId names the run's Temporal workflow (sync/<connection id>). */
+export function presentSyncRun(run: SyncRunRow) {
+  return {
+    id: run.id,
+    trigger: run.trigger,
+    status: run.status,
+    errorCode: run.errorCode,
+    error: run.error,
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    counts: run.counts,
+    workflowId: run.workflowId,
   };
 }
 

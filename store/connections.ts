@@ -151,6 +151,20 @@ export async function latestSyncRuns(
   return new Map(rows.map((r) => [r.connectionId, r]));
 }
 
+/** A connection's runs, newest first. */
+export async function recentSyncRuns(
+  db: Database,
+  connectionId: string,
+  limit: number,
+): Promise<SyncRunRow[]> {
+  return db
+    .select()
+    .from(syncRuns)
+    .where(eq(syncRuns.connectionId, connectionId))
+    .orderBy(desc(syncRuns.startedAt), desc(syncRuns.id))
+    .limit(limit);
+}
+
 /** What the connection stored of these items at earlier syncs. */
 export async function knownItems(
   db: Database,

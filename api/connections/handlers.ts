@@ -9,13 +9,14 @@ import {
   createConnectionFor,
   presentConnection,
   presentConnections,
+  presentSyncRun,
   removeConnection,
   renewPickerLink,
 } from "../../services/connections.ts";
-import { findConnection, latestSyncRuns, listConnections } from "../../store/connections.ts";
+import { findConnection, latestSyncRuns, listConnections, recentSyncRuns } from "../../store/connections.ts";
 import { documents } from "../../store/schema/index.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
-import { badRequest, notFound } from "../errors.ts";
+import { ApiError, badRequest, notFound } from "../errors.ts";
 import { connectionDeps } from "./deps.ts";
 import type * as routes from "./routes.ts";
 
@@ -78,6 +79,27 @@ export function connectionHandlers(deps: ApiDeps) {
     const row = await one(c.req.valid("param").connectionId);
     const runs = await latestSyncRuns(db, [row.id]);
     return c.json(presentConnection(row, runs.get(row.id)), 200);
+  };
+
+  const runs: RouteHandler<typeof routes.runs, AppEnv> = async (c) => {
+    const row = await one(c.req.valid("param").connectionId);
+    const found = await recentSyncRuns(db, row.id, c.req.valid("query").limit);
+    return c.json({ runs: found.map(presentSyncRun) }, 200);
+  };
+
+  const syncOne: RouteHandler<typeof routes.syncOne, AppEnv> = async (c) => {
+    const row = await one(c.req.valid("param").connectionId);
+    if (row.status !== "active") {
+      throw new ApiError(
+        409,
+        "conflict",
+        row.status === "auth_expired"
+          ? "the connection's credentials were refused: reconnect it before syncing"
+          : `the connection is ${row.status}: finish its setup before syncing`,
+      );
+    }
+    await deps.syncs.startNow(row.id, "import");
+    return c.json({ id: row.id, message: `Sync of ${row.provider} connection ${row.id} started` }, 200);
   };
 
   const getByTag: RouteHandler<typeof routes.getByTag, AppEnv> = async (c) => {
@@ -192,6 +214,8 @@ export function connectionHandlers(deps: ApiDeps) {
     list,
     create,
     getById,
+    runs,
+    syncOne,
     getByTag,
     importNow,
     listDocuments,

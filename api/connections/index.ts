@@ -17,5 +17,7 @@ export function connectionsApp(deps: ApiDeps) {
     .openapi(routes.pickerLink, h.pickerLink)
     .openapi(routes.create, h.create)
     .openapi(routes.getById, h.getById)
+    .openapi(routes.runs, h.runs)
+    .openapi(routes.syncOne, h.syncOne)
     .openapi(routes.remove, h.remove);
 }

@@ -11,6 +11,8 @@ import {
   Provider,
   RequiredTagsBody,
   ResourcesQuery,
+  RunsQuery,
+  SyncRun,
   TagsBody,
 } from "./schemas.ts";
 
@@ -52,6 +54,29 @@ export const getById = createRoute({
   summary: "A connection with its last sync run",
   request: { params: ConnectionIdParam },
   responses: { 200: json(ConnectionJson, "The connection"), ...errorResponses },
+});
+
+export const runs = createRoute({
+  ...common,
+  method: "get",
+  path: "/{connectionId}/runs",
+  summary: "The connection's sync runs, newest first",
+  request: { params: ConnectionIdParam, query: RunsQuery },
+  responses: { 200: json(z.object({ runs: z.array(SyncRun) }), "Sync runs"), ...errorResponses },
+});
+
+export const syncOne = createRoute({
+  ...common,
+  method: "post",
+  path: "/{connectionId}/sync",
+  summary: "Sync this connection now (a sync already running takes one more pass after its current one)",
+  description:
+    "409 when the connection is not active (waiting for consent or the picker, or its credentials expired).",
+  request: { params: ConnectionIdParam },
+  responses: {
+    200: json(z.object({ id: z.string(), message: z.string() }), "Started"),
+    ...errorResponses,
+  },
 });
 
 export const getByTag = createRoute({

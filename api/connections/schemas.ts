@@ -53,6 +53,24 @@ const Counts = z.object({
   failed: z.number(),
 });
 
+export const SyncRun = z
+  .object({
+    id: z.string(),
+    trigger: z.string().openapi({ description: "create | import | schedule" }),
+    status: z.enum(["running", "done", "failed", "auth_expired", "skipped"]),
+    errorCode: z.string().nullable(),
+    error: z.string().nullable(),
+    startedAt: z.string(),
+    finishedAt: z.string().nullable(),
+    counts: Counts,
+    workflowId: z.string().nullable().openapi({ description: "The run's Temporal workflow id" }),
+  })
+  .openapi("SyncRun");
+
+export const RunsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});
+
 export const ConnectionJson = z
   .object({
     id: z.string(),
@@ -67,18 +85,7 @@ export const ConnectionJson = z
         "pending: waiting for the provider consent page; setup: waiting for the picker selection; active: syncing; auth_expired: credentials refused, reconnect it",
     }),
     syncIntervalMinutes: z.number(),
-    lastSync: z
-      .object({
-        id: z.string(),
-        trigger: z.string(),
-        status: z.enum(["running", "done", "failed", "auth_expired", "skipped"]),
-        errorCode: z.string().nullable(),
-        error: z.string().nullable(),
-        startedAt: z.string(),
-        finishedAt: z.string().nullable(),
-        counts: Counts,
-      })
-      .nullable(),
+    lastSync: SyncRun.nullable(),
   })
   .openapi("Connection");
 

@@ -204,16 +204,19 @@ export interface Connection {
   metadata: Record<string, unknown>;
   status: "pending" | "setup" | "active" | "auth_expired" | "paused";
   syncIntervalMinutes: number;
-  lastSync: {
-    id: string;
-    trigger: string;
-    status: string;
-    errorCode: string | null;
-    error: string | null;
-    startedAt: string;
-    finishedAt: string | null;
-    counts: { added: number; updated: number; deleted: number; unchanged: number; failed: number };
-  } | null;
+  lastSync: SyncRun | null;
+}
+
+export interface SyncRun {
+  id: string;
+  trigger: string;
+  status: string;
+  errorCode: string | null;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  counts: { added: number; updated: number; deleted: number; unchanged: number; failed: number };
+  workflowId: string | null;
 }
 
 export interface Memory {
@@ -236,11 +239,16 @@ export interface Memory {
   updatedAt: string;
 }
 
+/** A workflow's page in the Temporal UI, when the service knows where that is. */
+export function temporalWorkflowUrl(config: ConsoleConfig | null, workflowId: string): string | null {
+  if (!config?.temporalUiUrl) return null;
+  const namespace = encodeURIComponent(config.temporalNamespace);
+  return `${config.temporalUiUrl}/namespaces/${namespace}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
 /** Temporal workflow ids of document processing: doc/<document id>/<run> (runtime/processing-client.ts). */
 export function workflowUrl(config: ConsoleConfig | null, documentId: string, run: number): string | null {
-  if (!config?.temporalUiUrl) return null;
-  const id = encodeURIComponent(`doc/${documentId}/${run}`);
-  return `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows/${id}`;
+  return temporalWorkflowUrl(config, `doc/${documentId}/${run}`);
 }
 
 export function formatDate(iso: string | null | undefined): string {

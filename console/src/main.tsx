@@ -57,7 +57,7 @@ function App() {
   if (section === "documents" && sub) page = <DocumentPage id={decodeURIComponent(sub)} config={config} />;
   else if (section === "documents") page = <DocumentsPage />;
   else if (section === "processing") page = <ProcessingPage config={config} />;
-  else if (section === "connections") page = <ConnectionsPage />;
+  else if (section === "connections") page = <ConnectionsPage config={config} />;
   else if (section === "search") page = <SearchPage />;
   else if (section === "memories") page = <MemoriesPage />;
 

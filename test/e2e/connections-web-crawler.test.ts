@@ -216,4 +216,32 @@ describe("web-crawler connections through the sync engine", () => {
       docsBefore.map((d) => `${d.id} ${d.title} ${d.updatedAt}`).sort(),
     );
   });
+
+  it("syncs this one connection on request and lists its runs, newest first, with their workflow", async () => {
+    const before = await lastSync();
+    const started = await call("POST", `/v3/connections/${connectionId}/sync`);
+    expect(started.status).toBe(200);
+    expect(started.json).toMatchObject({ id: connectionId, message: expect.stringMatching(/started/) });
+    const run = await syncAfter(before?.id);
+    expect(run).toMatchObject({ status: "done", trigger: "import" });
+
+    const listed = await call("GET", `/v3/connections/${connectionId}/runs?limit=50`);
+    expect(listed.status).toBe(200);
+    const runs = (
+      listed.json as { runs: { id: string; trigger: string; startedAt: string; workflowId: string }[] }
+    ).runs;
+    // The first crawl, two imports through the provider, and this one.
+    expect(runs.map((r) => r.trigger)).toEqual(["import", "import", "import", "create"]);
+    expect(runs[0]?.id).toBe(run.id);
+    const starts = runs.map((r) => Date.parse(r.startedAt));
+    expect(starts).toEqual([...starts].sort((a, b) => b - a));
+    for (const r of runs) expect(r.workflowId).toBe(`sync/${connectionId}`);
+    expect((await call("GET", `/v3/connections/${connectionId}/runs?limit=1`)).json).toEqual({
+      runs: [runs[0]],
+    });
+
+    expect((await call("GET", `/v3/connections/${connectionId}/runs?limit=0`)).status).toBe(400);
+    expect((await call("POST", "/v3/connections/no-such-connection/sync")).status).toBe(404);
+    expect((await call("GET", "/v3/connections/no-such-connection/runs")).status).toBe(404);
+  });
 });

@@ -572,6 +572,19 @@ describe("web console", () => {
         .getByText(/\d+ added, \d+ updated, \d+ deleted, \d+ unchanged, \d+ failed \(import\)/)
         .waitFor();
       await shot(page, "connections");
+
+      // Its runs, newest first: the sync asked for here, then the first one.
+      await row.getByRole("button", { name: "Runs" }).click();
+      const runs = page.getByRole("region", { name: "Sync runs of web-crawler" });
+      await waitFor(async () => ((await runs.locator("tbody tr").count()) === 2 ? true : undefined), "two runs");
+      expect(await runs.locator("tbody tr td:nth-child(3)").allTextContents()).toEqual(["import", "create"]);
+      // The panel refreshes itself while a run is going.
+      await waitFor(
+        async () => ((await runs.getByText("done", { exact: true }).count()) === 2 ? true : undefined),
+        "both runs done",
+      );
+      await shot(page, "connections-runs");
+      await page.getByRole("button", { name: "Close" }).click();
     });
 
     it("hands an OAuth connection to the provider's consent page, then opens the picker", async () => {

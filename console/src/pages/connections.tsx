@@ -1,5 +1,15 @@
 import { useState } from "preact/hooks";
-import { type Connection, del, formatDate, post, splitTags } from "../api.ts";
+import {
+  type Connection,
+  type ConsoleConfig,
+  del,
+  formatDate,
+  get,
+  post,
+  type SyncRun,
+  splitTags,
+  temporalWorkflowUrl,
+} from "../api.ts";
 import { ErrorNote, ListTable, OkNote, PageTitle, StatusBadge, Tags } from "../components.tsx";
 import { Field, SelectField, SubmitRow, TextAreaField } from "../forms.tsx";
 import { useAction, useLoad } from "../hooks.ts";
@@ -8,7 +18,7 @@ const PROVIDERS = ["s3", "web-crawler", "imap", "github", "google-drive", "onedr
 /** Drive connections choose what they sync in the hosted picker. */
 const PICKER = new Set(["google-drive", "onedrive"]);
 
-export function ConnectionsPage() {
+export function ConnectionsPage({ config }: { config: ConsoleConfig | null }) {
   // Runs started here or by the schedule show up as they go: faster while one is running.
   const list = useLoad(
     () => post<Connection[]>("/v3/connections/list", {}),
@@ -17,14 +27,11 @@ export function ConnectionsPage() {
   );
   const action = useAction();
   const [handoff, setHandoff] = useState<{ provider: string; url: string } | null>(null);
+  const [showRuns, setShowRuns] = useState<Connection | null>(null);
 
   const syncNow = async (c: Connection) => {
     await action.run(
-      () =>
-        post<string>(
-          `/v3/connections/${encodeURIComponent(c.provider)}/import`,
-          c.containerTags.length ? { containerTags: c.containerTags } : {},
-        ),
+      () => post<{ message: string }>(`/v3/connections/${encodeURIComponent(c.id)}/sync`),
       `Sync of ${c.provider} started.`,
     );
     await list.reload();
@@ -100,9 +107,7 @@ export function ConnectionsPage() {
                     <StatusBadge status={c.lastSync.status} />{" "}
                     {formatDate(c.lastSync.finishedAt ?? c.lastSync.startedAt)}
                     <div class="muted small">
-                      {c.lastSync.counts.added} added, {c.lastSync.counts.updated} updated,{" "}
-                      {c.lastSync.counts.deleted} deleted, {c.lastSync.counts.unchanged} unchanged,{" "}
-                      {c.lastSync.counts.failed} failed ({c.lastSync.trigger})
+                      <RunCounts run={c.lastSync} /> ({c.lastSync.trigger})
                     </div>
                     {c.lastSync.error ? <div class="small error-text">{c.lastSync.error}</div> : null}
                   </>
@@ -111,6 +116,15 @@ export function ConnectionsPage() {
                 )}
               </td>
               <td class="buttons">
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-expanded={showRuns?.id === c.id}
+                  aria-controls="conn-runs"
+                  onClick={() => setShowRuns(showRuns?.id === c.id ? null : c)}
+                >
+                  Runs
+                </button>
                 <button type="button" class="secondary" disabled={action.busy} onClick={() => syncNow(c)}>
                   Sync now
                 </button>
@@ -127,7 +141,81 @@ export function ConnectionsPage() {
           )}
         />
       </section>
+      {showRuns ? (
+        <SyncRuns key={showRuns.id} connection={showRuns} config={config} onClose={() => setShowRuns(null)} />
+      ) : null}
     </>
+  );
+}
+
+function RunCounts({ run }: { run: SyncRun }) {
+  const { added, updated, deleted, unchanged, failed } = run.counts;
+  return (
+    <>
+      {added} added, {updated} updated, {deleted} deleted, {unchanged} unchanged, {failed} failed
+    </>
+  );
+}
+
+/** The connection's recent runs, refreshed while one is running, each linked to its Temporal workflow. */
+function SyncRuns({
+  connection,
+  config,
+  onClose,
+}: {
+  connection: Connection;
+  config: ConsoleConfig | null;
+  onClose: () => void;
+}) {
+  const runs = useLoad(
+    async () =>
+      (await get<{ runs: SyncRun[] }>(`/v3/connections/${encodeURIComponent(connection.id)}/runs?limit=20`))
+        .runs,
+    [connection.id],
+    (data) => (data?.some((r) => r.status === "running") ? 2000 : 10_000),
+  );
+  return (
+    <section id="conn-runs" class="panel" aria-labelledby="conn-runs-title">
+      <h2 id="conn-runs-title">
+        Recent runs of {connection.provider} <code class="small">{connection.id}</code>
+      </h2>
+      <ErrorNote error={runs.error} />
+      <ListTable
+        label={`Sync runs of ${connection.provider}`}
+        columns={["Started", "Finished", "Trigger", "Status", "Changes", "Workflow"]}
+        rows={runs.data}
+        empty="This connection has not synced yet."
+        row={(r) => {
+          const url = r.workflowId ? temporalWorkflowUrl(config, r.workflowId) : null;
+          return (
+            <tr key={r.id}>
+              <td>{formatDate(r.startedAt)}</td>
+              <td>{formatDate(r.finishedAt)}</td>
+              <td>{r.trigger}</td>
+              <td>
+                <StatusBadge status={r.status} />
+                {r.error ? <div class="small error-text">{r.error}</div> : null}
+              </td>
+              <td class="small">
+                <RunCounts run={r} />
+              </td>
+              <td>
+                {url ? (
+                  <a href={url} target="_blank" rel="noreferrer">
+                    {r.workflowId}
+                  </a>
+                ) : (
+                  <code class="small">{r.workflowId ?? "—"}</code>
+                )}
+              </td>
+            </tr>
+          );
+        }}
+      />
+      <button type="button" class="secondary" onClick={onClose}>
+        Close
+      </button>
+    </section>
   );
 }
 
