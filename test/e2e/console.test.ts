@@ -576,7 +576,10 @@ describe("web console", () => {
       // Its runs, newest first: the sync asked for here, then the first one.
       await row.getByRole("button", { name: "Runs" }).click();
       const runs = page.getByRole("region", { name: "Sync runs of web-crawler" });
-      await waitFor(async () => ((await runs.locator("tbody tr").count()) === 2 ? true : undefined), "two runs");
+      await waitFor(
+        async () => ((await runs.locator("tbody tr").count()) === 2 ? true : undefined),
+        "two runs",
+      );
       expect(await runs.locator("tbody tr td:nth-child(3)").allTextContents()).toEqual(["import", "create"]);
       // The panel refreshes itself while a run is going.
       await waitFor(
