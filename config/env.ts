@@ -39,8 +39,13 @@ export const envSchema = z.object({
   /** Temporal Cloud / a TLS cluster: TLS on, with an API key or a client certificate (mTLS). */
   TEMPORAL_TLS: flag,
   TEMPORAL_API_KEY: z.string().optional(),
+  /** A client certificate and its key (PEM files) for mutual TLS; both or neither. */
   TEMPORAL_TLS_CERT_PATH: z.string().optional(),
   TEMPORAL_TLS_KEY_PATH: z.string().optional(),
+  /** The CA (PEM file) that signed the server's certificate, for a cluster with a private CA. */
+  TEMPORAL_TLS_CA_PATH: z.string().optional(),
+  /** The name to check the server's certificate against (and to send as SNI), when not the address's host. */
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   /** Temporal Web UI base URL for the console's workflow links; default: the local dev server's UI when started. */
@@ -194,6 +199,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  // A client certificate without its key (or the reverse) would silently connect without mutual TLS.
+  if (Boolean(parsed.data.TEMPORAL_TLS_CERT_PATH) !== Boolean(parsed.data.TEMPORAL_TLS_KEY_PATH)) {
+    throw new ConfigError(
+      "Invalid configuration:\n  TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: set both (mutual TLS) or neither",
+    );
   }
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
 }

@@ -30,7 +30,7 @@ import { ensureKeyNoticeSchedule } from "./key-notice-schedule.ts";
 import { DocumentProcessing } from "./processing-client.ts";
 import { startReembedIfNeeded } from "./reembed-client.ts";
 import { ConnectionSyncs } from "./sync-client.ts";
-import { temporalConnectionOptions } from "./temporal-connection.ts";
+import { connectTemporal, temporalConnectionOptions } from "./temporal-connection.ts";
 import { startTemporalDevServer } from "./temporal-dev-server.ts";
 
 export type Role = "api" | "worker";
@@ -84,7 +84,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     await ensureVectorIndexes(store.db, { model: embedder.model, dimension: embedder.dimension });
     log.info({ model: embedder.model, ms: Date.now() - indexStarted }, "embedding model ready");
 
-    const connection = await Connection.connect(temporalConnectionOptions(config, temporalAddress));
+    const temporalOptions = temporalConnectionOptions(config, temporalAddress);
+    const connection = await connectTemporal(temporalOptions, (o) => Connection.connect(o));
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE, store.db);
@@ -120,9 +121,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         if (type === "video") return media.extractVideo(input, ctx);
         return cpu.extract(type, input, ctx.signal);
       };
-      const workerConnection = await NativeConnection.connect(
-        temporalConnectionOptions(config, temporalAddress),
-      );
+      const workerConnection = await connectTemporal(temporalOptions, (o) => NativeConnection.connect(o));
       stops.push(() => workerConnection.close());
       const workerOptions = {
         connection: workerConnection,

@@ -37,4 +37,22 @@ describe("Temporal connection options", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("trusts a private CA and checks the server's certificate against the name given", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "temporal-ca-"));
+    try {
+      writeFileSync(path.join(dir, "ca.pem"), "CA");
+      expect(
+        options({
+          TEMPORAL_TLS_CA_PATH: path.join(dir, "ca.pem"),
+          TEMPORAL_TLS_SERVER_NAME: "temporal.internal",
+        }),
+      ).toEqual({
+        address: "temporal.example:7233",
+        tls: { serverRootCACertificate: Buffer.from("CA"), serverNameOverride: "temporal.internal" },
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
