@@ -167,12 +167,21 @@ async function fetchSource(url: string, fetching: SourceDeps["fetching"]) {
   }
 }
 
-/** First meaningful line, without markdown heading marks, as a readable title. */
+/**
+ * The first line that reads as words, as a title: markdown heading marks and leading bullets or
+ * checkboxes removed, lines of only symbols or numbers skipped ("☐", "---", "12") unless there is
+ * nothing else.
+ */
 export function titleFromText(text: string): string | null {
-  const line = text
+  const lines = text
     .split(/\r?\n/)
     .map((l) => l.replace(/^#+\s*/, "").trim())
-    .find((l) => l.length > 0);
+    .filter((l) => l.length > 0);
+  const line =
+    lines
+      // Bullets, checkboxes, dashes, quote marks of markdown; currency signs, ¿ and brackets stay.
+      .map((l) => l.replace(/^[\p{So}\p{Pd}•·‣▪◦*>+~|=_\s]+/u, ""))
+      .find((l) => (l.match(/\p{L}/gu)?.length ?? 0) >= 2) ?? lines[0];
   if (!line) return null;
   return line.length > 100 ? `${line.slice(0, 97).trimEnd()}...` : line;
 }

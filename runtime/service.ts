@@ -224,6 +224,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
 }
 
 let temporalLoggerInstalled = false;
+const EXPECTED_TEMPORAL_WARNINGS = /^No workflows registered, not polling for workflow tasks$/;
 
 /** The SDK logs every worker state change at INFO; route its warnings and errors to our logger instead. */
 function installTemporalLogger(log: Logger) {
@@ -234,7 +235,9 @@ function installTemporalLogger(log: Logger) {
     logger: new DefaultLogger(level, (entry) => {
       const fields = { temporal: entry.meta };
       if (entry.level === "ERROR") log.error(fields, entry.message);
-      else if (entry.level === "WARN") log.warn(fields, entry.message);
+      // The heavy-extraction worker runs activities only, by design: the SDK's warning about it is not news.
+      else if (entry.level === "WARN" && !EXPECTED_TEMPORAL_WARNINGS.test(entry.message))
+        log.warn(fields, entry.message);
       else log.debug(fields, entry.message);
     }),
   });
