@@ -35,6 +35,12 @@ export async function searchCommand(
       const best = r.chunks.find((c) => c.isRelevant) ?? r.chunks[0];
       return [String(i + 1), r.score.toFixed(3), r.title ?? r.documentId, clip(best?.content ?? "", 100)];
     });
-    return `${table(["#", "SCORE", "TITLE", "SNIPPET"], rows, 100)}\n\n${res.results.length} result(s) in ${Math.round(res.timing)} ms.`;
+    // The order is the hybrid ranking (keywords and meaning together), which a similarity alone can
+    // contradict: say so, or a lower score above a higher one looks like a bug.
+    return (
+      `${table(["#", "SCORE", "TITLE", "SNIPPET"], rows, 100)}\n\n` +
+      `${res.results.length} result(s) in ${Math.round(res.timing)} ms, ranked by keywords and meaning together; ` +
+      "SCORE is the best passage's similarity to the query."
+    );
   });
 }

@@ -221,7 +221,7 @@ describe("the operator CLI against a running service", () => {
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^#\s+SCORE\s+TITLE\s+SNIPPET/m);
     expect(text.stdout).toMatch(/\d\.\d{3}\s+This is a test document to use for unit tests\./);
-    expect(text.stdout).toMatch(/result\(s\) in \d+ ms\./);
+    expect(text.stdout).toMatch(/result\(s\) in \d+ ms, ranked by keywords and meaning together; SCORE is/);
   });
 
   it("documents filters by status in the CLI, and says so", async () => {
