@@ -87,6 +87,8 @@ async function tlsHandshakeProblem(address: string, tlsConfig: TLSConfig): Promi
     };
     const timer = setTimeout(() => done("no TLS handshake within 5 s"), 5000);
     socket.once("error", (e: NodeJS.ErrnoException) => {
+      if (e.syscall === "connect" || e.syscall === "getaddrinfo")
+        return done(`nothing answers there (${e.code})`);
       const hint =
         e.code === "ERR_TLS_CERT_ALTNAME_INVALID"
           ? " (set TEMPORAL_TLS_SERVER_NAME to the name in the server's certificate)"

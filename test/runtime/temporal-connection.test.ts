@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../config/env.ts";
-import { temporalConnectionOptions } from "../../runtime/temporal-connection.ts";
+import { connectTemporal, temporalConnectionOptions } from "../../runtime/temporal-connection.ts";
 
 // Temporal Cloud cannot be reached from here: these check the options handed to the SDK's connect().
 describe("Temporal connection options", () => {
@@ -54,5 +55,22 @@ describe("Temporal connection options", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("says why a connection failed: nothing listening, or plain text where TLS may be wanted", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const sdkFailure = async () => {
+      throw new Error("Failed to connect before the deadline");
+    };
+    await expect(connectTemporal({ address: `127.0.0.1:${port}`, tls: true }, sdkFailure)).rejects.toThrow(
+      `cannot connect to Temporal at 127.0.0.1:${port} over TLS: nothing answers there (ECONNREFUSED)`,
+    );
+    await expect(connectTemporal({ address: `127.0.0.1:${port}` }, sdkFailure)).rejects.toThrow(
+      `cannot connect to Temporal at 127.0.0.1:${port} in plain text (set TEMPORAL_TLS for a TLS endpoint): Failed to connect before the deadline`,
+    );
+    expect(await connectTemporal({ address: "anywhere:7233" }, async (o) => o.address)).toBe("anywhere:7233");
   });
 });
