@@ -1,6 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
+import type { AxeResults } from "axe-core";
 import pg from "pg";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -58,8 +60,32 @@ describe("web console", () => {
   let databaseUrl: string;
   const call = caller(() => service.url);
   const artefacts = path.join(repoRoot, "test-artifacts");
-  const shot = (page: Page, name: string, fullPage = true) =>
-    page.screenshot({ path: path.join(artefacts, `console-${name}.png`), fullPage });
+  const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  /** axe-core's WCAG 2 A and AA rules (labels, names, contrast, landmarks) over the page as it is now. */
+  async function accessibilityViolations(page: Page) {
+    // Evaluated through the DevTools protocol: the console's CSP (rightly) refuses injected script tags.
+    await page.evaluate(axeSource);
+    return page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run: (...args: unknown[]) => Promise<AxeResults> } }).axe;
+      const result = await axe.run(document, {
+        runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] },
+      });
+      return result.violations.map((v) => ({
+        rule: v.id,
+        impact: v.impact,
+        help: v.help,
+        nodes: v.nodes
+          .slice(0, 3)
+          .map((n) => `${n.target.join(" ")}: ${n.failureSummary?.split("\n")[1] ?? ""}`),
+      }));
+    });
+  }
+
+  /** A screenshot for the artefacts, and every page shot is checked for accessibility on the way. */
+  const shot = async (page: Page, name: string, fullPage = true) => {
+    await page.screenshot({ path: path.join(artefacts, `console-${name}.png`), fullPage });
+    expect(await accessibilityViolations(page), `accessibility of ${name}`).toEqual([]);
+  };
 
   beforeAll(async () => {
     ensureConsoleBuilt();

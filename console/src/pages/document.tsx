@@ -212,7 +212,10 @@ export function DocumentPage({ id, config }: { id: string; config: ConsoleConfig
         <h2 id="content">Content</h2>
         {content ? (
           <>
-            <pre class="content">{showAll ? content : content.slice(0, CONTENT_PREVIEW)}</pre>
+            {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard */}
+            <pre class="content" tabIndex={0}>
+              {showAll ? content : content.slice(0, CONTENT_PREVIEW)}
+            </pre>
             {content.length > CONTENT_PREVIEW ? (
               <button type="button" class="secondary" onClick={() => setShowAll(!showAll)}>
                 {showAll ? "Show less" : `Show all ${content.length} characters`}
