@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
 import { bearerAuth, endpointGuard } from "./auth.ts";
-import { bodyLimitFor, tooLargeMessage } from "./body-limit.ts";
+import { bodyKindFor, tooLargeMessage } from "./body-limit.ts";
 import { connectionBrowserApp } from "./connections/browser.ts";
 import { connectionsApp } from "./connections/index.ts";
 import {
@@ -80,13 +80,11 @@ export function createApp(deps: ApiDeps) {
         throw new ApiError(413, "payload_too_large", tooLargeMessage(maxSize));
       },
     });
-  const limits = new Map(
-    [deps.config.MAX_CONTENT_BYTES, deps.config.MAX_FILE_BYTES].map((bytes) => [bytes, limit(bytes)]),
-  );
-  api.use("*", (c, next) => {
-    const checkSize = limits.get(bodyLimitFor(c.req.path, deps.config));
-    return checkSize ? checkSize(c, next) : next();
-  });
+  const sizeChecks = {
+    file: limit(deps.config.MAX_FILE_BYTES),
+    json: limit(deps.config.MAX_CONTENT_BYTES),
+  };
+  api.use("*", (c, next) => sizeChecks[bodyKindFor(c.req.path)](c, next));
   api.use(
     "*",
     bearerAuth(deps.db, (c) => consoleSessions.authenticate(c)),

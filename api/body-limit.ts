@@ -5,26 +5,32 @@ import { errorBody } from "./errors.ts";
 type Limits = Pick<Config, "MAX_CONTENT_BYTES" | "MAX_FILE_BYTES">;
 
 /** Uploads and imports of an export (which carries files) may be as large as a file; the rest are JSON. */
-export function bodyLimitFor(pathname: string, limits: Limits): number {
+export type BodyKind = "file" | "json";
+
+export function bodyKindFor(pathname: string): BodyKind {
   const large =
     pathname.endsWith("/file") ||
     (pathname.startsWith("/v3/container-tags/") && pathname.endsWith("/import"));
-  return large ? limits.MAX_FILE_BYTES : limits.MAX_CONTENT_BYTES;
+  return large ? "file" : "json";
 }
+
+export const bodyLimitOf = (kind: BodyKind, limits: Limits) =>
+  kind === "file" ? limits.MAX_FILE_BYTES : limits.MAX_CONTENT_BYTES;
 
 export const tooLargeMessage = (limit: number) => `request body is larger than ${limit} bytes`;
 
 /**
- * Answers `Expect: 100-continue` before the body is sent: 413 when the declared length is over the
- * route's limit, so a client uploading a huge file learns it at once and the connection never carries
- * the body. (Without this, Node says 100 Continue to everything; the app then refuses the body while
- * it arrives, and a busy client may see only the broken pipe, not the answer.)
+ * Answers `Expect: 100-continue` as HTTP means it: "100 Continue" only once the app reads the body.
+ * A declared length over the route's limit gets 413 at once, and a request the app refuses without
+ * reading (401, 403, 404…) gets its final answer while the client still holds the body back. Without
+ * this, Node says 100 Continue to everything; the client then sends its body into a connection the
+ * server is closing after its error answer, and may see only the reset, not the answer.
  */
 export function answerExpectContinue(server: Pick<Server, "on" | "emit">, limits: Limits) {
   server.on("checkContinue", (req, res) => {
     const declared = Number(req.headers["content-length"]);
     const pathname = new URL(req.url ?? "/", "http://service").pathname;
-    const limit = bodyLimitFor(pathname, limits);
+    const limit = bodyLimitOf(bodyKindFor(pathname), limits);
     if (Number.isFinite(declared) && declared > limit) {
       const body = JSON.stringify(errorBody("payload_too_large", tooLargeMessage(limit)));
       res.writeHead(413, {
@@ -36,7 +42,11 @@ export function answerExpectContinue(server: Pick<Server, "on" | "emit">, limits
       res.end(body);
       return;
     }
-    res.writeContinue();
+    // Reading the body (a data listener, or Node draining it after the answer) resumes the stream.
+    // After a final answer the client sends nothing: the app's error answers close the connection.
+    req.once("resume", () => {
+      if (!res.headersSent) res.writeContinue();
+    });
     server.emit("request", req, res);
   });
 }

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { errorResponses } from "../schemas.ts";
+import { ErrorResponse, errorResponses, notFoundResponse } from "../schemas.ts";
 import {
   ConfigureBody,
   ConnectionDocument,
@@ -62,7 +62,11 @@ export const runs = createRoute({
   path: "/{connectionId}/runs",
   summary: "The connection's sync runs, newest first",
   request: { params: ConnectionIdParam, query: RunsQuery },
-  responses: { 200: json(z.object({ runs: z.array(SyncRun) }), "Sync runs"), ...errorResponses },
+  responses: {
+    200: json(z.object({ runs: z.array(SyncRun) }), "Sync runs"),
+    ...errorResponses,
+    ...notFoundResponse,
+  },
 });
 
 export const syncOne = createRoute({
@@ -76,6 +80,8 @@ export const syncOne = createRoute({
   responses: {
     200: json(z.object({ id: z.string(), message: z.string() }), "Started"),
     ...errorResponses,
+    ...notFoundResponse,
+    409: json(ErrorResponse, "The connection is not active"),
   },
 });
 

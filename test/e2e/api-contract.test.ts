@@ -109,9 +109,9 @@ describe("HTTP contract", () => {
     expect(await small.json()).toMatchObject({ id: expect.any(String), status: "queued" });
   });
 
-  it("answers Expect: 100-continue with 413 before the body when the declared length is over the limit", async () => {
+  it("answers Expect: 100-continue with 413 before the body when over the limit, and 100 only when the body is read", async () => {
     // A raw socket, so the test sees exactly what goes over the wire before any body byte is sent.
-    const exchange = (path: string, length: number) =>
+    const exchange = (path: string, length: number, key = TEST_ADMIN_KEY) =>
       new Promise<string>((resolve, reject) => {
         const { hostname, port } = new URL(service.url);
         const socket = connect(Number(port), hostname);
@@ -126,7 +126,7 @@ describe("HTTP contract", () => {
         });
         socket.on("error", reject);
         socket.write(
-          `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${TEST_ADMIN_KEY}\r\n` +
+          `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${key}\r\n` +
             `Content-Type: multipart/form-data; boundary=x\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`,
         );
       });
@@ -139,6 +139,11 @@ describe("HTTP contract", () => {
     // The JSON routes have their own, smaller limit; within it the client is told to go on.
     expect(await exchange("/v3/documents", 4097)).toMatch(/^HTTP\/1\.1 413 /);
     expect(await exchange("/v3/documents/file", 8192)).toMatch(/^HTTP\/1\.1 100 Continue\r\n/);
+    // A request refused without reading its body gets its final answer, never a 100 first: the
+    // client then never sends a body into a connection that is closing.
+    const unauthorized = await exchange("/v3/documents/file", 100, "sm_not_a_real_key_0000");
+    expect(unauthorized).toMatch(/^HTTP\/1\.1 401 /);
+    expect(unauthorized).not.toMatch(/100 Continue/);
   });
 
   it("answers a multipart upload without a file with 400", async () => {
