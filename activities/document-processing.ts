@@ -3,7 +3,7 @@ import { ApplicationFailure, Context } from "@temporalio/activity";
 import { DrizzleQueryError } from "drizzle-orm";
 import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
-import type { Embedder } from "../pipeline/embedder/types.ts";
+import type { Embedder, EmbeddingPriority } from "../pipeline/embedder/types.ts";
 import type { ContentType } from "../pipeline/extract/types.ts";
 import { type ChatModel, ChatModelError } from "../pipeline/llm/chat.ts";
 import { extractMemories } from "../pipeline/llm/extract-memories.ts";
@@ -20,8 +20,10 @@ import {
   saveEmbeddings,
   saveExtraction,
   saveIdentified,
+  saveProcessedText,
   setStatus,
 } from "../store/processing.ts";
+import { DOCUMENT_PRIORITY } from "../store/schema/index.ts";
 import { readSettings } from "../store/settings.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "../workflows/failure-types.ts";
 import type { CpuPool } from "./cpu-pool.ts";
@@ -51,9 +53,22 @@ export interface DocumentActivityDeps {
   /** OpenAI-compatible chat model; without one, documents yield no memories. */
   llm?: ChatModel;
   memoryExtraction?: { maxChars: number };
+  /** Told when a run ends, so admission hands its slot to the next waiting run at once. */
+  admission?: { submit(): void };
 }
 
-const EMBED_BATCH = 16;
+/** Chunks embedded and saved per step of a resumable embedding (a heartbeat between steps). */
+const EMBED_BATCH = 64;
+/** Kinds whose text comes out in seconds at most: extracted in the activity that identifies them. */
+const TEXT_TYPES: readonly ContentType[] = ["text", "webpage", "email", "docx", "pptx"];
+/**
+ * Up to this many chunks, a text is chunked, embedded and stored in one activity and one transaction;
+ * a longer one stores its chunks first and embeds them resumably, a batch at a time.
+ */
+const ONE_GO_MAX_CHUNKS = 64;
+
+/** How far prepareDocument took a run; the workflow goes on from there. */
+export type PreparedStage = "identified" | "chunked" | "embedded" | "done";
 /** Memories of a container shown to the LLM as candidates for updates / extends / derives. */
 const KNOWN_MEMORIES = 30;
 /** A document shared by many containers is read for the first few only: one LLM call each. */
@@ -91,7 +106,127 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
     });
   }
 
+  /** Splits text into chunks, by `chunkSize` from PATCH /v3/settings (characters) or CHUNK_MAX_CHARS. */
+  async function chunkPieces(segments: Parameters<CpuPool["chunkSegments"]>[0]) {
+    const { values } = await readSettings(db);
+    const chunkSize = typeof values.chunkSize === "number" ? values.chunkSize : undefined;
+    return deps.cpu.chunkSegments(segments, {
+      ...deps.chunking,
+      maxChars: chunkSize ?? deps.chunking.maxChars,
+    });
+  }
+
+  /** A run ended: webhooks hear of it, and admission gives its slot to the next waiting run. */
+  async function finished(ref: ProcessingRef, event: "document.done" | "document.failed") {
+    deps.admission?.submit();
+    await emitWebhookEvent(deps, { ...ref, event });
+  }
+
+  function lane(doc: { priority: number }): EmbeddingPriority {
+    return doc.priority === DOCUMENT_PRIORITY.interactive ? "interactive" : "bulk";
+  }
+
   return {
+    /**
+     * Identifies the content and, for the kinds read in seconds (text, web pages, mail, Word,
+     * PowerPoint), goes on: extracts, chunks, embeds and stores a short text in one go, and marks it
+     * done when there is no memory extraction to follow. Fewer activities per document means fewer
+     * round trips through Temporal, which on a small machine cost as much as the work itself.
+     */
+    async prepareDocument(ref: ProcessingRef): Promise<{ type: ContentType; stage: PreparedStage }> {
+      return translateErrors(async () => {
+        await setStatus(db, ref, "extracting");
+        const doc = await loadRun(db, ref);
+        const source = await resolveSource(doc, deps, true);
+        const found = await identify(source);
+        const identified = { type: found.type, mimeType: found.mime, stored: source.stored };
+        if (!TEXT_TYPES.includes(found.type)) {
+          await saveIdentified(db, ref, identified);
+          return { type: found.type, stage: "identified" };
+        }
+        const ctx = Context.current();
+        const extracted = await extractAll(found.type, source, deps.extract, {
+          heartbeat: (details) => ctx.heartbeat(details),
+          signal: ctx.cancellationSignal,
+        });
+        const extraction = {
+          ...extracted,
+          contentHash: createHash("sha256").update(extracted.content).digest("hex"),
+        };
+        const chunkingAt = new Date();
+        const segments = extracted.segments?.length ? extracted.segments : [{ text: extracted.content }];
+        const pieces = await chunkPieces(segments);
+        if (pieces.length > ONE_GO_MAX_CHUNKS) {
+          await saveIdentified(db, ref, identified);
+          await saveExtraction(db, ref, extraction);
+          await setStatus(db, ref, "chunking");
+          await replaceChunks(db, ref, pieces);
+          return { type: found.type, stage: "chunked" };
+        }
+        const embeddingAt = new Date();
+        const vectors = pieces.length
+          ? await deps.embedder.embed(
+              pieces.map((p) => p.content),
+              "document",
+              { priority: lane(doc) },
+            )
+          : [];
+        const finish = !deps.llm;
+        await saveProcessedText(db, ref, {
+          identified,
+          extracted: extraction,
+          pieces: pieces.map((p, i) => ({ ...p, embedding: vectors[i] as number[] })),
+          model: { name: deps.embedder.model, dimension: deps.embedder.dimension },
+          stages: [
+            { status: "chunking", at: chunkingAt },
+            { status: "embedding", at: embeddingAt },
+            ...(finish ? [{ status: "done" as const, at: new Date() }] : []),
+          ],
+        });
+        if (finish) await finished(ref, "document.done");
+        return { type: found.type, stage: finish ? "done" : "embedded" };
+      });
+    },
+
+    /**
+     * Resumable embedding of stored chunks (only those still without a vector), a batch at a time; when
+     * no memory extraction follows, the last batch marks the run done in the same transaction.
+     */
+    async embedAndFinish(ref: ProcessingRef): Promise<{ embedded: number; done: boolean }> {
+      return translateErrors(async () => {
+        await setStatus(db, ref, "embedding");
+        const doc = await loadRun(db, ref);
+        const ctx = Context.current();
+        const model = { name: deps.embedder.model, dimension: deps.embedder.dimension };
+        const finish = !deps.llm;
+        let embedded = 0;
+        for (;;) {
+          if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
+          const batch = await chunksWithoutEmbedding(db, ref.documentId, EMBED_BATCH);
+          const last = batch.length < EMBED_BATCH;
+          const vectors = batch.length
+            ? await deps.embedder.embed(
+                batch.map((c) => c.content),
+                "document",
+                { priority: lane(doc) },
+              )
+            : [];
+          await saveEmbeddings(
+            db,
+            ref,
+            model,
+            batch.map((c, i) => ({ id: c.id, embedding: vectors[i] as number[] })),
+            { done: last && finish },
+          );
+          embedded += batch.length;
+          ctx.heartbeat({ embedded });
+          if (last) break;
+        }
+        if (finish) await finished(ref, "document.done");
+        return { embedded, done: finish };
+      });
+    },
+
     /** Fetches what must be fetched, then decides from the bytes what the content is. */
     async identifyContent(ref: ProcessingRef): Promise<{ type: ContentType }> {
       return translateErrors(async () => {
@@ -115,13 +250,7 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         await setStatus(db, ref, "chunking");
         const doc = await loadRun(db, ref);
         const segments = doc.segments?.length ? doc.segments : [{ text: doc.content ?? "" }];
-        // `chunkSize` from PATCH /v3/settings (characters) overrides CHUNK_MAX_CHARS for new processing runs.
-        const { values } = await readSettings(db);
-        const chunkSize = typeof values.chunkSize === "number" ? values.chunkSize : undefined;
-        const pieces = await deps.cpu.chunkSegments(segments, {
-          ...deps.chunking,
-          maxChars: chunkSize ?? deps.chunking.maxChars,
-        });
+        const pieces = await chunkPieces(segments);
         const count = await replaceChunks(db, ref, pieces);
         return { chunks: count };
       });
@@ -215,12 +344,12 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
 
     async indexDocument(ref: ProcessingRef): Promise<void> {
       await translateErrors(() => markDone(db, ref, deps.embedder.model));
-      await emitWebhookEvent(deps, { ...ref, event: "document.done" });
+      await finished(ref, "document.done");
     },
 
     async failDocument(input: ProcessingRef & { reason: string }): Promise<void> {
       await translateErrors(() => markFailed(db, input, input.reason));
-      await emitWebhookEvent(deps, { ...input, event: "document.failed" });
+      await finished(input, "document.failed");
     },
   };
 }

@@ -147,7 +147,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       filepath: fetched.filepath ?? null,
       connectionId: connection.id,
     });
-    if (process) await deps.processing.start({ documentId: document.id, run: document.processingRun });
+    if (process) deps.processing.submit();
     return { documentId: document.id, changed: process, created: document.processingRun === 1 && process };
   }
 

@@ -62,6 +62,10 @@ export const envSchema = z.object({
   /** auto: bge-small-en-v1.5 when setup installed and verified it, else the bundled use-lite. */
   EMBEDDING_MODEL: z.enum(["auto", "bge-small", "use-lite"]).default("auto"),
   EMBEDDING_THREADS: z.coerce.number().int().min(1).max(64).default(1),
+  /** Extra embedding threads that serve only search queries (own model copy each); 0 = none. */
+  EMBEDDING_QUERY_THREADS: z.coerce.number().int().min(0).max(16).default(1),
+  /** Most texts per task handed to an embedding thread; concurrent calls are coalesced up to this. */
+  EMBEDDING_BATCH_TEXTS: z.coerce.number().int().min(1).max(256).default(8),
   /** OpenAI-compatible chat endpoint (…/v1) for query rewriting and memory extraction; unset = no LLM. */
   LLM_BASE_URL: z.url().optional(),
   LLM_MODEL: z.string().min(1).default("gpt-4o-mini"),
@@ -100,6 +104,12 @@ export const envSchema = z.object({
   WORKER_QUEUES: z.enum(["all", "main", "heavy"]).default("all"),
   /** Activities at a time on the main queue (fetching, parsing, chunking, embedding, syncs). */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /**
+   * Document runs in flight at once (admitted, not yet done or failed), across every process sharing the
+   * store. The rest wait in the store, at no cost, and are admitted interactive first, fairly across
+   * container tags and connections, as runs finish.
+   */
+  MAX_DOCUMENTS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(32),
   /** Activities at a time on the heavy queue (OCR, transcription). */
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),

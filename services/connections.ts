@@ -6,6 +6,7 @@ import type { Logger } from "../config/logger.ts";
 import { ConnectorAuthError, ConnectorConfigError } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, NetworkPolicy, SyncContext } from "../connectors/types.ts";
+import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import {
   type ConnectionRow,
@@ -41,6 +42,8 @@ export interface ConnectionDeps {
   db: Database;
   secrets: SecretBox;
   syncs: ConnectionSyncs;
+  /** Stops the processing runs of documents removed with their connection. */
+  processing: Pick<DocumentProcessing, "stopDeleted">;
   network: NetworkPolicy;
   log: Logger;
 }
@@ -336,7 +339,11 @@ export async function removeConnection(
   withDocuments: boolean,
 ): Promise<void> {
   await deps.syncs.stop(connection.id);
-  if (withDocuments) await deleteConnectionDocuments(deps.db, connection.id);
+  if (withDocuments)
+    await deps.processing.stopDeleted(
+      await deleteConnectionDocuments(deps.db, connection.id),
+      "connection removed with its documents",
+    );
   await deleteConnection(deps.db, connection.id);
 }
 

@@ -7,7 +7,6 @@ import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import * as store from "../store/container-tags.ts";
 import type { Database } from "../store/db.ts";
-import { terminalStatuses } from "../store/documents.ts";
 
 export interface ContainerTagDeps {
   db: Database;
@@ -48,12 +47,7 @@ export async function deleteContainerTag(
       .catch((err) =>
         deps.log.warn({ err, connectionId }, "could not stop the sync of a deleted connection"),
       );
-  for (const doc of result.deletedDocuments) {
-    if (terminalStatuses.includes(doc.status)) continue;
-    await deps.processing
-      .stop({ documentId: doc.id, run: doc.processingRun }, "container tag deleted")
-      .catch((err) => deps.log.debug({ err }, "no run to stop"));
-  }
+  await deps.processing.stopDeleted(result.deletedDocuments, "container tag deleted");
   await deleteUnreferencedBlobs(deps, result.unreferencedFileKeys);
   deps.log.info(
     {

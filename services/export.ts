@@ -9,6 +9,7 @@ import { BlobNotFoundError, type BlobStore, fileKey } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import { fairnessKeyOf } from "../store/admission.ts";
 import * as store from "../store/container-tags.ts";
 import type { Database } from "../store/db.ts";
 import {
@@ -392,6 +393,7 @@ export async function importContainerTag(
       memoryExtraction: doc.memoryExtraction ? { ...doc.memoryExtraction, run } : null,
       processingRun: run,
       workflowRun: 0,
+      fairnessKey: fairnessKeyOf({ connectionId: doc.connectionId, containerTags: [tag] }),
       statusHistory: [{ status, at: now.toISOString(), run }],
       createdAt: new Date(doc.createdAt),
       updatedAt: new Date(doc.updatedAt),
@@ -405,13 +407,8 @@ export async function importContainerTag(
     await deleteUnreferencedBlobs(deps, [...new Set(putKeys)]);
     throw error;
   }
-  for (const doc of insertedDocs) {
-    try {
-      await deps.processing.start({ documentId: doc.id, run: doc.processingRun });
-    } catch (err) {
-      deps.log.warn({ err, documentId: doc.id }, "could not start processing now; the reconciler will retry");
-    }
-  }
+  // They wait in the store as bulk work; admission starts their workflows as slots free up.
+  if (insertedDocs.length) deps.processing.submit();
 
   const existingMems = await store.existingIds(
     db,

@@ -34,6 +34,7 @@ export async function createMemories(
   const vectors = await deps.embedder.embed(
     items.map((m) => m.content),
     "document",
+    { priority: "interactive" },
   );
   return store.insertMemories(
     deps.db,
@@ -69,7 +70,9 @@ export async function updateMemory(
 ): Promise<MemoryRow> {
   const memory = await store.findLatestMemory(deps.db, containerTag, target);
   if (!memory) throw new MemoryNotFoundError("no such memory in this container");
-  const [embedding] = await deps.embedder.embed([change.newContent], "document");
+  const [embedding] = await deps.embedder.embed([change.newContent], "document", {
+    priority: "interactive",
+  });
   const updated = await store.updateMemory(deps.db, memory.id, spaceOf(deps.embedder), {
     content: change.newContent,
     embedding: embedding as number[],

@@ -166,7 +166,7 @@ export async function searchDocuments(
     : undefined;
   const query = rewrittenQuery ?? request.q;
 
-  const [embedding] = await deps.embedder.embed([query], "query");
+  const [embedding] = await deps.embedder.embed([query], "query", { priority: "query" });
   const candidates = Math.max(50, request.limit * 10);
   let hits = await hybridChunkSearch(deps.db, {
     // Keywords of both the original and the rewritten query: a rewrite must not lose an exact term.

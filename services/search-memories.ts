@@ -103,7 +103,7 @@ export async function searchMemoriesAndChunks(
     : undefined;
   const query = rewrittenQuery ?? request.q;
   const keywordText = rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q;
-  const [embedding] = await deps.embedder.embed([query], "query");
+  const [embedding] = await deps.embedder.embed([query], "query", { priority: "query" });
   const candidates = Math.max(50, request.limit * 5);
 
   const compile = (column: ReturnType<typeof sql>) => {

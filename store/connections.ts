@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { and, arrayOverlaps, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
+import { type DeletedDocument, deletedColumns } from "./documents.ts";
 import { newId } from "./ids.ts";
 import {
   type ConnectionItemRow,
@@ -302,12 +303,8 @@ export function itemCustomId(provider: string, connectionId: string, itemId: str
   return `${provider}:${connectionId}:${itemId.slice(0, 150)}#${digest}`;
 }
 
-export async function deleteConnectionDocuments(db: Database, connectionId: string): Promise<number> {
-  const rows = await db
-    .delete(documents)
-    .where(eq(documents.connectionId, connectionId))
-    .returning({ id: documents.id });
-  return rows.length;
+export function deleteConnectionDocuments(db: Database, connectionId: string): Promise<DeletedDocument[]> {
+  return db.delete(documents).where(eq(documents.connectionId, connectionId)).returning(deletedColumns);
 }
 
 export type { ConnectionStatus };

@@ -27,7 +27,7 @@ const hasTag = (tag: string) => arrayContains(documents.containerTags, [tag]);
 
 export interface TagDeletion {
   /** Documents that carried only this tag: deleted (their chunks by cascade). */
-  deletedDocuments: { id: string; status: DocumentStatus; processingRun: number }[];
+  deletedDocuments: { id: string; status: DocumentStatus; processingRun: number; admittedRun: number }[];
   /** Documents shared with other tags: the tag was removed, the rest of the document stays. */
   untaggedDocuments: number;
   /** Every version of every memory of the tag. */
@@ -48,6 +48,7 @@ export async function deleteContainerTag(db: Database, tag: string): Promise<Tag
         id: documents.id,
         status: documents.status,
         processingRun: documents.processingRun,
+        admittedRun: documents.admittedRun,
         fileKey: documents.fileKey,
       });
     const untagged = await tx
@@ -81,7 +82,12 @@ export async function deleteContainerTag(db: Database, tag: string): Promise<Tag
     const keys = [...new Set(deleted.flatMap((d) => (d.fileKey ? [d.fileKey] : [])))];
     const stillUsed = await referencedFileKeys(tx as Database, keys);
     return {
-      deletedDocuments: deleted.map(({ id, status, processingRun }) => ({ id, status, processingRun })),
+      deletedDocuments: deleted.map(({ id, status, processingRun, admittedRun }) => ({
+        id,
+        status,
+        processingRun,
+        admittedRun,
+      })),
       untaggedDocuments: untagged.length,
       deletedMemories: removedMemories.length,
       unreferencedFileKeys: keys.filter((k) => !stillUsed.has(k)),

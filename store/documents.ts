@@ -14,9 +14,18 @@ import {
   type SQL,
   sql,
 } from "drizzle-orm";
+import { fairnessKeyOf } from "./admission.ts";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
-import { chunks, type DocumentRow, type DocumentStatus, documents, type Metadata } from "./schema/index.ts";
+import {
+  chunks,
+  DOCUMENT_PRIORITY,
+  type DocumentPriority,
+  type DocumentRow,
+  type DocumentStatus,
+  documents,
+  type Metadata,
+} from "./schema/index.ts";
 import { inScope, type TagScope } from "./scope.ts";
 
 export type { DocumentRow, DocumentStatus, Metadata };
@@ -39,6 +48,8 @@ export interface NewDocumentInput {
   file?: { key: string; name: string | null; mimeType: string | null; size: number } | null;
   /** The connection that keeps this document in sync with its source. */
   connectionId?: string | null;
+  /** Admission order of its processing run: single adds are interactive, batches, syncs and imports bulk (the default). */
+  priority?: DocumentPriority;
 }
 
 export interface SaveResult {
@@ -88,6 +99,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
       throw new CustomIdTakenError(existing.customId ?? "");
     }
     if (!existing) {
+      const containerTags = input.containerTags.length ? input.containerTags : (input.defaultTags ?? []);
       const [row] = await tx
         .insert(documents)
         .values({
@@ -101,30 +113,38 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
           endUserId: input.endUserId ?? null,
           ...fileColumns(input),
           connectionId: input.connectionId ?? null,
-          containerTags: input.containerTags.length ? input.containerTags : (input.defaultTags ?? []),
+          containerTags,
           metadata: input.metadata,
           status: "queued",
           processingRun: 1,
+          priority: input.priority ?? DOCUMENT_PRIORITY.bulk,
+          fairnessKey: fairnessKeyOf({ connectionId: input.connectionId, containerTags }),
           statusHistory: [{ status: "queued", at: new Date().toISOString(), run: 1 }],
         })
         .returning();
       return { document: row as DocumentRow, process: true };
     }
     const reprocess = existing.source !== input.source || existing.status === "failed";
+    const containerTags = input.containerTags.length ? input.containerTags : existing.containerTags;
     const [row] = await tx
       .update(documents)
       .set({
         source: input.source,
         url: input.url ?? null,
         ...fileColumns(input),
-        containerTags: input.containerTags.length ? input.containerTags : existing.containerTags,
+        containerTags,
         metadata: { ...existing.metadata, ...input.metadata },
         ...(input.title ? { title: input.title } : {}),
         ...(input.filepath ? { filepath: input.filepath } : {}),
         ...(input.entityContext ? { entityContext: input.entityContext } : {}),
         ...(input.endUserId ? { endUserId: input.endUserId } : {}),
         updatedAt: new Date(),
-        ...(reprocess ? requeue(existing) : {}),
+        ...(reprocess
+          ? requeue(existing, {
+              priority: input.priority ?? DOCUMENT_PRIORITY.bulk,
+              fairnessKey: fairnessKeyOf({ connectionId: existing.connectionId, containerTags }),
+            })
+          : {}),
       })
       .where(eq(documents.id, existing.id))
       .returning();
@@ -141,11 +161,19 @@ function fileColumns(input: NewDocumentInput) {
   };
 }
 
-function requeue(existing: DocumentRow): Partial<DocumentRow> {
+/** A new processing run: it waits for admission like a new document, with this priority and fairness key. */
+function requeue(
+  existing: DocumentRow,
+  admission: { priority: DocumentPriority; fairnessKey?: string } = {
+    priority: DOCUMENT_PRIORITY.interactive,
+  },
+): Partial<DocumentRow> {
   const run = existing.processingRun + 1;
   return {
     status: "queued",
     processingRun: run,
+    priority: admission.priority,
+    fairnessKey: admission.fairnessKey ?? fairnessKeyOf(existing),
     errorReason: null,
     statusHistory: [...existing.statusHistory, { status: "queued", at: new Date().toISOString(), run }],
   };
@@ -204,7 +232,15 @@ export async function updateDocument(
         ...(patch.title ? { title: patch.title } : {}),
         ...(patch.filepath ? { filepath: patch.filepath } : {}),
         updatedAt: new Date(),
-        ...(reprocess ? requeue(existing) : {}),
+        ...(reprocess
+          ? requeue(existing, {
+              priority: DOCUMENT_PRIORITY.interactive,
+              fairnessKey: fairnessKeyOf({
+                connectionId: existing.connectionId,
+                containerTags: patch.containerTags ?? existing.containerTags,
+              }),
+            })
+          : {}),
       })
       .where(eq(documents.id, existing.id))
       .returning();
@@ -314,30 +350,45 @@ export async function deleteDocument(
   return row;
 }
 
-export async function deleteDocumentsByIds(
+/** What a delete reports of each document, so the caller can stop the runs that were in flight. */
+export interface DeletedDocument {
+  id: string;
+  customId: string | null;
+  status: DocumentStatus;
+  processingRun: number;
+  admittedRun: number;
+}
+
+export const deletedColumns = {
+  id: documents.id,
+  customId: documents.customId,
+  status: documents.status,
+  processingRun: documents.processingRun,
+  admittedRun: documents.admittedRun,
+};
+
+export function deleteDocumentsByIds(
   db: Database,
   ids: string[],
   scope: TagScope = null,
-): Promise<string[]> {
-  if (!ids.length) return [];
-  const rows = await db
+): Promise<DeletedDocument[]> {
+  if (!ids.length) return Promise.resolve([]);
+  return db
     .delete(documents)
     .where(and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), inScope(scope)))
-    .returning({ id: documents.id, customId: documents.customId });
-  return rows.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]);
+    .returning(deletedColumns);
 }
 
-export async function deleteDocumentsByTags(
+export function deleteDocumentsByTags(
   db: Database,
   tags: string[],
   scope: TagScope = null,
-): Promise<number> {
-  if (!tags.length) return 0;
-  const rows = await db
+): Promise<DeletedDocument[]> {
+  if (!tags.length) return Promise.resolve([]);
+  return db
     .delete(documents)
     .where(and(arrayOverlaps(documents.containerTags, tags), inScope(scope)))
-    .returning({ id: documents.id });
-  return rows.length;
+    .returning(deletedColumns);
 }
 
 export async function countUnfinished(db: Database): Promise<number> {
@@ -358,38 +409,26 @@ export async function markWorkflowStarted(db: Database, documentId: string, run:
 }
 
 /**
- * Unfinished documents whose current run has no confirmed workflow (the API stopped between writing
- * the document and starting its workflow). Only ids and runs: the reconciler needs nothing else.
+ * Runs in flight (admitted, unfinished) untouched since `updatedBefore`: their workflows are looked up
+ * one by one, in case Temporal lost them (a wiped dev-server state file). Waiting runs are not listed:
+ * they have no workflow yet, by design.
  */
-export function documentsAwaitingWorkflow(
-  db: Database,
-  updatedBefore: Date,
-  limit = 1000,
-): Promise<{ id: string; processingRun: number }[]> {
+export function staleUnfinishedDocuments(db: Database, updatedBefore: Date, limit = 100) {
   return db
-    .select({ id: documents.id, processingRun: documents.processingRun })
+    .select({
+      documentId: documents.id,
+      run: documents.processingRun,
+      priority: documents.priority,
+      fairnessKey: documents.fairnessKey,
+    })
     .from(documents)
     .where(
       and(
         notInArray(documents.status, terminalStatuses),
-        lt(documents.workflowRun, documents.processingRun),
+        eq(documents.admittedRun, documents.processingRun),
         lte(documents.updatedAt, updatedBefore),
       ),
     )
-    .orderBy(asc(documents.createdAt))
-    .limit(limit);
-}
-
-/** Unfinished documents untouched since `updatedBefore`: their workflows are checked one by one. */
-export function staleUnfinishedDocuments(
-  db: Database,
-  updatedBefore: Date,
-  limit = 100,
-): Promise<{ id: string; processingRun: number }[]> {
-  return db
-    .select({ id: documents.id, processingRun: documents.processingRun })
-    .from(documents)
-    .where(and(notInArray(documents.status, terminalStatuses), lte(documents.updatedAt, updatedBefore)))
     .orderBy(asc(documents.updatedAt))
     .limit(limit);
 }

@@ -129,20 +129,84 @@ export function chunksWithoutEmbedding(db: Database, documentId: string, limit: 
     .limit(limit);
 }
 
+/** Vectors for stored chunks, one UPDATE for the lot; with `done`, the run is marked done in the same transaction. */
 export async function saveEmbeddings(
   db: Database,
   ref: RunRef,
   model: { name: string; dimension: number },
   vectors: { id: string; embedding: number[] }[],
+  opts: { done?: boolean } = {},
 ): Promise<void> {
   await db.transaction(async (tx) => {
     await loadRun(tx as Database, ref);
-    for (const v of vectors) {
-      await tx
-        .update(chunks)
-        .set({ embedding: v.embedding, embeddingModel: model.name, embeddingDimension: model.dimension })
-        .where(eq(chunks.id, v.id));
+    if (vectors.length) {
+      await tx.execute(sql`
+        UPDATE chunks SET embedding = v.embedding::vector, embedding_model = ${model.name},
+               embedding_dimension = ${model.dimension}
+          FROM unnest(${sql.param(vectors.map((v) => v.id))}::text[],
+                      ${sql.param(vectors.map((v) => `[${v.embedding.join(",")}]`))}::text[]) AS v(id, embedding)
+         WHERE chunks.id = v.id AND chunks.document_id = ${ref.documentId}`);
     }
+    if (opts.done) await markDone(tx as Database, ref, model.name);
+  });
+}
+
+/**
+ * Everything a short text's run produced, written at once: what it is, its text, its chunks with their
+ * vectors, and the stages it went through (with the times they began); `done` marks the run done too.
+ * One transaction instead of one per stage: each stage's write rewrote the document row and, for the
+ * chunks, every index twice (inserted without a vector, then updated with it).
+ */
+export async function saveProcessedText(
+  db: Database,
+  ref: RunRef,
+  result: {
+    identified: {
+      type: string;
+      mimeType: string;
+      stored?: { key: string; size: number; name: string | null };
+    };
+    extracted: Parameters<typeof saveExtraction>[2];
+    pieces: {
+      content: string;
+      position: number;
+      metadata?: Record<string, string | number>;
+      embedding: number[];
+    }[];
+    model: { name: string; dimension: number };
+    /** Stages reached after `extracting`, in order, with when each began. */
+    stages: { status: DocumentStatus; at: Date }[];
+  },
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    const t = tx as Database;
+    await loadRun(t, ref);
+    await saveIdentified(t, ref, result.identified);
+    await saveExtraction(t, ref, result.extracted);
+    await t.delete(chunks).where(eq(chunks.documentId, ref.documentId));
+    for (let i = 0; i < result.pieces.length; i += 500) {
+      await t.insert(chunks).values(
+        result.pieces.slice(i, i + 500).map((p) => ({
+          id: newId(),
+          documentId: ref.documentId,
+          position: p.position,
+          content: p.content,
+          metadata: p.metadata ?? {},
+          embedding: p.embedding,
+          embeddingModel: result.model.name,
+          embeddingDimension: result.model.dimension,
+        })),
+      );
+    }
+    const last = result.stages[result.stages.length - 1];
+    if (!last) return;
+    const entries = result.stages.map((s) => ({ status: s.status, at: s.at.toISOString(), run: ref.run }));
+    await guardedUpdate(t, ref, {
+      status: last.status,
+      statusHistory: sql`${documents.statusHistory} || ${JSON.stringify(entries)}::jsonb`,
+      updatedAt: new Date(),
+      ...(last.status === "done" ? { embeddingModel: result.model.name, errorReason: null } : {}),
+    });
   });
 }
 

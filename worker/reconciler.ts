@@ -1,37 +1,33 @@
 import type { Logger } from "../config/logger.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import type { Database } from "../store/db.ts";
-import { documentsAwaitingWorkflow, staleUnfinishedDocuments } from "../store/documents.ts";
+import { staleUnfinishedDocuments } from "../store/documents.ts";
 
-/** Unfinished documents untouched this long get their workflow looked up in Temporal. */
+/** Runs in flight untouched this long get their workflow looked up in Temporal. */
 const STALE_AFTER_MS = 10 * 60_000;
 
 /**
- * A document is written before its workflow starts; if the API dies in between, the document would
- * wait forever. Starts are recorded once Temporal confirms them, so the reconciler restarts exactly
- * the documents whose start was lost (the workflow id is per run, so a start is never doubled). A
- * slower second pass asks Temporal about documents untouched for a long time, in case its history
- * was lost (a wiped dev-server state file).
+ * Documents wait in the store until admission starts their workflow (runtime/processing-client.ts).
+ * This pass repairs what a crash can leave behind: an admitted run whose start was never confirmed is
+ * started again (the workflow id is per run, so a start is never doubled), and a run in flight whose
+ * workflow Temporal no longer knows (a wiped dev-server state file) is started anew. Then it admits
+ * whatever fits: the timer behind it also keeps admission going if every nudge was missed.
  */
 export async function reconcileUnfinished(
   db: Database,
   processing: DocumentProcessing,
   log: Logger,
-  olderThanMs = 0,
+  unconfirmedAfterMs?: number,
 ) {
-  let started = 0;
-  for (const doc of await documentsAwaitingWorkflow(db, new Date(Date.now() - olderThanMs))) {
-    await processing.start({ documentId: doc.id, run: doc.processingRun });
-    started++;
-  }
-  for (const doc of await staleUnfinishedDocuments(db, new Date(Date.now() - STALE_AFTER_MS))) {
-    const ref = { documentId: doc.id, run: doc.processingRun };
-    if (await processing.exists(ref)) continue;
-    await processing.start(ref);
+  let started = await processing.restartUnconfirmed(unconfirmedAfterMs);
+  for (const run of await staleUnfinishedDocuments(db, new Date(Date.now() - STALE_AFTER_MS))) {
+    if (await processing.exists({ documentId: run.documentId, run: run.run })) continue;
+    await processing.start(run);
     started++;
   }
   if (started) log.info({ started }, "reconciled unfinished documents");
-  return started;
+  const admitted = await processing.admitNow();
+  return started + admitted;
 }
 
 export function startReconcileLoop(
@@ -39,12 +35,19 @@ export function startReconcileLoop(
   processing: DocumentProcessing,
   log: Logger,
   everyMs = 60_000,
+  admitEveryMs = 2_000,
 ): () => void {
   const timer = setInterval(() => {
-    reconcileUnfinished(db, processing, log, everyMs).catch((error) =>
+    reconcileUnfinished(db, processing, log).catch((error) =>
       log.warn({ err: error }, "reconcile pass failed; will try again"),
     );
   }, everyMs);
   timer.unref();
-  return () => clearInterval(timer);
+  // Another process's adds, or runs finished by another worker, free slots this process hears nothing of.
+  const admitTimer = setInterval(() => processing.submit(), admitEveryMs);
+  admitTimer.unref();
+  return () => {
+    clearInterval(timer);
+    clearInterval(admitTimer);
+  };
 }

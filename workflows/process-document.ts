@@ -13,6 +13,22 @@ import { heavyQueueOf } from "./queues.ts";
 
 const nonRetryableErrorTypes = [SUPERSEDED, EXTRACTION_FAILED];
 
+/**
+ * Identifying and, for text-like content, extracting, chunking and embedding a short text: network and
+ * CPU in seconds; the heartbeat shows a wait for the embedder, whose queue is bounded by admission.
+ */
+const preparation = proxyActivities<DocumentActivities>({
+  startToCloseTimeout: "10 minutes",
+  heartbeatTimeout: "2 minutes",
+  retry: {
+    initialInterval: "1s",
+    backoffCoefficient: 2,
+    maximumInterval: "30s",
+    maximumAttempts: 5,
+    nonRetryableErrorTypes,
+  },
+});
+
 /** Fetching and identifying: network-bound, a few quick retries. */
 const identification = proxyActivities<DocumentActivities>({
   startToCloseTimeout: "5 minutes",
@@ -130,6 +146,8 @@ export type ProcessingOutcome = "done" | "failed" | "superseded";
 
 export async function processDocument(ref: ProcessingRef): Promise<ProcessingOutcome> {
   try {
+    // Runs started before the compact pipeline existed replay the stage-per-activity one below.
+    if (patched("compact-pipeline")) return await compactPipeline(ref);
     const { type } = await identification.identifyContent(ref);
     if (type === "pdf" || type === "image") {
       const { ocr } = heavyExtraction();
@@ -154,6 +172,33 @@ export async function processDocument(ref: ProcessingRef): Promise<ProcessingOut
     }
     return "failed";
   }
+}
+
+/**
+ * The same stages in fewer activities: a short text is done after one, a long one or a file after
+ * the extraction it needs and one resumable embedding; memory extraction, when on, comes after.
+ */
+async function compactPipeline(ref: ProcessingRef): Promise<ProcessingOutcome> {
+  const prepared = await preparation.prepareDocument(ref);
+  if (prepared.stage === "done") return "done";
+  if (prepared.stage === "identified") {
+    const { type } = prepared;
+    if (type === "pdf" || type === "image") {
+      const { ocr } = heavyExtraction();
+      await (type === "pdf" ? ocr.extractPdf(ref) : ocr.extractImage(ref));
+    } else if (type === "audio" || type === "video") {
+      const { media } = heavyExtraction();
+      await (type === "audio" ? media.extractAudio(ref) : media.extractVideo(ref));
+    } else await textExtraction.extractText(ref);
+    await local.chunkDocument(ref);
+  }
+  if (prepared.stage !== "embedded") {
+    const { done } = await embedding.embedAndFinish(ref);
+    if (done) return "done";
+  }
+  await extractMemoriesOrRecordWhyNot(ref);
+  await local.indexDocument(ref);
+  return "done";
 }
 
 async function extractMemoriesOrRecordWhyNot(ref: ProcessingRef): Promise<void> {

@@ -8,6 +8,7 @@ export function connectionDeps(deps: ApiDeps): ConnectionDeps {
     db: deps.db,
     secrets: deps.secrets,
     syncs: deps.syncs,
+    processing: deps.processing,
     network: {
       allowPrivateNetwork: deps.config.ALLOW_PRIVATE_NETWORK,
       timeoutMs: deps.config.FETCH_TIMEOUT_MS,

@@ -4,7 +4,7 @@ import { and, eq, type SQL } from "drizzle-orm";
 import { fileKey } from "../../blobs/index.ts";
 import * as store from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
-import { documents } from "../../store/schema/index.ts";
+import { DOCUMENT_PRIORITY, documents } from "../../store/schema/index.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";
@@ -26,18 +26,17 @@ export function documentFilterSql(filters: FilterNode | undefined): SQL | undefi
 export function createDocumentHandlers(deps: ApiDeps) {
   const { db, processing, log } = deps;
 
-  /** Hands a saved document to Temporal. If Temporal is unreachable the reconciler picks it up later. */
+  /**
+   * Queues a saved run for processing: it waits in the store for admission (runtime/processing-client.ts),
+   * which starts its workflow when a slot is free. The run it replaces, if still going, is stopped.
+   */
   async function startProcessing(doc: store.DocumentRow, previousRun?: number) {
     if (previousRun) {
       await processing
         .stop({ documentId: doc.id, run: previousRun }, "superseded by a newer version")
         .catch((err) => log.debug({ err }, "previous run already finished"));
     }
-    try {
-      await processing.start({ documentId: doc.id, run: doc.processingRun });
-    } catch (err) {
-      log.warn({ err, documentId: doc.id }, "could not start processing now; the reconciler will retry");
-    }
+    processing.submit();
   }
 
   /** Every write goes through here: the tags are checked against the caller's scope (403 outside it). */
@@ -57,6 +56,8 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const body = c.req.valid("json");
     const result = await add(c.get("scope"), {
       source: body.content,
+      // One document at a time is someone waiting for it: it goes before batches, syncs and imports.
+      priority: DOCUMENT_PRIORITY.interactive,
       customId: body.customId,
       containerTags: tagsOf(body),
       metadata: body.metadata ?? {},
@@ -82,6 +83,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
         results.push(
           await add(scope, {
             source: doc.content,
+            priority: DOCUMENT_PRIORITY.bulk,
             customId: typeof item === "string" ? undefined : item.customId,
             containerTags: itemTags.length ? itemTags : sharedTags,
             metadata: { ...body.metadata, ...(typeof item === "string" ? {} : item.metadata) },
@@ -109,6 +111,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const result = await add(c.get("scope"), {
       // The hash stands for the content: re-uploading the same bytes under a customId is not a change.
       source: `file:${sha256}`,
+      priority: DOCUMENT_PRIORITY.interactive,
       file: {
         key,
         name: form.file.name || null,
@@ -233,11 +236,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const deleteDocument: RouteHandler<typeof routes.deleteDocument, AppEnv> = async (c) => {
     const row = await store.deleteDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
-    if (!store.terminalStatuses.includes(row.status)) {
-      await processing
-        .stop({ documentId: row.id, run: row.processingRun }, "document deleted")
-        .catch((err) => log.debug({ err }, "no run to stop"));
-    }
+    await processing.stopDeleted([row], "document deleted");
     return c.body(null, 204);
   };
 
@@ -246,11 +245,14 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const scope = c.get("scope");
     if (body.containerTags) {
       scope.check(body.containerTags);
-      const deletedCount = await store.deleteDocumentsByTags(db, body.containerTags, scope.tags);
-      return c.json({ success: true, deletedCount, containerTags: body.containerTags }, 200);
+      const removed = await store.deleteDocumentsByTags(db, body.containerTags, scope.tags);
+      await processing.stopDeleted(removed, "document deleted");
+      return c.json({ success: true, deletedCount: removed.length, containerTags: body.containerTags }, 200);
     }
     const ids = [...new Set(body.ids ?? [])];
-    const deleted = new Set(await store.deleteDocumentsByIds(db, ids, scope.tags));
+    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags);
+    await processing.stopDeleted(removed, "document deleted");
+    const deleted = new Set(removed.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));
     return c.json(
       {

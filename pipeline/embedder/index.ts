@@ -13,7 +13,13 @@ export {
   type BgeSmallOptions,
 } from "./bge-small.ts";
 export { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
-export type { Embedder, EmbeddingPurpose } from "./types.ts";
+export {
+  DEFAULT_TEXTS_PER_TASK,
+  type EmbeddingBackend,
+  EmbeddingScheduler,
+  type EmbeddingSchedulerOptions,
+} from "./scheduler.ts";
+export type { Embedder, EmbeddingPriority, EmbeddingPurpose, EmbedOptions } from "./types.ts";
 export { USE_LITE_DIMENSION, USE_LITE_MODEL, UseLiteEmbedder, type UseLiteOptions } from "./use-lite.ts";
 
 export interface EmbedderOptions {
@@ -21,13 +27,28 @@ export interface EmbedderOptions {
   threads?: number;
   /** bge-small only: onnxruntime's native threads per worker (default: cores / threads). */
   intraOpThreads?: number;
+  /** Extra threads serving only search queries (default 1; 0 = queries take the top lane of the shared threads). */
+  queryThreads?: number;
+  /** Most texts per task handed to a thread; texts of concurrent calls are coalesced up to this (default 8). */
+  batchTexts?: number;
 }
 
 export type EmbedderName = "bge-small" | "use-lite";
 
 const registry: Record<EmbedderName, (options: EmbedderOptions) => Embedder> = {
-  "bge-small": (options) => new BgeSmallEmbedder(options),
-  "use-lite": (options) => new UseLiteEmbedder({ threads: options.threads }),
+  "bge-small": (options) =>
+    new BgeSmallEmbedder({
+      threads: options.threads,
+      intraOpThreads: options.intraOpThreads,
+      queryThreads: options.queryThreads,
+      textsPerTask: options.batchTexts,
+    }),
+  "use-lite": (options) =>
+    new UseLiteEmbedder({
+      threads: options.threads,
+      queryThreads: options.queryThreads,
+      textsPerTask: options.batchTexts,
+    }),
 };
 
 export const EMBEDDER_NAMES: readonly string[] = Object.keys(registry);

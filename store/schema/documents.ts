@@ -1,8 +1,12 @@
 import { sql } from "drizzle-orm";
-import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { index, integer, jsonb, pgTable, smallint, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 export const documentStatuses = ["queued", "extracting", "chunking", "embedding", "done", "failed"] as const;
 export type DocumentStatus = (typeof documentStatuses)[number];
+
+/** Lower goes first. Stored as a number so the admission index can order by it. */
+export const DOCUMENT_PRIORITY = { interactive: 0, bulk: 1 } as const;
+export type DocumentPriority = (typeof DOCUMENT_PRIORITY)[keyof typeof DOCUMENT_PRIORITY];
 
 export type MetadataValue = string | number | boolean | string[];
 export type Metadata = Record<string, MetadataValue>;
@@ -70,8 +74,19 @@ export const documents = pgTable(
     embeddingModel: text("embedding_model"),
     /** Bumped whenever processing (re)starts; stale workflow runs cannot overwrite a newer run's work. */
     processingRun: integer("processing_run").notNull().default(0),
-    /** The run whose workflow Temporal confirmed as started; behind processingRun only if a start was lost. */
+    /**
+     * The run admission let in (see store/admission.ts): a run is queued in the store until then, at no cost
+     * to Temporal, and in flight from then until done or failed. Behind processingRun while it waits.
+     */
+    admittedRun: integer("admitted_run").notNull().default(0),
+    /** When the current run was admitted (a start still unconfirmed long after this is retried). */
+    admittedAt: timestamp("admitted_at", { withTimezone: true, mode: "date" }),
+    /** The run whose workflow Temporal confirmed as started; behind admittedRun only if a start was lost. */
     workflowRun: integer("workflow_run").notNull().default(0),
+    /** Admission order: interactive work (single adds, edits) before bulk work (batches, syncs, imports). */
+    priority: smallint("priority").$type<DocumentPriority>().notNull().default(DOCUMENT_PRIORITY.bulk),
+    /** Whose share of the in-flight slots this run uses: its connection, else its first container tag. */
+    fairnessKey: text("fairness_key").notNull().default(""),
     statusHistory: jsonb("status_history").$type<StatusEvent[]>().notNull().default([]),
     memoryExtraction: jsonb("memory_extraction").$type<MemoryExtractionRecord>(),
     connectionId: text("connection_id"),
@@ -85,6 +100,14 @@ export const documents = pgTable(
     index("documents_end_user_idx").on(t.endUserId).where(sql`${t.endUserId} IS NOT NULL`),
     index("documents_created_at_idx").on(t.createdAt),
     index("documents_updated_at_idx").on(t.updatedAt),
+    // Admission reads only runs that wait (queued, not admitted) or are in flight (admitted, unfinished):
+    // partial indexes keep each pass proportional to what it returns, not to the backlog or the table.
+    index("documents_awaiting_admission_idx")
+      .on(t.priority, t.fairnessKey, t.createdAt)
+      .where(sql`${t.admittedRun} < ${t.processingRun} AND ${t.status} NOT IN ('done', 'failed')`),
+    index("documents_in_flight_idx")
+      .on(t.fairnessKey)
+      .where(sql`${t.admittedRun} = ${t.processingRun} AND ${t.status} NOT IN ('done', 'failed')`),
   ],
 );
 

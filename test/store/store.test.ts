@@ -1,6 +1,13 @@
 import { sql } from "drizzle-orm";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  type AdmittedRun,
+  admissionCounts,
+  admitRuns,
+  admittedWithoutWorkflow,
+  releaseAdmission,
+} from "../../store/admission.ts";
 import { createKey, findActiveKey, hashKey } from "../../store/api-keys.ts";
 import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
 import * as docs from "../../store/documents.ts";
@@ -98,19 +105,122 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(await lexemes("the and of", [], [])).toEqual([]);
   });
 
-  it("knows which documents still need their workflow started", async () => {
-    const { document } = await add({ source: "awaiting a workflow" });
-    const awaiting = async () =>
-      (await docs.documentsAwaitingWorkflow(store.db, new Date(Date.now() + 1000))).map((d) => d.id);
-    expect(await awaiting()).toContain(document.id);
-    await docs.markWorkflowStarted(store.db, document.id, 1);
-    expect(await awaiting()).not.toContain(document.id);
-    // New content starts run 2, whose workflow is not confirmed yet.
-    await docs.updateDocument(store.db, document.id, { content: "changed" });
-    expect(await awaiting()).toContain(document.id);
-    await docs.markWorkflowStarted(store.db, document.id, 2);
-    await docs.markWorkflowStarted(store.db, document.id, 1);
-    expect(await awaiting()).not.toContain(document.id);
+  describe("admission", () => {
+    const inFlightIds = async () =>
+      (
+        await queryRows<{ id: string }>(
+          store.db,
+          sql`SELECT id FROM documents WHERE admitted_run = processing_run AND status NOT IN ('done', 'failed')`,
+        )
+      ).map((r) => r.id);
+    /** Finishes every run in flight, as processing would, so the next pass starts from no load. */
+    const finishAll = async () => {
+      for (const id of await inFlightIds()) {
+        const [row] = await store.db.select().from(documents).where(sql`${documents.id} = ${id}`);
+        await processing.markDone(store.db, { documentId: id, run: row?.processingRun ?? 0 }, "m");
+      }
+    };
+    /** Admits and finishes whatever earlier tests left waiting, so each test starts from an empty queue. */
+    const drain = async () => {
+      await finishAll();
+      while ((await admitRuns(store.db, { maxInFlight: 1000 })).length) await finishAll();
+    };
+    beforeEach(drain);
+    /** Adds one after another, so creation order (which admission follows within a key) is the ids' order. */
+    const tagged = async (tag: string, n: number, priority: 0 | 1 = 1) => {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++)
+        ids.push((await add({ source: `${tag} document ${i}`, containerTags: [tag], priority })).document.id);
+      return ids;
+    };
+
+    it("keeps runs waiting beyond the in-flight bound and admits each run once", async () => {
+      const ids = await tagged("adm-bound", 12);
+      const first = await admitRuns(store.db, { maxInFlight: 5 });
+      expect(first).toHaveLength(5);
+      // Full: a second pass admits nothing until a run finishes.
+      expect(await admitRuns(store.db, { maxInFlight: 5 })).toEqual([]);
+      expect(await admissionCounts(store.db)).toMatchObject({ inFlight: 5 });
+      const done = first[0] as { documentId: string; run: number };
+      await processing.markDone(store.db, done, "m");
+      const next = await admitRuns(store.db, { maxInFlight: 5 });
+      expect(next).toHaveLength(1);
+      // Oldest first within a key, and never the same run twice.
+      const all = [...first, ...next].map((r) => r.documentId);
+      expect(new Set(all).size).toBe(all.length);
+      expect(all).toEqual(ids.slice(0, 6));
+    });
+
+    it("admits interactive runs before bulk ones, whenever they arrived", async () => {
+      const bulk = await tagged("adm-bulk", 6, 1);
+      const interactive = await tagged("adm-live", 2, 0);
+      const admitted = await admitRuns(store.db, { maxInFlight: 3 });
+      expect(
+        admitted
+          .map((r) => r.documentId)
+          .slice(0, 2)
+          .sort(),
+      ).toEqual([...interactive].sort());
+      expect(admitted[2]?.documentId).toBe(bulk[0]);
+    });
+
+    it("shares slots across tags: a small tag is not queued behind a big tag's backlog", async () => {
+      await tagged("adm-big", 40);
+      // The big tag already holds slots when the small one arrives.
+      const early = await admitRuns(store.db, { maxInFlight: 4 });
+      expect(new Set(early.map((r) => r.fairnessKey))).toEqual(new Set(["tag:adm-big"]));
+      const small = await tagged("adm-small", 3);
+      // Two of the big tag's runs finish: it still holds two slots, the small tag none, so the small
+      // tag gets both free slots although the big tag's runs are older.
+      for (const r of early.slice(0, 2)) await processing.markDone(store.db, r, "m");
+      const next = await admitRuns(store.db, { maxInFlight: 4 });
+      expect(next.map((r) => r.documentId)).toEqual(small.slice(0, 2));
+      // One run of each finishes: each holds one, so the two free slots are split, the small tag's last
+      // run included.
+      await processing.markDone(store.db, early[2] as AdmittedRun, "m");
+      await processing.markDone(store.db, next[0] as AdmittedRun, "m");
+      const after = await admitRuns(store.db, { maxInFlight: 4 });
+      expect(after.filter((r) => r.fairnessKey === "tag:adm-small").map((r) => r.documentId)).toEqual([
+        small[2],
+      ]);
+      expect(after.filter((r) => r.fairnessKey === "tag:adm-big")).toHaveLength(1);
+    });
+
+    it("splits slots evenly between tags with equal load", async () => {
+      await tagged("adm-even-a", 10);
+      await tagged("adm-even-b", 10);
+      const admitted = await admitRuns(store.db, { maxInFlight: 6 });
+      const byKey = new Map<string, number>();
+      for (const r of admitted) byKey.set(r.fairnessKey, (byKey.get(r.fairnessKey) ?? 0) + 1);
+      expect(Object.fromEntries(byKey)).toEqual({ "tag:adm-even-a": 3, "tag:adm-even-b": 3 });
+    });
+
+    it("puts a new run back in the queue, and a deleted one leaves nothing waiting", async () => {
+      const [id] = await tagged("adm-requeue", 1);
+      const [admitted] = await admitRuns(store.db, { maxInFlight: 100 });
+      expect(admitted?.documentId).toBe(id);
+      await processing.markDone(store.db, admitted as { documentId: string; run: number }, "m");
+      await docs.updateDocument(store.db, id as string, { content: "changed" });
+      const again = await admitRuns(store.db, { maxInFlight: 100 });
+      expect(again).toEqual([expect.objectContaining({ documentId: id, run: 2, priority: 0 })]);
+      // A start that failed gives the slot back; the run waits again.
+      await releaseAdmission(store.db, again);
+      expect((await admitRuns(store.db, { maxInFlight: 100 })).map((r) => r.documentId)).toEqual([id]);
+      const queued = await tagged("adm-deleted", 5);
+      const removed = await docs.deleteDocumentsByTags(store.db, ["adm-deleted", "adm-requeue"]);
+      expect(removed.map((r) => r.id).sort()).toEqual([...queued, id].sort());
+      expect(await admissionCounts(store.db)).toEqual({ waiting: 0, inFlight: 0 });
+    });
+
+    it("finds admitted runs whose workflow start was never confirmed", async () => {
+      const [id] = await tagged("adm-unconfirmed", 1);
+      const [run] = await admitRuns(store.db, { maxInFlight: 100 });
+      const lost = async () =>
+        (await admittedWithoutWorkflow(store.db, new Date(Date.now() + 1000))).map((r) => r.documentId);
+      expect(await lost()).toEqual([id]);
+      await docs.markWorkflowStarted(store.db, id as string, (run as { run: number }).run);
+      expect(await lost()).toEqual([]);
+    });
   });
 
   it("fences writes of superseded runs and records each transition once", async () => {
@@ -159,7 +269,7 @@ describe.each(drivers)("store on %s", (_name, open) => {
     });
     expect(page2).toMatchObject({ total: 3 });
     expect(page2.rows.map((r) => r.id)).toEqual([ids[1]]);
-    expect(await docs.deleteDocumentsByTags(store.db, ["t2"])).toBe(2);
+    expect(await docs.deleteDocumentsByTags(store.db, ["t2"])).toHaveLength(2);
   });
 
   it("compiles nested metadata filters to parameterised SQL", async () => {

@@ -1,0 +1,334 @@
+// The queue in front of an embedding model's threads. Every embed() call lands here, in one of three lanes
+// (query > interactive > bulk, strict priority, first come first served within a lane); texts of many calls with
+// the same purpose are coalesced into tasks of up to `textsPerTask`, and no more tasks are handed to the threads
+// than there are threads, so the order in which work runs is decided here and not by piscina's FIFO queue. An
+// optional dedicated backend (a small extra thread with its own model) serves only the query lane, so a search
+// never waits behind a document batch already running. See docs/models.md, "Embedding scheduler".
+
+import { Piscina } from "piscina";
+import { threadExecArgv } from "../threads.ts";
+import {
+  defaultPriority,
+  EMBEDDING_PRIORITIES,
+  type EmbeddingPriority,
+  type EmbeddingPurpose,
+} from "./types.ts";
+
+/** Runs one task (a list of texts of one purpose) on a pool of threads; what each embedder provides. */
+export interface EmbeddingBackend {
+  /** Tasks it runs at once (its threads); the scheduler never has more than this outstanding on it. */
+  readonly concurrency: number;
+  /** Threads currently alive; 0 after close(). */
+  readonly threadCount: number;
+  /** One vector per text, in order. */
+  run(texts: string[], purpose: EmbeddingPurpose): Promise<ArrayLike<number>[]>;
+  close(): Promise<void>;
+}
+
+export interface EmbeddingSchedulerOptions {
+  /** The model's threads: every lane. */
+  shared: EmbeddingBackend;
+  /** Serves only the query lane (and takes precedence there); the shared threads serve it too when free. */
+  queryBackend?: EmbeddingBackend;
+  /** Most texts in one task. */
+  textsPerTask: number;
+}
+
+/** Texts per task when configuration names none (EMBEDDING_BATCH_TEXTS): measured, see docs/models.md. */
+export const DEFAULT_TEXTS_PER_TASK = 8;
+
+export const PURPOSES: readonly EmbeddingPurpose[] = ["document", "query"];
+
+interface Request {
+  readonly texts: string[];
+  readonly queue: SubQueue;
+  /** Arrival order, so the two purposes within a lane are served first come first served. */
+  readonly seq: number;
+  /** First text not yet handed to a task. */
+  next: number;
+  /** Texts still without a vector. */
+  remaining: number;
+  readonly vectors: number[][];
+  settled: boolean;
+  resolve(vectors: number[][]): void;
+  reject(error: unknown): void;
+}
+
+/** The calls of one lane and one purpose, oldest first; only these are coalesced into one task. */
+class SubQueue {
+  private items: Request[] = [];
+  private head = 0;
+  /** Texts not yet handed to a task. */
+  pending = 0;
+
+  constructor(
+    readonly priority: EmbeddingPriority,
+    readonly purpose: EmbeddingPurpose,
+  ) {}
+
+  push(request: Request): void {
+    this.items.push(request);
+    this.pending += request.texts.length;
+  }
+
+  /** The oldest call with texts left to hand out (dropping those done or failed). */
+  peek(): Request | undefined {
+    while (this.head < this.items.length) {
+      const first = this.items[this.head] as Request;
+      if (first.next < first.texts.length) return first;
+      this.head++;
+    }
+    if (this.head > 0) {
+      this.items = [];
+      this.head = 0;
+    }
+    return undefined;
+  }
+}
+
+interface Segment {
+  request: Request;
+  start: number;
+  end: number;
+}
+
+interface Slots {
+  readonly backend: EmbeddingBackend;
+  inFlight: number;
+}
+
+export class EmbeddingScheduler {
+  private readonly textsPerTask: number;
+  private readonly shared: Slots;
+  private readonly dedicated: Slots | undefined;
+  /** Lanes in priority order, each with one sub-queue per purpose. */
+  private readonly lanes: SubQueue[][];
+  private readonly live = new Set<Request>();
+  private seq = 0;
+  private pumpScheduled = false;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  /** Tasks handed to the threads so far, per backend (for logs and tests). */
+  readonly tasksRun = { shared: 0, query: 0 };
+
+  constructor(options: EmbeddingSchedulerOptions) {
+    if (!Number.isInteger(options.textsPerTask) || options.textsPerTask < 1)
+      throw new RangeError("textsPerTask must be a positive integer");
+    this.textsPerTask = options.textsPerTask;
+    this.shared = { backend: options.shared, inFlight: 0 };
+    this.dedicated = options.queryBackend ? { backend: options.queryBackend, inFlight: 0 } : undefined;
+    this.lanes = EMBEDDING_PRIORITIES.map((priority) =>
+      PURPOSES.map((purpose) => new SubQueue(priority, purpose)),
+    );
+  }
+
+  /** Texts waiting for a thread (not counting those in tasks that run now). */
+  get queued(): number {
+    let n = 0;
+    for (const lane of this.lanes) for (const q of lane) n += q.pending;
+    return n;
+  }
+
+  /** Tasks running now on the shared threads and on the query threads. */
+  get outstanding(): { shared: number; query: number } {
+    return { shared: this.shared.inFlight, query: this.dedicated?.inFlight ?? 0 };
+  }
+
+  /** Queues the texts; resolves with one vector per text, in order. Validation of the texts is the caller's. */
+  submit(
+    texts: string[],
+    purpose: EmbeddingPurpose = "document",
+    priority?: EmbeddingPriority,
+  ): Promise<number[][]> {
+    if (this.closed) return Promise.reject(new Error("the embedder is closed"));
+    const purposeIndex = PURPOSES.indexOf(purpose);
+    if (purposeIndex === -1) return Promise.reject(new RangeError(`unknown purpose "${purpose}"`));
+    const lane = EMBEDDING_PRIORITIES.indexOf(priority ?? defaultPriority(purpose));
+    if (lane === -1) return Promise.reject(new RangeError(`unknown priority "${priority}"`));
+    if (texts.length === 0) return Promise.resolve([]);
+    const queue = (this.lanes[lane] as SubQueue[])[purposeIndex] as SubQueue;
+    return new Promise<number[][]>((resolve, reject) => {
+      const request: Request = {
+        texts,
+        queue,
+        seq: this.seq++,
+        next: 0,
+        remaining: texts.length,
+        vectors: new Array(texts.length),
+        settled: false,
+        resolve,
+        reject,
+      };
+      queue.push(request);
+      this.live.add(request);
+      // Dispatch after the current synchronous run, so calls made together are coalesced into one task.
+      if (!this.pumpScheduled) {
+        this.pumpScheduled = true;
+        queueMicrotask(() => {
+          this.pumpScheduled = false;
+          this.pump();
+        });
+      }
+    });
+  }
+
+  /** Rejects every call not yet answered, then releases the backends' threads. */
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closed = true;
+    const error = new Error("the embedder is closed");
+    for (const request of [...this.live]) this.fail(request, error);
+    const backends = [this.shared.backend, this.dedicated?.backend].filter((b) => b !== undefined);
+    this.closing = Promise.all(backends.map((b) => b.close())).then(() => {});
+    return this.closing;
+  }
+
+  /** Hands tasks to every free thread, highest lane first. */
+  private pump(): void {
+    if (this.closed) return;
+    const dedicated = this.dedicated;
+    if (dedicated) {
+      while (dedicated.inFlight < dedicated.backend.concurrency) {
+        const queue = this.pick(1);
+        if (!queue) break;
+        this.dispatch(dedicated, queue, this.free(dedicated) + this.free(this.shared));
+      }
+    }
+    while (this.shared.inFlight < this.shared.backend.concurrency) {
+      const queue = this.pick(this.lanes.length);
+      if (!queue) break;
+      const alsoDedicated = dedicated && queue.priority === "query" ? this.free(dedicated) : 0;
+      this.dispatch(this.shared, queue, this.free(this.shared) + alsoDedicated);
+    }
+  }
+
+  private free(slots: Slots): number {
+    return slots.backend.concurrency - slots.inFlight;
+  }
+
+  /** The sub-queue to serve next among the first `lanes` lanes: the highest lane with work, oldest call first. */
+  private pick(lanes: number): SubQueue | undefined {
+    for (let l = 0; l < lanes; l++) {
+      let best: SubQueue | undefined;
+      let bestSeq = Number.POSITIVE_INFINITY;
+      for (const queue of this.lanes[l] as SubQueue[]) {
+        const head = queue.peek();
+        if (head && head.seq < bestSeq) {
+          best = queue;
+          bestSeq = head.seq;
+        }
+      }
+      if (best) return best;
+    }
+    return undefined;
+  }
+
+  /**
+   * One task from the front of `queue`: up to textsPerTask texts, and when several threads are free, the waiting
+   * texts are shared out evenly among them (one 16-text call on two idle threads runs as 8 + 8).
+   */
+  private dispatch(slots: Slots, queue: SubQueue, freeThreads: number): void {
+    const size = Math.max(
+      1,
+      Math.min(this.textsPerTask, Math.ceil(queue.pending / Math.max(1, freeThreads))),
+    );
+    const segments: Segment[] = [];
+    const texts: string[] = [];
+    for (let request = queue.peek(); request && texts.length < size; request = queue.peek()) {
+      const take = Math.min(size - texts.length, request.texts.length - request.next);
+      const start = request.next;
+      segments.push({ request, start, end: start + take });
+      for (let i = start; i < start + take; i++) texts.push(request.texts[i] as string);
+      request.next += take;
+      queue.pending -= take;
+    }
+    slots.inFlight++;
+    if (slots === this.shared) this.tasksRun.shared++;
+    else this.tasksRun.query++;
+    let running: Promise<ArrayLike<number>[]>;
+    try {
+      running = slots.backend.run(texts, queue.purpose);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    running
+      .then(
+        (vectors) => this.deliver(segments, texts.length, vectors),
+        (error: unknown) => {
+          for (const { request } of segments) this.fail(request, error);
+        },
+      )
+      .finally(() => {
+        slots.inFlight--;
+        this.pump();
+      });
+  }
+
+  private deliver(segments: Segment[], count: number, vectors: ArrayLike<number>[]): void {
+    if (vectors.length !== count) {
+      const error = new Error(`the model returned ${vectors.length} vectors for ${count} texts`);
+      for (const { request } of segments) this.fail(request, error);
+      return;
+    }
+    let offset = 0;
+    for (const { request, start, end } of segments) {
+      if (!request.settled) {
+        for (let i = start; i < end; i++)
+          request.vectors[i] = Array.from(vectors[offset + i - start] as ArrayLike<number>);
+        request.remaining -= end - start;
+        if (request.remaining === 0) {
+          request.settled = true;
+          this.live.delete(request);
+          request.resolve(request.vectors);
+        }
+      }
+      offset += end - start;
+    }
+  }
+
+  /** Rejects one call and drops its texts that no task has taken yet. */
+  private fail(request: Request, error: unknown): void {
+    if (request.settled) return;
+    request.settled = true;
+    this.live.delete(request);
+    request.queue.pending -= request.texts.length - request.next;
+    request.next = request.texts.length;
+    request.reject(error);
+  }
+}
+
+export interface PiscinaBackendOptions<Task, Result> {
+  /** The worker module. */
+  filename: string;
+  workerData?: unknown;
+  threads: number;
+  /** What the worker receives for a task of texts. */
+  task(texts: string[], purpose: EmbeddingPurpose): Task;
+  /** The worker's answer as one vector per text. */
+  vectors(result: Result, count: number): ArrayLike<number>[];
+}
+
+/** A backend of `threads` piscina worker threads, started (and their model loading) at once, kept until close(). */
+export function piscinaBackend<Task, Result>(options: PiscinaBackendOptions<Task, Result>): EmbeddingBackend {
+  const { filename, threads } = options;
+  if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
+  const pool = new Piscina<Task, Result>({
+    filename,
+    workerData: options.workerData,
+    minThreads: threads, // started now, so the model loads before the first request
+    maxThreads: threads,
+    idleTimeout: Number.POSITIVE_INFINITY, // a reload costs a model load per thread; keep them
+    execArgv: threadExecArgv(filename),
+  });
+  // A thread that dies outside a task must not take the process down; piscina replaces it.
+  pool.on("error", (error) => console.error("embedding thread failed:", error));
+  return {
+    concurrency: threads,
+    get threadCount() {
+      return pool.threads.length;
+    },
+    run: async (texts, purpose) =>
+      options.vectors(await pool.run(options.task(texts, purpose)), texts.length),
+    close: () => pool.destroy(),
+  };
+}
