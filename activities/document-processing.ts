@@ -12,6 +12,7 @@ import type { Database } from "../store/db.ts";
 import { type ExtractedForTag, memoriesNear, saveExtractedMemories } from "../store/memories.ts";
 import {
   chunksWithoutEmbedding,
+  enterStage,
   loadRun,
   markDone,
   markFailed,
@@ -53,10 +54,12 @@ export interface DocumentActivityDeps {
   /** OpenAI-compatible chat model; without one, documents yield no memories. */
   llm?: ChatModel;
   memoryExtraction?: { maxChars: number };
-  /** Told when a run ends, so admission hands its slot to the next waiting run at once. */
-  admission?: { submit(): void };
+  /** Told when a run ends, so admission hands its slot to the next waiting run soon. */
+  admission?: { submit(afterMs?: number): void };
 }
 
+/** How long a finished run's slot may wait so that one admission pass fills several (32 in flight by default). */
+const ADMISSION_COALESCE_MS = 200;
 /** Chunks embedded and saved per step of a resumable embedding (a heartbeat between steps). */
 const EMBED_BATCH = 64;
 /** Kinds whose text comes out in seconds at most: extracted in the activity that identifies them. */
@@ -118,7 +121,8 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
 
   /** A run ended: webhooks hear of it, and admission gives its slot to the next waiting run. */
   async function finished(ref: ProcessingRef, event: "document.done" | "document.failed") {
-    deps.admission?.submit();
+    // Slots freed within this short while are filled by one admission pass.
+    deps.admission?.submit(ADMISSION_COALESCE_MS);
     await emitWebhookEvent(deps, { ...ref, event });
   }
 
@@ -135,8 +139,7 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
      */
     async prepareDocument(ref: ProcessingRef): Promise<{ type: ContentType; stage: PreparedStage }> {
       return translateErrors(async () => {
-        await setStatus(db, ref, "extracting");
-        const doc = await loadRun(db, ref);
+        const doc = await enterStage(db, ref, "extracting");
         const source = await resolveSource(doc, deps, true);
         const found = await identify(source);
         const identified = { type: found.type, mimeType: found.mime, stored: source.stored };
@@ -146,7 +149,8 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         }
         const ctx = Context.current();
         const extracted = await extractAll(found.type, source, deps.extract, {
-          heartbeat: (details) => ctx.heartbeat(details),
+          // A local activity has no heartbeat (the SDK keeps its workflow task alive instead).
+          heartbeat: (details) => (ctx.info.isLocal ? undefined : ctx.heartbeat(details)),
           signal: ctx.cancellationSignal,
         });
         const extraction = {

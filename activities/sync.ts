@@ -147,7 +147,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       filepath: fetched.filepath ?? null,
       connectionId: connection.id,
     });
-    if (process) deps.processing.submit();
+    // A page saves many items: one admission pass shortly after takes them together.
+    if (process) deps.processing.submit(200);
     return { documentId: document.id, changed: process, created: document.processingRun === 1 && process };
   }
 

@@ -62,10 +62,10 @@ export const envSchema = z.object({
   /** auto: bge-small-en-v1.5 when setup installed and verified it, else the bundled use-lite. */
   EMBEDDING_MODEL: z.enum(["auto", "bge-small", "use-lite"]).default("auto"),
   EMBEDDING_THREADS: z.coerce.number().int().min(1).max(64).default(1),
-  /** Extra embedding threads that serve only search queries (own model copy each); 0 = none. */
+  /** Extra embedding threads for search queries, then interactive work in small tasks (own model copy each); 0 = none. */
   EMBEDDING_QUERY_THREADS: z.coerce.number().int().min(0).max(16).default(1),
   /** Most texts per task handed to an embedding thread; concurrent calls are coalesced up to this. */
-  EMBEDDING_BATCH_TEXTS: z.coerce.number().int().min(1).max(256).default(8),
+  EMBEDDING_BATCH_TEXTS: z.coerce.number().int().min(1).max(256).default(16),
   /** OpenAI-compatible chat endpoint (…/v1) for query rewriting and memory extraction; unset = no LLM. */
   LLM_BASE_URL: z.url().optional(),
   LLM_MODEL: z.string().min(1).default("gpt-4o-mini"),

@@ -138,6 +138,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         maxConcurrentActivities: config.WORKER_CONCURRENCY,
+        maxConcurrentLocalActivities: Math.max(config.MAX_DOCUMENTS_IN_FLIGHT, 8),
         maxConcurrentHeavy: config.WORKER_HEAVY_CONCURRENCY,
         deps: {
           db: store.db,

@@ -7,7 +7,6 @@ import {
   desc,
   eq,
   inArray,
-  lt,
   lte,
   notInArray,
   or,
@@ -402,10 +401,20 @@ export async function countUnfinished(db: Database): Promise<number> {
 /** Documents whose processing has not finished: used by the list-processing endpoint and the reconciler. */
 /** Marks a run's workflow as started (idempotent; never moves backwards). */
 export async function markWorkflowStarted(db: Database, documentId: string, run: number): Promise<void> {
-  await db
-    .update(documents)
-    .set({ workflowRun: run })
-    .where(and(eq(documents.id, documentId), lt(documents.workflowRun, run)));
+  await markWorkflowsStarted(db, [{ documentId, run }]);
+}
+
+/** The same for the runs one admission pass started: one statement, whatever their number. */
+export async function markWorkflowsStarted(
+  db: Database,
+  runs: readonly { documentId: string; run: number }[],
+): Promise<void> {
+  if (!runs.length) return;
+  await db.execute(sql`
+    UPDATE documents SET workflow_run = s.run
+      FROM unnest(${sql.param(runs.map((r) => r.documentId))}::text[], ${sql.param(runs.map((r) => r.run))}::int[])
+           AS s(id, run)
+     WHERE documents.id = s.id AND documents.workflow_run < s.run`);
 }
 
 /**

@@ -50,13 +50,18 @@ export async function loadRun(db: Database, ref: RunRef): Promise<DocumentRow> {
 }
 
 export async function setStatus(db: Database, ref: RunRef, status: DocumentStatus): Promise<void> {
+  await enterStage(db, ref, status);
+}
+
+/** setStatus, answering the run's row as it is afterwards (one statement instead of an update and a read). */
+export async function enterStage(db: Database, ref: RunRef, status: DocumentStatus): Promise<DocumentRow> {
   // Retried activities call this again: only record a transition once.
-  const rows = await db
+  const [row] = await db
     .update(documents)
     .set({ status, statusHistory: historyEntry(status, ref.run), updatedAt: new Date() } as never)
     .where(and(current(ref), sql`${documents.status} <> ${status}`))
-    .returning({ id: documents.id });
-  if (!rows.length) await loadRun(db, ref);
+    .returning();
+  return row ?? loadRun(db, ref);
 }
 
 export async function saveIdentified(
@@ -64,13 +69,17 @@ export async function saveIdentified(
   ref: RunRef,
   found: { type: string; mimeType: string; stored?: { key: string; size: number; name: string | null } },
 ): Promise<void> {
-  await guardedUpdate(db, ref, {
+  await guardedUpdate(db, ref, identifiedColumns(found));
+}
+
+function identifiedColumns(found: Parameters<typeof saveIdentified>[2]) {
+  return {
     type: found.type,
     mimeType: found.mimeType,
     ...(found.stored
       ? { fileKey: found.stored.key, fileSize: found.stored.size, fileName: found.stored.name }
       : {}),
-  });
+  };
 }
 
 export async function saveExtraction(
@@ -85,14 +94,18 @@ export async function saveExtraction(
     metadata?: Record<string, string | number | boolean>;
   },
 ): Promise<void> {
-  await guardedUpdate(db, ref, {
+  await guardedUpdate(db, ref, extractionColumns(extracted));
+}
+
+function extractionColumns(extracted: Parameters<typeof saveExtraction>[2]) {
+  return {
     content: extracted.content,
     segments: extracted.segments ?? null,
     title: sql`coalesce(${documents.title}, ${extracted.title})`,
     type: extracted.type,
     contentHash: extracted.contentHash,
     fileMetadata: extracted.metadata ?? null,
-  });
+  };
 }
 
 /** Replaces the document's chunks in one transaction, so a retry never leaves duplicates. */
@@ -178,11 +191,23 @@ export async function saveProcessedText(
     stages: { status: DocumentStatus; at: Date }[];
   },
 ): Promise<void> {
+  const last = result.stages[result.stages.length - 1];
+  const entries = result.stages.map((s) => ({ status: s.status, at: s.at.toISOString(), run: ref.run }));
   await db.transaction(async (tx) => {
     const t = tx as Database;
-    await loadRun(t, ref);
-    await saveIdentified(t, ref, result.identified);
-    await saveExtraction(t, ref, result.extracted);
+    // One UPDATE of the document row, first, so a superseded run stops here (and rolls back) before any chunk.
+    await guardedUpdate(t, ref, {
+      ...identifiedColumns(result.identified),
+      ...extractionColumns(result.extracted),
+      ...(last
+        ? {
+            status: last.status,
+            statusHistory: sql`${documents.statusHistory} || ${JSON.stringify(entries)}::jsonb`,
+            updatedAt: new Date(),
+            ...(last.status === "done" ? { embeddingModel: result.model.name, errorReason: null } : {}),
+          }
+        : {}),
+    });
     await t.delete(chunks).where(eq(chunks.documentId, ref.documentId));
     for (let i = 0; i < result.pieces.length; i += 500) {
       await t.insert(chunks).values(
@@ -198,15 +223,6 @@ export async function saveProcessedText(
         })),
       );
     }
-    const last = result.stages[result.stages.length - 1];
-    if (!last) return;
-    const entries = result.stages.map((s) => ({ status: s.status, at: s.at.toISOString(), run: ref.run }));
-    await guardedUpdate(t, ref, {
-      status: last.status,
-      statusHistory: sql`${documents.statusHistory} || ${JSON.stringify(entries)}::jsonb`,
-      updatedAt: new Date(),
-      ...(last.status === "done" ? { embeddingModel: result.model.name, errorReason: null } : {}),
-    });
   });
 }
 

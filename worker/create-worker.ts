@@ -20,6 +20,11 @@ export interface WorkerOptions {
   keyNotices: KeyNoticeActivityDeps;
   /** Embedding is CPU-bound on a small machine: a few activities at a time keep the event loop free. */
   maxConcurrentActivities?: number;
+  /**
+   * Short documents are prepared in a local activity each; admission (MAX_DOCUMENTS_IN_FLIGHT) already bounds
+   * how many are in flight across all workers, so this only needs to be at least that.
+   */
+  maxConcurrentLocalActivities?: number;
 }
 
 export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
@@ -30,6 +35,7 @@ export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
     workflowsPath,
     activities: allActivities(opts),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
+    maxConcurrentLocalActivityExecutions: opts.maxConcurrentLocalActivities ?? 100,
     // Let an activity finish its current batch before the process exits.
     shutdownGraceTime: "10s",
   });

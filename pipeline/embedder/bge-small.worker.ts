@@ -43,6 +43,9 @@ async function load(): Promise<Loaded> {
     interOpNumThreads: 1,
     executionMode: "sequential",
     graphOptimizationLevel: "all",
+    // onnxruntime's threads spin between operators by default, burning a core while they wait; on a small
+    // machine that CPU belongs to the rest of the pipeline (measured: the same rate with ~10 % less CPU).
+    extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
   });
   return { session, tokenizer, clsId, sepId, wantsTokenTypes: session.inputNames.includes("token_type_ids") };
 }

@@ -29,7 +29,7 @@ export interface EmbedderOptions {
   intraOpThreads?: number;
   /** Extra threads serving only search queries (default 1; 0 = queries take the top lane of the shared threads). */
   queryThreads?: number;
-  /** Most texts per task handed to a thread; texts of concurrent calls are coalesced up to this (default 8). */
+  /** Most texts per task handed to a thread; texts of concurrent calls are coalesced up to this (default 16). */
   batchTexts?: number;
 }
 

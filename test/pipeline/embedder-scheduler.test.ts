@@ -125,28 +125,35 @@ describe("embedding scheduler (fake backend)", () => {
     expect(done).toHaveLength(21);
   });
 
-  it("answers queries on the dedicated query thread while the shared threads are busy", async () => {
+  it("answers queries, then interactive calls in small tasks, on the dedicated thread; never bulk work", async () => {
     const shared = new FakeBackend(1);
     const queryThread = new FakeBackend(1);
     const scheduler = new EmbeddingScheduler({ shared, queryBackend: queryThread, textsPerTask: 8 });
     const { done, submit } = recorder(scheduler);
     for (let i = 0; i < 10; i++) submit(`b${i}`, [`bulk ${i}a`, `bulk ${i}b`], "document", "bulk");
-    submit("i", ["an interactive document"], "document", "interactive");
+    const memories = Array.from({ length: 6 }, (_, i) => `memory ${i}`);
+    submit("i", memories, "document", "interactive");
     await settle();
+    // The interactive call goes first on both free threads, spread evenly (the bulk calls wait).
+    expect(queryThread.started.map((t) => t.texts)).toEqual([memories.slice(0, 3)]);
+    expect(shared.started.map((t) => t.texts)).toEqual([memories.slice(3)]);
     const query = submit("q", ["a question"], "query");
     await settle();
-    // The query did not wait for the shared thread; only query-lane work ever reaches the query thread.
-    expect(queryThread.started.map((t) => t.texts)).toEqual([["a question"]]);
+    // The dedicated thread frees first here: the query is next on it, ahead of the queued bulk texts.
+    queryThread.finish();
+    await settle();
+    expect(queryThread.started[1]).toMatchObject({ texts: ["a question"], purpose: "query" });
     queryThread.finish();
     expect(await query).toEqual([encode("a question")]);
-    expect(done).toEqual(["q"]);
-    // The shared thread took the interactive call first (it was queued before the first pump).
-    expect(shared.started[0]?.texts).toEqual(["an interactive document"]);
+    shared.finish();
+    await settle();
+    expect(done).toEqual(["q", "i"]);
     while (shared.running.size > 0) {
       shared.finish();
       await settle();
     }
-    expect(queryThread.started).toHaveLength(1);
+    // Bulk work never went to the dedicated thread.
+    expect(queryThread.started).toHaveLength(2);
     expect(done).toHaveLength(12);
   });
 
@@ -254,7 +261,12 @@ describe("embedding scheduler (fake backend)", () => {
     for (const { texts, answer } of calls) expect((await answer).map(decode)).toEqual(texts);
     expect(shared.maxRunning).toBe(3);
     expect(queryThread.maxRunning).toBe(1);
-    expect(queryThread.started.every((t) => t.purpose === "query")).toBe(true);
+    // The dedicated thread took queries and interactive calls (four texts at most), never bulk ones.
+    const bulkTexts = new Set(calls.filter((_, i) => i % 3 === 2).flatMap((c) => c.texts));
+    expect(queryThread.started.every((t) => t.texts.every((text) => !bulkTexts.has(text)))).toBe(true);
+    expect(
+      queryThread.started.filter((t) => t.purpose === "document").every((t) => t.texts.length <= 4),
+    ).toBe(true);
     expect(scheduler.outstanding).toEqual({ shared: 0, query: 0 });
     expect(scheduler.queued).toBe(0);
   });
