@@ -182,7 +182,11 @@ export async function processDocument(ref: ProcessingRef): Promise<ProcessingOut
  * the extraction it needs and one resumable embedding; memory extraction, when on, comes after.
  */
 async function compactPipeline(ref: ProcessingRef): Promise<ProcessingOutcome> {
-  const prepared = await localPreparation.prepareDocument(ref);
+  const prepared = await localPreparation.prepareDocument(ref).catch((error: unknown) => {
+    // A local activity's failure reaches the workflow as its cause alone, without the ActivityFailure around
+    // it that names the step; name it here, so the reason reads like any other step's.
+    throw error instanceof ApplicationFailure ? new LocalStepFailure("prepareDocument", error) : error;
+  });
   if (prepared.stage === "done") return "done";
   if (prepared.stage === "identified") {
     const { type } = prepared;
@@ -213,13 +217,31 @@ async function extractMemoriesOrRecordWhyNot(ref: ProcessingRef): Promise<void> 
   }
 }
 
+/** The failure of a local activity's last attempt, with the step it came from. */
+class LocalStepFailure extends Error {
+  constructor(
+    readonly step: string,
+    override readonly cause: ApplicationFailure,
+  ) {
+    super(cause.message);
+    this.name = "LocalStepFailure";
+  }
+}
+
 function failureType(error: unknown): string | undefined {
-  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure)
+  if (
+    (error instanceof ActivityFailure || error instanceof LocalStepFailure) &&
+    error.cause instanceof ApplicationFailure
+  )
     return error.cause.type ?? undefined;
   return undefined;
 }
 
 function failureReason(error: unknown): string {
+  if (error instanceof LocalStepFailure) {
+    const retried = error.cause.nonRetryable ? "" : " (gave up after retries)";
+    return `${error.step}: ${error.cause.message}${retried}`;
+  }
   if (error instanceof ActivityFailure) {
     const cause = error.cause;
     const message = cause?.message || error.message;
