@@ -1,4 +1,4 @@
-import { and, eq, inArray, lt, lte, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, lt, lte, notInArray, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { DOCUMENT_PRIORITY, type DocumentPriority, documents } from "./schema/index.ts";
 
@@ -204,6 +204,33 @@ export async function releaseAdmission(db: Database, runs: { documentId: string;
   }
 }
 
+const admittedRunColumns = {
+  documentId: documents.id,
+  run: documents.processingRun,
+  priority: documents.priority,
+  fairnessKey: documents.fairnessKey,
+};
+
+/**
+ * Runs in flight (admitted, unfinished) untouched since `updatedBefore`: their workflows are looked up
+ * one by one, in case Temporal lost them (a wiped dev-server state file). Waiting runs are not listed:
+ * they have no workflow yet, by design.
+ */
+export function staleRunsInFlight(db: Database, updatedBefore: Date, limit = 100): Promise<AdmittedRun[]> {
+  return db
+    .select(admittedRunColumns)
+    .from(documents)
+    .where(
+      and(
+        unfinished,
+        eq(documents.admittedRun, documents.processingRun),
+        lte(documents.updatedAt, updatedBefore),
+      ),
+    )
+    .orderBy(asc(documents.updatedAt))
+    .limit(limit);
+}
+
 /**
  * Admitted runs whose workflow start was never confirmed, admitted before `admittedBefore`: the
  * process that admitted them stopped between the two steps. Their starts are retried (idempotent).
@@ -214,12 +241,7 @@ export function admittedWithoutWorkflow(
   limit = 1000,
 ): Promise<AdmittedRun[]> {
   return db
-    .select({
-      documentId: documents.id,
-      run: documents.processingRun,
-      priority: documents.priority,
-      fairnessKey: documents.fairnessKey,
-    })
+    .select(admittedRunColumns)
     .from(documents)
     .where(
       and(

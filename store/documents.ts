@@ -7,7 +7,6 @@ import {
   desc,
   eq,
   inArray,
-  lte,
   notInArray,
   or,
   type SQL,
@@ -415,31 +414,6 @@ export async function markWorkflowsStarted(
       FROM unnest(${sql.param(runs.map((r) => r.documentId))}::text[], ${sql.param(runs.map((r) => r.run))}::int[])
            AS s(id, run)
      WHERE documents.id = s.id AND documents.workflow_run < s.run`);
-}
-
-/**
- * Runs in flight (admitted, unfinished) untouched since `updatedBefore`: their workflows are looked up
- * one by one, in case Temporal lost them (a wiped dev-server state file). Waiting runs are not listed:
- * they have no workflow yet, by design.
- */
-export function staleUnfinishedDocuments(db: Database, updatedBefore: Date, limit = 100) {
-  return db
-    .select({
-      documentId: documents.id,
-      run: documents.processingRun,
-      priority: documents.priority,
-      fairnessKey: documents.fairnessKey,
-    })
-    .from(documents)
-    .where(
-      and(
-        notInArray(documents.status, terminalStatuses),
-        eq(documents.admittedRun, documents.processingRun),
-        lte(documents.updatedAt, updatedBefore),
-      ),
-    )
-    .orderBy(asc(documents.updatedAt))
-    .limit(limit);
 }
 
 export function unfinishedDocuments(

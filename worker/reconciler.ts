@@ -1,7 +1,7 @@
 import type { Logger } from "../config/logger.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
+import { staleRunsInFlight } from "../store/admission.ts";
 import type { Database } from "../store/db.ts";
-import { staleUnfinishedDocuments } from "../store/documents.ts";
 
 /** Runs in flight untouched this long get their workflow looked up in Temporal. */
 const STALE_AFTER_MS = 10 * 60_000;
@@ -20,7 +20,7 @@ export async function reconcileUnfinished(
   unconfirmedAfterMs?: number,
 ) {
   let started = await processing.restartUnconfirmed(unconfirmedAfterMs);
-  for (const run of await staleUnfinishedDocuments(db, new Date(Date.now() - STALE_AFTER_MS))) {
+  for (const run of await staleRunsInFlight(db, new Date(Date.now() - STALE_AFTER_MS))) {
     if (await processing.exists({ documentId: run.documentId, run: run.run })) continue;
     await processing.start(run);
     started++;

@@ -14,6 +14,9 @@ import { heavyQueueOf } from "./queues.ts";
 
 const nonRetryableErrorTypes = [SUPERSEDED, EXTRACTION_FAILED];
 
+/** What identification decided the content is (from the activity's type: workflows import no pipeline code). */
+type ContentType = Awaited<ReturnType<DocumentActivities["identifyContent"]>>["type"];
+
 /**
  * Identifying and, for text-like content, extracting, chunking, embedding and storing a short text: a local
  * activity, run by the worker that holds the workflow task, so a short document costs Temporal one workflow task
@@ -152,13 +155,7 @@ export async function processDocument(ref: ProcessingRef): Promise<ProcessingOut
     // Runs started before the compact pipeline existed replay the stage-per-activity one below.
     if (patched("compact-pipeline")) return await compactPipeline(ref);
     const { type } = await identification.identifyContent(ref);
-    if (type === "pdf" || type === "image") {
-      const { ocr } = heavyExtraction();
-      await (type === "pdf" ? ocr.extractPdf(ref) : ocr.extractImage(ref));
-    } else if (type === "audio" || type === "video") {
-      const { media } = heavyExtraction();
-      await (type === "audio" ? media.extractAudio(ref) : media.extractVideo(ref));
-    } else await textExtraction.extractText(ref);
+    await extractByType(type, ref);
     await local.chunkDocument(ref);
     await embedding.embedDocument(ref);
     // Runs started before this step existed replay without it.
@@ -189,14 +186,7 @@ async function compactPipeline(ref: ProcessingRef): Promise<ProcessingOutcome> {
   });
   if (prepared.stage === "done") return "done";
   if (prepared.stage === "identified") {
-    const { type } = prepared;
-    if (type === "pdf" || type === "image") {
-      const { ocr } = heavyExtraction();
-      await (type === "pdf" ? ocr.extractPdf(ref) : ocr.extractImage(ref));
-    } else if (type === "audio" || type === "video") {
-      const { media } = heavyExtraction();
-      await (type === "audio" ? media.extractAudio(ref) : media.extractVideo(ref));
-    } else await textExtraction.extractText(ref);
+    await extractByType(prepared.type, ref);
     await local.chunkDocument(ref);
   }
   if (prepared.stage !== "embedded") {
@@ -206,6 +196,17 @@ async function compactPipeline(ref: ProcessingRef): Promise<ProcessingOutcome> {
   await extractMemoriesOrRecordWhyNot(ref);
   await local.indexDocument(ref);
   return "done";
+}
+
+/** OCR for PDFs and images, transcription for audio and video (both on the heavy queue), parsing for the rest. */
+async function extractByType(type: ContentType, ref: ProcessingRef): Promise<void> {
+  if (type === "pdf" || type === "image") {
+    const { ocr } = heavyExtraction();
+    await (type === "pdf" ? ocr.extractPdf(ref) : ocr.extractImage(ref));
+  } else if (type === "audio" || type === "video") {
+    const { media } = heavyExtraction();
+    await (type === "audio" ? media.extractAudio(ref) : media.extractVideo(ref));
+  } else await textExtraction.extractText(ref);
 }
 
 async function extractMemoriesOrRecordWhyNot(ref: ProcessingRef): Promise<void> {

@@ -27,7 +27,7 @@ function readStat(file: string): ThreadTimes | undefined {
 }
 
 /** Machine-wide busy and stolen ticks (all cores) from the first line of /proc/stat. */
-function machineTicks(): { busy: number; steal: number } | undefined {
+export function machineTicks(): { busy: number; steal: number } | undefined {
   try {
     const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "")
       .trim()

@@ -2,6 +2,7 @@
 // /proc. Elsewhere the figures are absent (0 / undefined).
 
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { machineTicks } from "./cpu.ts";
 
 const TICKS_PER_SECOND = 100;
 
@@ -42,20 +43,6 @@ function threadTicks(pid: number | "self"): Map<string, number> {
     if (t !== undefined) out.set(tid, t);
   }
   return out;
-}
-
-function machineTicks(): { busy: number; steal: number } | undefined {
-  try {
-    const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "")
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
-    return { busy: user + nice + system + irq + softirq, steal };
-  } catch {
-    return undefined;
-  }
 }
 
 /** CPU in cores (1 = one core busy for the whole window) of the service child and what ran beside it. */

@@ -6,12 +6,7 @@ import { availableParallelism } from "node:os";
 import { workerFileBeside } from "../threads.ts";
 import type { BgeTask, BgeWorkerData } from "./bge-small.worker.ts";
 import { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
-import {
-  DEFAULT_TEXTS_PER_TASK,
-  type EmbeddingBackend,
-  EmbeddingScheduler,
-  piscinaBackend,
-} from "./scheduler.ts";
+import { piscinaBackend, ScheduledThreads } from "./scheduler.ts";
 import type { Embedder, EmbeddingPurpose, EmbedOptions } from "./types.ts";
 
 export const BGE_SMALL_MODEL = "bge-small-en-v1.5";
@@ -43,70 +38,59 @@ export interface BgeSmallOptions {
 export class BgeSmallEmbedder implements Embedder {
   readonly model = BGE_SMALL_MODEL;
   readonly dimension = BGE_SMALL_DIMENSION;
-  private readonly shared: EmbeddingBackend;
-  private readonly queryLane: EmbeddingBackend | undefined;
-  private readonly scheduler: EmbeddingScheduler;
-  private closed = false;
+  private readonly threads: ScheduledThreads;
 
   /** Throws when the model files are missing or not the pinned ones: use resolveDefaultEmbedder() to choose. */
   constructor(options: BgeSmallOptions = {}) {
     const threads = options.threads ?? 1;
-    if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
     const intraOpThreads =
-      options.intraOpThreads ?? Math.max(1, Math.floor(availableParallelism() / threads));
+      options.intraOpThreads ?? Math.max(1, Math.floor(availableParallelism() / Math.max(1, threads)));
     if (!Number.isInteger(intraOpThreads) || intraOpThreads < 1)
       throw new RangeError("intraOpThreads must be a positive integer");
-    const queryThreads = options.queryThreads ?? 1;
-    if (!Number.isInteger(queryThreads) || queryThreads < 0)
-      throw new RangeError("queryThreads must be a non-negative integer");
     const batchSize = options.batchSize ?? 4;
     if (!Number.isInteger(batchSize) || batchSize < 1)
       throw new RangeError("batchSize must be a positive integer");
-    const textsPerTask = options.textsPerTask ?? DEFAULT_TEXTS_PER_TASK;
-    if (!Number.isInteger(textsPerTask) || textsPerTask < 1)
-      throw new RangeError("textsPerTask must be a positive integer");
     const modelDir = options.modelDir ?? bgeSmallModelDir();
     const check = checkBgeSmallFiles(modelDir);
     if (!check.ok) throw new Error(`bge-small-en-v1.5 is not available: ${check.reason}`);
     const filename = workerFileBeside(import.meta.url);
-    const backend = (count: number, intraOp: number) =>
-      piscinaBackend<BgeTask, Float32Array>({
-        filename,
-        workerData: {
-          modelDir,
-          intraOpThreads: intraOp,
-          maxTokens: BGE_MAX_TOKENS,
-          dimension: BGE_SMALL_DIMENSION,
-        } satisfies BgeWorkerData,
-        threads: count,
-        task: (texts, purpose) => ({
-          texts: purpose === "query" ? texts.map((t) => BGE_QUERY_PREFIX + t) : texts,
-          batchSize,
+    this.threads = new ScheduledThreads({
+      threads,
+      queryThreads: options.queryThreads,
+      textsPerTask: options.textsPerTask,
+      // The dedicated query threads run one onnxruntime thread each: a query is a single short text.
+      backend: (count, dedicated) =>
+        piscinaBackend<BgeTask, Float32Array>({
+          filename,
+          workerData: {
+            modelDir,
+            intraOpThreads: dedicated ? 1 : intraOpThreads,
+            maxTokens: BGE_MAX_TOKENS,
+            dimension: BGE_SMALL_DIMENSION,
+          } satisfies BgeWorkerData,
+          threads: count,
+          task: (texts, purpose) => ({
+            texts: purpose === "query" ? texts.map((t) => BGE_QUERY_PREFIX + t) : texts,
+            batchSize,
+          }),
+          vectors: (flat) => {
+            const vectors: Float32Array[] = [];
+            for (let offset = 0; offset < flat.length; offset += BGE_SMALL_DIMENSION)
+              vectors.push(flat.subarray(offset, offset + BGE_SMALL_DIMENSION));
+            return vectors;
+          },
         }),
-        vectors: (flat) => {
-          const vectors: Float32Array[] = [];
-          for (let offset = 0; offset < flat.length; offset += BGE_SMALL_DIMENSION)
-            vectors.push(flat.subarray(offset, offset + BGE_SMALL_DIMENSION));
-          return vectors;
-        },
-      });
-    this.shared = backend(threads, intraOpThreads);
-    this.queryLane = queryThreads > 0 ? backend(queryThreads, 1) : undefined;
-    this.scheduler = new EmbeddingScheduler({
-      shared: this.shared,
-      queryBackend: this.queryLane,
-      textsPerTask,
     });
   }
 
   /** Shared worker threads currently alive (not counting the query threads); 0 after close(). */
   get threadCount(): number {
-    return this.shared.threadCount;
+    return this.threads.threadCount;
   }
 
   /** Query-lane threads currently alive; 0 when configured off and after close(). */
   get queryThreadCount(): number {
-    return this.queryLane?.threadCount ?? 0;
+    return this.threads.queryThreadCount;
   }
 
   async embed(
@@ -114,16 +98,13 @@ export class BgeSmallEmbedder implements Embedder {
     purpose: EmbeddingPurpose = "document",
     options: EmbedOptions = {},
   ): Promise<number[][]> {
-    if (this.closed) throw new Error("the embedder is closed");
     if (purpose !== "document" && purpose !== "query") throw new RangeError(`unknown purpose "${purpose}"`);
     const empty = texts.findIndex((t) => typeof t !== "string" || t.trim() === "");
     if (empty !== -1) throw new RangeError(`cannot embed an empty text (index ${empty})`);
-    return this.scheduler.submit(texts, purpose, options.priority);
+    return this.threads.submit(texts, purpose, options.priority);
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.scheduler.close();
+  close(): Promise<void> {
+    return this.threads.close();
   }
 }

@@ -337,3 +337,62 @@ export function piscinaBackend<Task, Result>(options: PiscinaBackendOptions<Task
     close: () => pool.destroy(),
   };
 }
+
+/**
+ * An embedder's threads behind one scheduler: `threads` shared ones and `queryThreads` dedicated ones, each set
+ * made by `backend(count, dedicated)`. What every embedder here has in common, from validation to close().
+ */
+export class ScheduledThreads {
+  private readonly shared: EmbeddingBackend;
+  private readonly queryLane: EmbeddingBackend | undefined;
+  private readonly scheduler: EmbeddingScheduler;
+  private closed = false;
+
+  constructor(options: {
+    threads?: number;
+    queryThreads?: number;
+    textsPerTask?: number;
+    backend(count: number, dedicated: boolean): EmbeddingBackend;
+  }) {
+    const threads = options.threads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
+    const queryThreads = options.queryThreads ?? 1;
+    if (!Number.isInteger(queryThreads) || queryThreads < 0)
+      throw new RangeError("queryThreads must be a non-negative integer");
+    const textsPerTask = options.textsPerTask ?? DEFAULT_TEXTS_PER_TASK;
+    if (!Number.isInteger(textsPerTask) || textsPerTask < 1)
+      throw new RangeError("textsPerTask must be a positive integer");
+    this.shared = options.backend(threads, false);
+    this.queryLane = queryThreads > 0 ? options.backend(queryThreads, true) : undefined;
+    this.scheduler = new EmbeddingScheduler({
+      shared: this.shared,
+      queryBackend: this.queryLane,
+      textsPerTask,
+    });
+  }
+
+  /** Shared worker threads currently alive (not counting the query threads); 0 after close(). */
+  get threadCount(): number {
+    return this.shared.threadCount;
+  }
+
+  /** Query-lane threads currently alive; 0 when configured off and after close(). */
+  get queryThreadCount(): number {
+    return this.queryLane?.threadCount ?? 0;
+  }
+
+  submit(
+    texts: string[],
+    purpose: EmbeddingPurpose,
+    priority: EmbeddingPriority | undefined,
+  ): Promise<number[][]> {
+    if (this.closed) return Promise.reject(new Error("the embedder is closed"));
+    return this.scheduler.submit(texts, purpose, priority);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.scheduler.close();
+  }
+}

@@ -3,12 +3,7 @@
 // ordered and coalesced by the scheduler in front of the threads (scheduler.ts).
 
 import { workerFileBeside } from "../threads.ts";
-import {
-  DEFAULT_TEXTS_PER_TASK,
-  type EmbeddingBackend,
-  EmbeddingScheduler,
-  piscinaBackend,
-} from "./scheduler.ts";
+import { piscinaBackend, ScheduledThreads } from "./scheduler.ts";
 import type { Embedder, EmbeddingPurpose, EmbedOptions } from "./types.ts";
 
 export interface UseLiteOptions {
@@ -29,44 +24,31 @@ export const USE_LITE_DIMENSION = 512;
 export class UseLiteEmbedder implements Embedder {
   readonly model = USE_LITE_MODEL;
   readonly dimension = USE_LITE_DIMENSION;
-  private readonly shared: EmbeddingBackend;
-  private readonly queryLane: EmbeddingBackend | undefined;
-  private readonly scheduler: EmbeddingScheduler;
-  private closed = false;
+  private readonly threads: ScheduledThreads;
 
   constructor(options: UseLiteOptions = {}) {
-    const threads = options.threads ?? 1;
-    if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
-    const queryThreads = options.queryThreads ?? 1;
-    if (!Number.isInteger(queryThreads) || queryThreads < 0)
-      throw new RangeError("queryThreads must be a non-negative integer");
-    const textsPerTask = options.textsPerTask ?? DEFAULT_TEXTS_PER_TASK;
     const filename = workerFileBeside(import.meta.url);
-    // The model has no query/document asymmetry: the purpose only keeps calls apart in the scheduler.
-    const backend = (count: number) =>
-      piscinaBackend<string[], Float32Array[]>({
-        filename,
-        threads: count,
-        task: (texts) => texts,
-        vectors: (vectors) => vectors,
-      });
-    this.shared = backend(threads);
-    this.queryLane = queryThreads > 0 ? backend(queryThreads) : undefined;
-    this.scheduler = new EmbeddingScheduler({
-      shared: this.shared,
-      queryBackend: this.queryLane,
-      textsPerTask,
+    this.threads = new ScheduledThreads({
+      ...options,
+      // The model has no query/document asymmetry: the purpose only keeps calls apart in the scheduler.
+      backend: (count) =>
+        piscinaBackend<string[], Float32Array[]>({
+          filename,
+          threads: count,
+          task: (texts) => texts,
+          vectors: (vectors) => vectors,
+        }),
     });
   }
 
   /** Shared worker threads currently alive (not counting the query threads); 0 after close(). */
   get threadCount(): number {
-    return this.shared.threadCount;
+    return this.threads.threadCount;
   }
 
   /** Query-lane threads currently alive; 0 when configured off and after close(). */
   get queryThreadCount(): number {
-    return this.queryLane?.threadCount ?? 0;
+    return this.threads.queryThreadCount;
   }
 
   async embed(
@@ -74,17 +56,14 @@ export class UseLiteEmbedder implements Embedder {
     purpose: EmbeddingPurpose = "document",
     options: EmbedOptions = {},
   ): Promise<number[][]> {
-    if (this.closed) throw new Error("the embedder is closed");
     // The model's tokenizer yields no tokens for "" and TensorFlow then fails with an opaque shape
     // error from inside the thread; say what is wrong instead.
     const empty = texts.indexOf("");
     if (empty !== -1) throw new RangeError(`cannot embed an empty text (index ${empty})`);
-    return this.scheduler.submit(texts, purpose, options.priority);
+    return this.threads.submit(texts, purpose, options.priority);
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.scheduler.close();
+  close(): Promise<void> {
+    return this.threads.close();
   }
 }
