@@ -1,5 +1,5 @@
 // The embedding model alone on the chunks the pipeline embeds, as bench/ingest.ts measures it (a fresh
-// embedder with the service's thread count, a warm-up call, then calls of 32 texts), with the elapsed
+// embedder with the service's thread count and task size, a warm-up call, then calls of 32 texts in the bulk lane), with the elapsed
 // time noted where the chunks of the first N documents end (no call crosses such a point), so every
 // import size gets the rate on its own chunks (or on the longest prefix measured).
 
@@ -38,7 +38,10 @@ export async function embedderRate(opts: {
   });
   const embedder = createEmbedder(opts.model, { threads: opts.threads });
   try {
-    await embedder.embed(texts.slice(0, Math.min(texts.length, 8 * opts.threads)), "document");
+    // The bulk lane, as an import's chunks: the model's own threads only (the query thread serves interactive work).
+    await embedder.embed(texts.slice(0, Math.min(texts.length, 8 * opts.threads)), "document", {
+      priority: "bulk",
+    });
     const bar = progress(`embedder alone (${opts.model}), the pipeline's chunks`, texts.length);
     const meter = cpuMeter({ temporalPid: opts.temporalPid, topThreads: opts.threads });
     const started = performance.now();
@@ -49,7 +52,7 @@ export async function embedderRate(opts: {
       // Calls of 32 texts, cut short where a prefix ends so its time is exact.
       const next = boundaries.find((b) => b > done) ?? texts.length;
       const slice = texts.slice(done, Math.min(done + 32, next));
-      await embedder.embed(slice, "document");
+      await embedder.embed(slice, "document", { priority: "bulk" });
       done += slice.length;
       const documents = ends.get(done);
       if (documents !== undefined) {
