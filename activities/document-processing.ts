@@ -140,6 +140,8 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
     async prepareDocument(ref: ProcessingRef): Promise<{ type: ContentType; stage: PreparedStage }> {
       return translateErrors(async () => {
         const doc = await enterStage(db, ref, "extracting");
+        // Done already: a worker died after writing the result and before Temporal recorded it.
+        if (doc.status === "done") return { type: (doc.type ?? "text") as ContentType, stage: "done" };
         const source = await resolveSource(doc, deps, true);
         const found = await identify(source);
         const identified = { type: found.type, mimeType: found.mime, stored: source.stored };

@@ -46,6 +46,7 @@ export class DocumentProcessing {
   private pass: Promise<void> | undefined;
   private passAgain = false;
   private delayed: NodeJS.Timeout | undefined;
+  private closed = false;
   /** Round robin among fairness keys with equal load: the last key served. */
   private lastKey: string | undefined;
 
@@ -63,6 +64,7 @@ export class DocumentProcessing {
    * admits several runs at once instead of one per finished run (a pass is a few statements under a lock).
    */
   submit(afterMs = 0): void {
+    if (this.closed) return;
     if (this.pass) {
       this.passAgain = true;
       return;
@@ -85,6 +87,15 @@ export class DocumentProcessing {
     });
   }
 
+  /** At shutdown, before the store closes: no more passes; waits for the one running. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.delayed) clearTimeout(this.delayed);
+    this.delayed = undefined;
+    this.passAgain = false;
+    await this.pass;
+  }
+
   /** Runs admission until a pass admits nothing new; resolves when the workflows of the admitted runs started. */
   async admitNow(): Promise<number> {
     if (this.pass) {
@@ -104,7 +115,7 @@ export class DocumentProcessing {
       this.passAgain = false;
       try {
         // Keep going while a pass fills slots: a burst of adds may need several.
-        while ((await this.admitOnce()) > 0 && !this.passAgain);
+        while (!this.closed && (await this.admitOnce()) > 0 && !this.passAgain);
       } catch (err) {
         this.log?.warn({ err }, "admission pass failed; the next one will retry");
       }

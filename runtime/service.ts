@@ -99,6 +99,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       { maxInFlight: config.MAX_DOCUMENTS_IN_FLIGHT },
       log,
     );
+    // Stops run in reverse: this one after the workers (whose finishing runs ask for passes), before the store.
+    stops.push(() => processing.close());
 
     const syncs = new ConnectionSyncs(client, config.TEMPORAL_TASK_QUEUE);
     const secrets = loadSecretBox({ envKey: config.MEMORY_ENCRYPTION_KEY, dataDir: config.dataDir });

@@ -131,18 +131,14 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
         url: input.url ?? null,
         ...fileColumns(input),
         containerTags,
+        fairnessKey: fairnessKeyOf({ connectionId: existing.connectionId, containerTags }),
         metadata: { ...existing.metadata, ...input.metadata },
         ...(input.title ? { title: input.title } : {}),
         ...(input.filepath ? { filepath: input.filepath } : {}),
         ...(input.entityContext ? { entityContext: input.entityContext } : {}),
         ...(input.endUserId ? { endUserId: input.endUserId } : {}),
         updatedAt: new Date(),
-        ...(reprocess
-          ? requeue(existing, {
-              priority: input.priority ?? DOCUMENT_PRIORITY.bulk,
-              fairnessKey: fairnessKeyOf({ connectionId: existing.connectionId, containerTags }),
-            })
-          : {}),
+        ...(reprocess ? requeue(existing, input.priority ?? DOCUMENT_PRIORITY.bulk) : {}),
       })
       .where(eq(documents.id, existing.id))
       .returning();
@@ -159,19 +155,17 @@ function fileColumns(input: NewDocumentInput) {
   };
 }
 
-/** A new processing run: it waits for admission like a new document, with this priority and fairness key. */
+/** A new processing run: it waits for admission like a new document, with this priority. */
 function requeue(
   existing: DocumentRow,
-  admission: { priority: DocumentPriority; fairnessKey?: string } = {
-    priority: DOCUMENT_PRIORITY.interactive,
-  },
+  priority: DocumentPriority = DOCUMENT_PRIORITY.interactive,
 ): Partial<DocumentRow> {
   const run = existing.processingRun + 1;
+  // The fairness key follows the tags and is set wherever they change, not here.
   return {
     status: "queued",
     processingRun: run,
-    priority: admission.priority,
-    fairnessKey: admission.fairnessKey ?? fairnessKeyOf(existing),
+    priority,
     errorReason: null,
     statusHistory: [...existing.statusHistory, { status: "queued", at: new Date().toISOString(), run }],
   };
@@ -225,20 +219,20 @@ export async function updateDocument(
             }
           : {}),
         ...(patch.metadata ? { metadata: { ...existing.metadata, ...patch.metadata } } : {}),
-        ...(patch.containerTags ? { containerTags: patch.containerTags } : {}),
+        ...(patch.containerTags
+          ? {
+              containerTags: patch.containerTags,
+              fairnessKey: fairnessKeyOf({
+                connectionId: existing.connectionId,
+                containerTags: patch.containerTags,
+              }),
+            }
+          : {}),
         ...(patch.customId ? { customId: patch.customId } : {}),
         ...(patch.title ? { title: patch.title } : {}),
         ...(patch.filepath ? { filepath: patch.filepath } : {}),
         updatedAt: new Date(),
-        ...(reprocess
-          ? requeue(existing, {
-              priority: DOCUMENT_PRIORITY.interactive,
-              fairnessKey: fairnessKeyOf({
-                connectionId: existing.connectionId,
-                containerTags: patch.containerTags ?? existing.containerTags,
-              }),
-            })
-          : {}),
+        ...(reprocess ? requeue(existing, DOCUMENT_PRIORITY.interactive) : {}),
       })
       .where(eq(documents.id, existing.id))
       .returning();

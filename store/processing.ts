@@ -55,11 +55,12 @@ export async function setStatus(db: Database, ref: RunRef, status: DocumentStatu
 
 /** setStatus, answering the run's row as it is afterwards (one statement instead of an update and a read). */
 export async function enterStage(db: Database, ref: RunRef, status: DocumentStatus): Promise<DocumentRow> {
-  // Retried activities call this again: only record a transition once.
+  // Retried activities call this again: only record a transition once, and never move a finished run back (a
+  // step whose result Temporal did not record before a crash runs again after its run was marked done).
   const [row] = await db
     .update(documents)
     .set({ status, statusHistory: historyEntry(status, ref.run), updatedAt: new Date() } as never)
-    .where(and(current(ref), sql`${documents.status} <> ${status}`))
+    .where(and(current(ref), sql`${documents.status} NOT IN (${status}, 'done', 'failed')`))
     .returning();
   return row ?? loadRun(db, ref);
 }

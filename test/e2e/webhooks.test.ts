@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import http, { type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Client, Connection } from "@temporalio/client";
+import { Client, Connection, WorkflowNotFoundError } from "@temporalio/client";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLogger } from "../../config/logger.ts";
@@ -122,7 +122,22 @@ describe("webhooks: signed deliveries of document and sync events", () => {
   });
 
   /** The document's processing workflow has returned, so its webhook emission has run too. */
-  const processed = (id: string) => temporal.workflow.getHandle(`doc/${id}/1`).result();
+  // A document's workflow starts when admission lets it in: wait for it to exist, then for its outcome.
+  const processed = async (id: string) => {
+    const handle = temporal.workflow.getHandle(`doc/${id}/1`);
+    await waitFor(
+      () =>
+        handle.describe().then(
+          () => true,
+          (error) => {
+            if (error instanceof WorkflowNotFoundError) return undefined;
+            throw error;
+          },
+        ),
+      `the workflow of ${id}`,
+    );
+    return handle.result();
+  };
   const deliveriesOf = async (hook: Hook) => (await call("GET", `/v3/webhooks/${hook.id}/deliveries`)).json;
 
   it("refuses URLs that are not http(s), private addresses unless allowed, and non-admin keys", async () => {
