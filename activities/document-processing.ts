@@ -200,11 +200,12 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
      */
     async embedAndFinish(ref: ProcessingRef): Promise<{ embedded: number; done: boolean }> {
       return translateErrors(async () => {
-        await setStatus(db, ref, "embedding");
-        const doc = await loadRun(db, ref);
+        const doc = await enterStage(db, ref, "embedding");
+        const finish = !deps.llm;
+        // Done already: a worker died after the last batch was written and before Temporal recorded it.
+        if (doc.status === "done") return { embedded: 0, done: finish };
         const ctx = Context.current();
         const model = { name: deps.embedder.model, dimension: deps.embedder.dimension };
-        const finish = !deps.llm;
         let embedded = 0;
         for (;;) {
           if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;

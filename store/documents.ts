@@ -393,11 +393,7 @@ export async function countUnfinished(db: Database): Promise<number> {
 
 /** Documents whose processing has not finished: used by the list-processing endpoint and the reconciler. */
 /** Marks a run's workflow as started (idempotent; never moves backwards). */
-export async function markWorkflowStarted(db: Database, documentId: string, run: number): Promise<void> {
-  await markWorkflowsStarted(db, [{ documentId, run }]);
-}
-
-/** The same for the runs one admission pass started: one statement, whatever their number. */
+/** Records that Temporal has the workflows of these runs (one admission pass's): one statement, whatever their number. */
 export async function markWorkflowsStarted(
   db: Database,
   runs: readonly { documentId: string; run: number }[],

@@ -218,7 +218,9 @@ describe.each(drivers)("store on %s", (_name, open) => {
       const lost = async () =>
         (await admittedWithoutWorkflow(store.db, new Date(Date.now() + 1000))).map((r) => r.documentId);
       expect(await lost()).toEqual([id]);
-      await docs.markWorkflowStarted(store.db, id as string, (run as { run: number }).run);
+      await docs.markWorkflowsStarted(store.db, [
+        { documentId: id as string, run: (run as { run: number }).run },
+      ]);
       expect(await lost()).toEqual([]);
     });
   });
