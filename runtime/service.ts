@@ -95,7 +95,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const processing = new DocumentProcessing(
       client,
       config.TEMPORAL_TASK_QUEUE,
-      store.db,
+      store.background,
       { maxInFlight: config.MAX_DOCUMENTS_IN_FLIGHT },
       log,
     );
@@ -143,7 +143,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         maxConcurrentLocalActivities: Math.max(config.MAX_DOCUMENTS_IN_FLIGHT, 8),
         maxConcurrentHeavy: config.WORKER_HEAVY_CONCURRENCY,
         deps: {
-          db: store.db,
+          db: store.background,
           embedder,
           cpu,
           blobs,
@@ -159,8 +159,8 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
           admission: processing,
         },
-        sync: { config, db: store.db, blobs, secrets, processing, network, log },
-        keyNotices: { config, db: store.db, log },
+        sync: { config, db: store.background, blobs, secrets, processing, network, log },
+        keyNotices: { config, db: store.background, log },
       };
       // One process serves both queues by default; WORKER_QUEUES splits them across processes.
       const workers: Worker[] = [];
@@ -175,10 +175,10 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         });
       }
       // Whatever a stopped process left admitted but unstarted is started now; then admission resumes.
-      await reconcileUnfinished(store.db, processing, log, 0).catch((err) =>
+      await reconcileUnfinished(store.background, processing, log, 0).catch((err) =>
         log.warn({ err }, "could not resume processing yet; the reconcile loop will retry"),
       );
-      await startReembedIfNeeded(client, config.TEMPORAL_TASK_QUEUE, store.db, embedder.model, log);
+      await startReembedIfNeeded(client, config.TEMPORAL_TASK_QUEUE, store.background, embedder.model, log);
       // The schedule's workflow runs where workflows run: with the main queue's worker.
       if (config.WORKER_QUEUES !== "heavy") {
         await ensureKeyNoticeSchedule(client, {
@@ -188,9 +188,9 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           log,
         });
       }
-      const stopReconciling = startReconcileLoop(store.db, processing, log);
+      const stopReconciling = startReconcileLoop(store.background, processing, log);
       stops.push(async () => stopReconciling());
-      const stopMaintenance = startMaintenanceLoop(store.db, log);
+      const stopMaintenance = startMaintenanceLoop(store.background, log);
       stops.push(async () => stopMaintenance());
     }
 

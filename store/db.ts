@@ -10,6 +10,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
 import lockfile from "proper-lockfile";
+import { gatedPglite, PriorityGate } from "./pglite-gate.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -17,7 +18,10 @@ export type Schema = typeof schema;
 export type Database = PgDatabase<PgQueryResultHKT, Schema>;
 
 export interface Store {
+  /** For API requests: on PGlite their statements go before waiting background work (see pglite-gate.ts). */
   db: Database;
+  /** For the worker, admission and maintenance loops. The same pool as `db` on PostgreSQL. */
+  background: Database;
   driver: "pglite" | "postgres";
   close(): Promise<void>;
 }
@@ -44,10 +48,11 @@ export async function openPglite(dataDir: string): Promise<Store> {
   }
   try {
     const client = await PGlite.create(dir, { extensions: { vector } });
-    const db = drizzlePglite(client, { schema });
+    const { db, background } = gatedDatabases(client);
     await migratePglite(db, { migrationsFolder });
     return {
       db,
+      background,
       driver: "pglite",
       async close() {
         await client.close();
@@ -63,9 +68,18 @@ export async function openPglite(dataDir: string): Promise<Store> {
 /** An in-memory PGlite, for tests that need a throwaway store. */
 export async function openMemoryPglite(): Promise<Store> {
   const client = await PGlite.create({ extensions: { vector } });
-  const db = drizzlePglite(client, { schema });
+  const { db, background } = gatedDatabases(client);
   await migratePglite(db, { migrationsFolder });
-  return { db, driver: "pglite", close: () => client.close() };
+  return { db, background, driver: "pglite", close: () => client.close() };
+}
+
+/** Two query builders over one PGlite backend, taking turns at one gate in their own class. */
+function gatedDatabases(client: PGlite) {
+  const gate = new PriorityGate();
+  return {
+    db: drizzlePglite(gatedPglite(client, gate, "interactive"), { schema }),
+    background: drizzlePglite(gatedPglite(client, gate, "background"), { schema }),
+  };
 }
 
 export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
@@ -83,7 +97,7 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
     await pool.end();
     throw error;
   }
-  return { db, driver: "postgres", close: () => pool.end() };
+  return { db, background: db, driver: "postgres", close: () => pool.end() };
 }
 
 /** Any constant works, as long as every process of this service uses the same one. */

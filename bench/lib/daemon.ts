@@ -99,6 +99,9 @@ export async function startServiceProcess(
     EMBEDDING_THREADS: String(opts.threads),
     EMBEDDING_MODEL: opts.embeddingModel,
     LOG_LEVEL: opts.logLevel,
+    // glibc's allocator as `npm start` sets it (package.json): fewer arenas, freed memory returned to the system.
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? "2",
+    MALLOC_TRIM_THRESHOLD_: process.env.MALLOC_TRIM_THRESHOLD_ ?? "131072",
     // The benchmark's own requests come from loopback in bursts: no admin rate limit (the default, made explicit).
     ADMIN_RATE_LIMIT_MAX: "0",
     ...opts.extraEnv,

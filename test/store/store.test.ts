@@ -186,6 +186,37 @@ describe.each(drivers)("store on %s", (_name, open) => {
       expect(after.filter((r) => r.fairnessKey === "tag:adm-big")).toHaveLength(1);
     });
 
+    it("shares slots across connections syncing into one tag, and the API's own adds go first", async () => {
+      const synced = async (connectionId: string, n: number) => {
+        const ids: string[] = [];
+        for (let i = 0; i < n; i++)
+          ids.push(
+            (
+              await add({
+                source: `${connectionId} file ${i}`,
+                containerTags: ["adm-team"],
+                connectionId,
+                priority: 1,
+              })
+            ).document.id,
+          );
+        return ids;
+      };
+      // A first sync of a big drive, then another connection's incremental sync and a user's own add,
+      // all into the same container tag.
+      await synced("conn-big", 40);
+      const early = await admitRuns(store.db, { maxInFlight: 4 });
+      expect(new Set(early.map((r) => r.fairnessKey))).toEqual(new Set(["connection:conn-big"]));
+      const incremental = await synced("conn-small", 2);
+      const [own] = await tagged("adm-team", 1, 0);
+      // Three of the big sync's four finish; of the two free slots (at a bound of 3) the user's add takes
+      // one and the small sync, holding none, the other, although the big sync's files are older.
+      for (const r of early.slice(0, 3)) await processing.markDone(store.db, r, "m");
+      const next = await admitRuns(store.db, { maxInFlight: 3 });
+      expect(next.map((r) => r.documentId)).toEqual([own, incremental[0]]);
+      expect(next.map((r) => r.fairnessKey)).toEqual(["tag:adm-team", "connection:conn-small"]);
+    });
+
     it("splits slots evenly between tags with equal load", async () => {
       await tagged("adm-even-a", 10);
       await tagged("adm-even-b", 10);

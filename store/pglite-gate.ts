@@ -1,0 +1,60 @@
+// PGlite is one Postgres backend in this process: its statements run one at a time, in the order they were
+// asked for. During a big import the worker keeps a queue of writes waiting (each document's chunks, index
+// entries and status), and a search arriving behind them waited for the whole queue. The gate puts every
+// statement and transaction through one queue with two classes, so a waiting API request (search, add, list)
+// is served before waiting background work and never waits for more than the statement in progress.
+// PostgreSQL needs no gate: it runs each pool connection's statements side by side.
+
+import type { PGlite, Transaction } from "@electric-sql/pglite";
+
+export type GateClass = "interactive" | "background";
+
+interface Waiter {
+  resolve: () => void;
+}
+
+/** One PGlite backend, two queues: interactive waiters always go before background ones. */
+export class PriorityGate {
+  private busy = false;
+  private readonly waiting: Record<GateClass, Waiter[]> = { interactive: [], background: [] };
+
+  async run<T>(cls: GateClass, work: () => Promise<T>): Promise<T> {
+    if (this.busy) await new Promise<void>((resolve) => this.waiting[cls].push({ resolve }));
+    else this.busy = true;
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.interactive.shift() ?? this.waiting.background.shift();
+      // The slot passes straight to the next waiter, so nothing can slip in between.
+      if (next) next.resolve();
+      else this.busy = false;
+    }
+  }
+
+  /** Waiters of each class, for tests and diagnostics. */
+  get queued(): Record<GateClass, number> {
+    return { interactive: this.waiting.interactive.length, background: this.waiting.background.length };
+  }
+}
+
+/**
+ * The part of PGlite drizzle calls (`query`, `exec`, `transaction`), each call taking its turn at the gate in
+ * the given class. Statements inside a transaction use the transaction's own handle and hold the gate already.
+ */
+export function gatedPglite(client: PGlite, gate: PriorityGate, cls: GateClass): PGlite {
+  const gated = {
+    query: (...args: Parameters<PGlite["query"]>) => gate.run(cls, () => client.query(...args)),
+    exec: (...args: Parameters<PGlite["exec"]>) => gate.run(cls, () => client.exec(...args)),
+    transaction: <T>(callback: (tx: Transaction) => Promise<T>) =>
+      gate.run(cls, () => client.transaction(callback)),
+  };
+  // Everything else (close, dumpDataDir, listen...) is PGlite's own.
+  return new Proxy(client, {
+    get(target, prop) {
+      if (prop in gated) return gated[prop as keyof typeof gated];
+      // PGlite's getters read private fields, so they must see PGlite itself as `this`, not the proxy.
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
