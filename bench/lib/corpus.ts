@@ -1,6 +1,6 @@
 // Evaluation data is read in place from ../shared/data/scifact beside the repository (never copied into the repo).
 
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -13,7 +13,15 @@ export interface Abstract {
   text: string;
 }
 
+/** Where to get SciFact when it is not beside the repository (a public clone has no ../shared). */
+export const SCIFACT_HOWTO =
+  "SciFact (BEIR) is not at " +
+  SCIFACT_DIR +
+  ": download https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip, unzip it and " +
+  "set BENCH_SCIFACT_DIR to the folder holding corpus.jsonl, queries.jsonl and qrels/test.tsv";
+
 export function readJsonl<T>(file: string): T[] {
+  if (file.startsWith(SCIFACT_DIR) && !existsSync(SCIFACT_DIR)) throw new Error(SCIFACT_HOWTO);
   return readFileSync(file, "utf8")
     .split("\n")
     .filter((line) => line.trim())

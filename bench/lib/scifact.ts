@@ -1,8 +1,8 @@
 // The SciFact evaluation split: test queries with their relevance judgements (BEIR layout).
 
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { readJsonl, SCIFACT_DIR } from "./corpus.ts";
+import { readJsonl, SCIFACT_DIR, SCIFACT_HOWTO } from "./corpus.ts";
 
 /** The section of docs/benchmarks.md that bench/eval.ts writes (bench/main.ts keeps it when it rewrites the file). */
 export const SCIFACT_HEADING = "## Retrieval quality (SciFact)";
@@ -16,6 +16,7 @@ export interface JudgedQuery {
 
 /** qrels/<split>.tsv (query-id, corpus-id, score with a header line), grouped by query in file order. */
 export function readQrels(split = "test"): Map<string, Map<string, number>> {
+  if (!existsSync(SCIFACT_DIR)) throw new Error(SCIFACT_HOWTO);
   const lines = readFileSync(path.join(SCIFACT_DIR, "qrels", `${split}.tsv`), "utf8").split("\n");
   const out = new Map<string, Map<string, number>>();
   for (const line of lines) {

@@ -1,5 +1,5 @@
 // The imap and gmail connectors against a real Dovecot (test/support/dovecot.ts) whose Maildir holds the
-// well-formed messages of shared/fixtures/email. Gmail's XOAUTH2 is checked against the same Dovecot with
+// well-formed messages of test/fixtures/email. Gmail's XOAUTH2 is checked against the same Dovecot with
 // its oauth2 passdb, which asks this test's introspection endpoint whether a token is valid.
 
 import { readFileSync, utimesSync } from "node:fs";

@@ -9,7 +9,7 @@ import Supermemory, { toFile } from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 
-const fixtures = fileURLToPath(new URL("../../../shared/fixtures/", import.meta.url));
+const fixtures = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
 /** Words really in each fixture (read with pdftotext, unzip, cat, or by looking at the picture). */
 const expected: Record<string, { type: string; phrase: RegExp } | { failed: RegExp }> = {

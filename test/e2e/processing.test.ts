@@ -5,7 +5,7 @@ import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 
-const fixtures = new URL("../../../shared/fixtures/", import.meta.url);
+const fixtures = new URL("../fixtures/", import.meta.url);
 const ideasPage = readFileSync(new URL("html/ideas-page.html", fixtures));
 
 /** A real local web site whose answers the tests control. */

@@ -9,7 +9,7 @@ import { findFreePort } from "../../runtime/temporal-dev-server.ts";
 import { type Spawned, spawnEntry } from "../support/processes.ts";
 import { freshDatabase, untilProcessed, waitFor } from "../support/service.ts";
 
-const fixtures = fileURLToPath(new URL("../../../shared/fixtures/", import.meta.url));
+const fixtures = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
 // A worker killed in the middle of a transcription: the document is not lost and not stuck.
 describe("worker killed mid-extraction", () => {

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { detectContentType } from "../../pipeline/extract/detect.ts";
 
-const fixtures = fileURLToPath(new URL("../../../shared/fixtures/", import.meta.url));
+const fixtures = fileURLToPath(new URL("../fixtures/", import.meta.url));
 const folderType: Record<string, string> = {
   audio: "audio",
   docx: "docx",

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 
-/** `shared/` sits beside the repository (in a checkout and in CI); fixtures are read in place. */
-export const SHARED_DIR =
-  process.env.MEMORY_SHARED_DIR ?? fileURLToPath(new URL("../../../shared/", import.meta.url));
-export const FIXTURES_DIR = `${SHARED_DIR}fixtures`;
+/**
+ * Real third-party files the tests read (PDF, Office, images, audio, mail, web pages), kept in the
+ * repository with their licences: test/fixtures/README.md says where each came from.
+ */
+export const FIXTURES_DIR = fileURLToPath(new URL("../fixtures", import.meta.url));
