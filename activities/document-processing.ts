@@ -7,6 +7,7 @@ import type { Embedder, EmbeddingPriority } from "../pipeline/embedder/types.ts"
 import type { ContentType } from "../pipeline/extract/types.ts";
 import { type ChatModel, ChatModelError } from "../pipeline/llm/chat.ts";
 import { extractMemories } from "../pipeline/llm/extract-memories.ts";
+import { shortTextMemory } from "../pipeline/short-text-memory.ts";
 import { TranscriberUnavailableError } from "../pipeline/transcribe/types.ts";
 import type { Database } from "../store/db.ts";
 import { type ExtractedForTag, memoriesNear, saveExtractedMemories } from "../store/memories.ts";
@@ -51,9 +52,11 @@ export interface DocumentActivityDeps {
   chunking: { maxChars: number; overlapSentences: number };
   fetching: { allowPrivateNetwork: boolean; timeoutMs: number; maxBytes: number };
   log: Logger;
-  /** OpenAI-compatible chat model; without one, documents yield no memories. */
+  /** OpenAI-compatible chat model for memory extraction; without one, only short texts become memories. */
   llm?: ChatModel;
   memoryExtraction?: { maxChars: number };
+  /** Without an LLM, a text added through the API of at most this many characters is also kept as a memory (0: never). */
+  shortTextMemoryMaxChars?: number;
   /** Told when a run ends, so admission hands its slot to the next waiting run soon. */
   admission?: { submit(afterMs?: number): void };
 }
@@ -178,6 +181,16 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
             )
           : [];
         const finish = !deps.llm;
+        // Without an LLM a sentence or two saved by a client is kept as a memory too, word for word.
+        const memory =
+          finish &&
+          found.type === "text" &&
+          !doc.url &&
+          !doc.connectionId &&
+          doc.containerTags.length > 0 &&
+          pieces.length === 1
+            ? shortTextMemory(extracted.content, deps.shortTextMemoryMaxChars ?? 0)
+            : undefined;
         await saveProcessedText(db, ref, {
           identified,
           extracted: extraction,
@@ -188,6 +201,16 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
             { status: "embedding", at: embeddingAt },
             ...(finish ? [{ status: "done" as const, at: new Date() }] : []),
           ],
+          ...(memory
+            ? {
+                memory: {
+                  ...memory,
+                  containerTags: doc.containerTags,
+                  endUserId: doc.endUserId,
+                  metadata: doc.metadata,
+                },
+              }
+            : {}),
         });
         if (finish) await finished(ref, "document.done");
         return { type: found.type, stage: finish ? "done" : "embedded" };

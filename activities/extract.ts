@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { type BlobStore, fileKey } from "../blobs/index.ts";
+import { DESCRIBED_WHEN_TEXTLESS, describeTextless, TEXTLESS_NOTE } from "../pipeline/extract/describe.ts";
 import { detectContentType } from "../pipeline/extract/detect.ts";
 import {
   type ContentType,
@@ -131,8 +132,20 @@ export async function extractAll(
     ctx.heartbeat();
   }
   const content = segmentsToText(segments);
-  if (!content.trim())
+  if (!content.trim()) {
+    // A photo, a music clip, a scan OCR cannot read: kept, and found, by what is known about the file.
+    if (DESCRIBED_WHEN_TEXTLESS.includes(result.type)) {
+      const description = describeTextless(result.type, source.filename, result.metadata);
+      return {
+        type: result.type,
+        title: result.title ?? source.filename ?? null,
+        content: description,
+        segments: [{ text: description, source: "description" }],
+        metadata: { ...result.metadata, note: TEXTLESS_NOTE },
+      };
+    }
     throw new UnprocessableContentError(`no text could be extracted from the ${type} content`);
+  }
   return {
     type: result.type,
     title: result.title ?? titleFromText(content),

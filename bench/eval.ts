@@ -20,6 +20,13 @@ import { log, progress } from "./lib/progress.ts";
 import { machine } from "./lib/report.ts";
 import { revision } from "./lib/revision.ts";
 import { SCIFACT_HEADING as HEADING, type JudgedQuery, readJudgedQueries } from "./lib/scifact.ts";
+import {
+  memorySpread,
+  SCORES_HEADING,
+  type Spread,
+  scifactSpreads,
+  spreadTable,
+} from "./lib/score-distribution.ts";
 import { replaceSection } from "./lib/sections.ts";
 import { Cleanup, startBenchService, startTemporal } from "./lib/service.ts";
 import { summarize } from "./lib/stats.ts";
@@ -433,6 +440,7 @@ async function main(): Promise<number> {
       modes: { type: "string" },
       threads: { type: "string" },
       reset: { type: "boolean", default: false },
+      scores: { type: "boolean", default: false },
       out: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -441,7 +449,8 @@ async function main(): Promise<number> {
   if (values.help) {
     process.stdout.write(
       "npm run eval -- [--embedder use-lite] [--queries 300] [--modes keyword,vector,hybrid,rrf,rerank]\n" +
-        "                [--threads <EMBEDDING_THREADS default>] [--reset] [--out docs/benchmarks.md]\n",
+        "                [--threads <EMBEDDING_THREADS default>] [--reset] [--scores] [--out docs/benchmarks.md]\n" +
+        "  --scores   also how the similarity of relevant and irrelevant results spreads (its own section)\n",
     );
     return 0;
   }
@@ -499,7 +508,9 @@ async function main(): Promise<number> {
     }
 
     const results: ModeResult[] = [];
-    for (const mode of modes) results.push(await evaluateMode(api, mode, queries));
+    // --scores alone measures only the score spread (the SciFact table keeps its figures).
+    const evaluated = values.scores && values.modes === undefined ? [] : modes;
+    for (const mode of evaluated) results.push(await evaluateMode(api, mode, queries));
 
     const report: EvalReport = {
       started,
@@ -519,13 +530,59 @@ async function main(): Promise<number> {
     for (const u of results.filter((x) => x.unavailable))
       process.stdout.write(`${u.mode}: not available (${u.unavailable})\n`);
     process.stdout.write(`\npublished nDCG@10 for orientation: ${PUBLISHED}\n\n`);
-    const current = existsSync(out) ? readFileSync(out, "utf8") : "";
-    writeFileSync(out, replaceSection(current, HEADING, renderSection(report)));
-    log(`wrote the SciFact section of ${path.relative(process.cwd(), out) || out}`);
+    let current = existsSync(out) ? readFileSync(out, "utf8") : "";
+    if (results.length) current = replaceSection(current, HEADING, renderSection(report));
+    if (values.scores) {
+      log("scores: SciFact test queries on /v3/search and /v4/search, then short facts on /v4/search");
+      const spreads = await scifactSpreads(api, TAG, queries);
+      const memoryTag = `scores-memories-${Date.now()}`;
+      spreads.push(await memorySpread(api, memoryTag, (ids) => waitAllDone(api, ids)));
+      const table = spreadTable(spreads, SCORE_THRESHOLDS);
+      process.stdout.write(`\n${table.join("\n")}\n\n`);
+      current = replaceSection(current, SCORES_HEADING, renderScores(report, spreads, table));
+    }
+    writeFileSync(out, current);
+    log(`wrote ${path.relative(process.cwd(), out) || out}`);
   } finally {
     await cleanup.runAll();
   }
   return 0;
+}
+
+/** What clients filter on: 0.6 from assistant toolkits, 0.5 as a looser choice, 0.7 as a stricter one. */
+const SCORE_THRESHOLDS = [0.5, 0.6, 0.7];
+
+async function waitAllDone(api: Api, ids: string[]): Promise<void> {
+  const started = performance.now();
+  for (const id of ids) {
+    for (;;) {
+      const doc = await api.ok<{ status: string; errorReason?: string | null }>("GET", `/v3/documents/${id}`);
+      if (doc.status === "done") break;
+      if (doc.status === "failed") throw new Error(`scores: document ${id} failed: ${doc.errorReason}`);
+      if (performance.now() - started > STALL_MS) throw new Error("scores: facts not processed in time");
+      await sleep(500);
+    }
+  }
+}
+
+function renderScores(r: EvalReport, spreads: Spread[], table: string[]): string {
+  const memories = spreads.find((s) => s.top1);
+  return [
+    SCORES_HEADING,
+    "",
+    `Written by \`${r.command}\` on ${machine()} at ${r.revision}, ${r.started.toISOString().slice(0, 10)}, embedder ${r.model}. ` +
+      "Each SciFact test query's top 10 results on each route, each marked relevant or not by the judgements " +
+      "(an unjudged abstract counts as irrelevant, so the irrelevant side overstates a little); then short facts " +
+      "saved with `POST /v3/documents` (kept as memories too, no LLM) and asked for in other words " +
+      "(`bench/lib/memory-pairs.ts`): the result holding the asked-for fact is relevant, the other facts are not. " +
+      "The score is what the route reports: `score` of a /v3 result, `similarity` of a /v4 one.",
+    "",
+    ...table,
+    "",
+    ...(memories?.top1
+      ? [`The asked-for fact came first for ${memories.top1.hits} of ${memories.top1.of} questions.`, ""]
+      : []),
+  ].join("\n");
 }
 
 main().then(

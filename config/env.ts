@@ -78,6 +78,11 @@ export const envSchema = z.object({
     .transform((v) => v === "1" || v === "true" || v === "yes" || v === "on"),
   /** How much of a document the LLM reads for memories (characters from the start). */
   MEMORY_EXTRACTION_MAX_CHARS: z.coerce.number().int().min(500).max(500_000).default(12_000),
+  /**
+   * Without LLM memory extraction, a text of at most this many characters added through the API is kept
+   * word for word as a memory too (0 turns it off).
+   */
+  SHORT_TEXT_MEMORY_MAX_CHARS: z.coerce.number().int().min(0).max(20_000).default(600),
   CHUNK_MAX_CHARS: z.coerce.number().int().min(200).max(20_000).default(1200),
   CHUNK_OVERLAP_SENTENCES: z.coerce.number().int().min(0).max(10).default(1),
   MAX_CONTENT_BYTES: z.coerce

@@ -157,6 +157,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           log,
           llm: config.MEMORY_EXTRACTION ? llm : undefined,
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
+          shortTextMemoryMaxChars: config.SHORT_TEXT_MEMORY_MAX_CHARS,
           admission: processing,
         },
         sync: { config, db: store.background, blobs, secrets, processing, network, log },

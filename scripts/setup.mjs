@@ -707,18 +707,41 @@ async function ensureConsole(forTests) {
   log(`console: built in ${seconds(t0)}`);
 }
 
+/** Runs one step, noting how long it took for the summary. */
+const timings = [];
+async function timed(name, step) {
+  const t0 = Date.now();
+  try {
+    return await step();
+  } finally {
+    timings.push({ name, ms: Date.now() - t0 });
+  }
+}
+
 async function main() {
   const forTests = process.argv.includes("--test");
-  await ensureNodeModules();
-  await ensureConsole(forTests);
-  await ensureTemporalCli(forTests);
-  await ensureSpeech(forTests);
-  await ensureModels(forTests);
-  if (forTests) await ensurePostgres();
-  // A real IMAP server for the mail connector's tests (Debian's dovecot-imapd; needs root to install).
-  if (forTests) await run("bash", [path.join(ROOT, "scripts", "setup-dovecot.sh")]);
-  // Debian's Chromium for the browser tests (playwright-core drives it; nothing is downloaded by Playwright).
-  if (forTests) await run("bash", [path.join(ROOT, "scripts", "setup-chromium.sh")]);
+  // Independent steps run side by side (downloads overlap); the apt steps one after another (dpkg's lock).
+  const chains = [
+    timed("node_modules + console", async () => {
+      await ensureNodeModules();
+      await ensureConsole(forTests);
+    }),
+    timed("temporal CLI", () => ensureTemporalCli(forTests)),
+    timed("models", () => ensureModels(forTests)),
+    timed(forTests ? "speech, dovecot, chromium (apt)" : "speech", async () => {
+      await ensureSpeech(forTests);
+      // A real IMAP server for the mail connector's tests (Debian's dovecot-imapd; needs root to install).
+      if (forTests) await run("bash", [path.join(ROOT, "scripts", "setup-dovecot.sh")]);
+      // Debian's Chromium for the browser tests (playwright-core drives it; nothing is downloaded by Playwright).
+      if (forTests) await run("bash", [path.join(ROOT, "scripts", "setup-chromium.sh")]);
+    }),
+    ...(forTests ? [timed("postgres + pgvector", () => ensurePostgres())] : []),
+  ];
+  // Every chain finishes (no half-run apt or pip left behind) before the first failure is reported.
+  const results = await Promise.allSettled(chains);
+  log(`steps: ${timings.map((t) => `${t.name} ${(t.ms / 1000).toFixed(1)} s`).join(", ")}`);
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
   log(`done in ${seconds(started)}`);
 }
 

@@ -3,12 +3,21 @@
 
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { Database } from "../store/db.ts";
+import { type DeletedDocument, forgetDocumentText } from "../store/documents.ts";
 import * as store from "../store/memories.ts";
-import type { MemoryRow, Metadata } from "../store/schema/index.ts";
+import {
+  type MemoryRow,
+  type Metadata,
+  SHORT_TEXT_MEMORY_KEY,
+  SHORT_TEXT_MEMORY_SOURCE,
+} from "../store/schema/index.ts";
+import type { TagScope } from "../store/scope.ts";
 
 export interface MemoryDeps {
   db: Database;
   embedder: Embedder;
+  /** Stops the runs of documents that forgetting deleted while they were still being processed. */
+  processing?: { stopDeleted(rows: readonly DeletedDocument[], reason: string): Promise<void> };
 }
 
 export interface MemoryInput {
@@ -44,17 +53,41 @@ export async function createMemories(
   );
 }
 
+/**
+ * "Forget that". By id: that memory (its latest version). By content: the latest memory of the container
+ * with exactly that text (surrounding whitespace aside) and, whichever path saved the text, the container's
+ * documents whose whole text it is, so neither their chunks nor memories drawn from them are found again.
+ * A memory kept word for word from a short document takes that document with it, by id too. With both id
+ * and content, the id decides and content is not used.
+ */
 export async function forgetMemory(
   deps: MemoryDeps,
   containerTag: string,
   target: { id?: string; content?: string },
   reason: string | null,
-): Promise<MemoryRow> {
-  const memory = await store.findLatestMemory(deps.db, containerTag, target);
-  if (!memory) throw new MemoryNotFoundError("no such memory in this container");
-  if (memory.isForgotten || !(await store.forgetMemory(deps.db, memory.id, reason)))
-    throw new MemoryAlreadyForgottenError("this memory is already forgotten");
-  return memory;
+  scope: TagScope = null,
+): Promise<{ id: string; content: string }> {
+  const by = target.id ? { id: target.id } : { content: target.content?.trim() };
+  const memory = await store.findLatestMemory(deps.db, containerTag, by);
+  const forgotten =
+    memory && !memory.isForgotten ? await store.forgetMemory(deps.db, memory.id, reason) : false;
+  const copyOf =
+    memory?.sourceDocumentId && memory.metadata[SHORT_TEXT_MEMORY_KEY] === SHORT_TEXT_MEMORY_SOURCE
+      ? memory.sourceDocumentId
+      : undefined;
+  const removed = await forgetDocumentText(
+    deps.db,
+    containerTag,
+    { documentIds: copyOf ? [copyOf] : [], content: by.content },
+    reason,
+    scope,
+  );
+  if (removed.length) await deps.processing?.stopDeleted(removed, "document forgotten");
+  if (memory && (forgotten || removed.length)) return { id: memory.id, content: memory.content };
+  const [document] = removed;
+  if (document) return { id: document.id, content: by.content ?? "" };
+  if (memory) throw new MemoryAlreadyForgottenError("this memory is already forgotten");
+  throw new MemoryNotFoundError("no such memory in this container");
 }
 
 export async function updateMemory(

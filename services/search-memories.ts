@@ -154,11 +154,12 @@ export async function searchMemoriesAndChunks(
       documentFilter: documentFilter.length ? sql.join(documentFilter, sql` AND `) : undefined,
       candidates,
     });
-    const seen = new Set<string>();
+    // A chunk with a found memory's very text (a short text kept as a memory too) is shown once, as the memory.
+    const key = (text: string) => text.trim().replace(/\s+/g, " ").toLowerCase();
+    const seen = new Set<string>(found.map((c) => key(c.content)));
     for (const h of hits) {
-      const key = h.content.trim().replace(/\s+/g, " ").toLowerCase();
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (seen.has(key(h.content))) continue;
+      seen.add(key(h.content));
       found.push({
         kind: "chunk",
         id: h.chunkId,

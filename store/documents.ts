@@ -23,6 +23,7 @@ import {
   type DocumentStatus,
   documents,
   type Metadata,
+  memories,
 } from "./schema/index.ts";
 import { inScope, type TagScope } from "./scope.ts";
 
@@ -417,4 +418,50 @@ export function unfinishedDocuments(
     .where(and(notInArray(documents.status, terminalStatuses), inScope(scope)))
     .orderBy(asc(documents.createdAt))
     .limit(limit);
+}
+
+/**
+ * "Forget that" for documents: deletes the container's documents that are the forgotten text (given by id,
+ * or whose whole text is exactly `content`, surrounding whitespace aside), and marks the memories drawn
+ * from them in this container forgotten. One transaction; memories kept word for word from them go with
+ * them (migration 0011). Answers what was deleted, so the caller can stop runs still in flight.
+ */
+export function forgetDocumentText(
+  db: Database,
+  containerTag: string,
+  by: { documentIds: string[]; content?: string },
+  reason: string | null,
+  scope: TagScope = null,
+): Promise<DeletedDocument[]> {
+  const match = [
+    by.documentIds.length ? inArray(documents.id, by.documentIds) : undefined,
+    by.content !== undefined ? sql`btrim(${documents.content}) = ${by.content.trim()}` : undefined,
+  ].filter((c) => c !== undefined);
+  if (!match.length) return Promise.resolve([]);
+  return db.transaction(async (tx) => {
+    const t = tx as Database;
+    const found = await t
+      .select({ id: documents.id })
+      .from(documents)
+      .where(and(arrayContains(documents.containerTags, [containerTag]), or(...match), inScope(scope)));
+    if (!found.length) return [];
+    const ids = found.map((d) => d.id);
+    const now = new Date();
+    await t
+      .update(memories)
+      .set({
+        isForgotten: true,
+        forgottenAt: now,
+        updatedAt: now,
+        ...(reason ? { forgetReason: reason } : {}),
+      })
+      .where(
+        and(
+          eq(memories.containerTag, containerTag),
+          inArray(memories.sourceDocumentId, ids),
+          eq(memories.isForgotten, false),
+        ),
+      );
+    return t.delete(documents).where(inArray(documents.id, ids)).returning(deletedColumns);
+  });
 }

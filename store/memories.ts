@@ -63,7 +63,7 @@ export async function insertMemories(
   });
 }
 
-/** The latest version of a memory in a container, found by id (any version's id) or by exact content. */
+/** The latest version of a memory in a container, found by id (any version's id) or by exact content (surrounding whitespace aside). */
 export async function findLatestMemory(
   db: Database,
   containerTag: string,
@@ -89,11 +89,12 @@ export async function findLatestMemory(
       .where(
         and(
           eq(memories.containerTag, containerTag),
-          eq(memories.content, by.content),
+          sql`btrim(${memories.content}) = ${by.content.trim()}`,
           eq(memories.isLatest, true),
         ),
       )
-      .orderBy(desc(memories.createdAt))
+      // A live one before one already forgotten, then the newest.
+      .orderBy(memories.isForgotten, desc(memories.createdAt))
       .limit(1);
     return row;
   }

@@ -6,6 +6,11 @@ import {
   type DocumentRow,
   type DocumentStatus,
   documents,
+  type MemoryExtractionRecord,
+  type Metadata,
+  memories,
+  SHORT_TEXT_MEMORY_KEY,
+  SHORT_TEXT_MEMORY_SOURCE,
   type StoredSegment,
 } from "./schema/index.ts";
 
@@ -190,6 +195,17 @@ export async function saveProcessedText(
     model: { name: string; dimension: number };
     /** Stages reached after `extracting`, in order, with when each began. */
     stages: { status: DocumentStatus; at: Date }[];
+    /**
+     * A short text kept word for word as a memory of each of these container tags, with the first chunk's
+     * vector (pipeline/short-text-memory.ts). Memories kept so by an earlier run are replaced either way.
+     */
+    memory?: {
+      content: string;
+      isStatic: boolean;
+      containerTags: string[];
+      endUserId: string | null;
+      metadata: Metadata;
+    };
   },
 ): Promise<void> {
   const last = result.stages[result.stages.length - 1];
@@ -208,8 +224,48 @@ export async function saveProcessedText(
             ...(last.status === "done" ? { embeddingModel: result.model.name, errorReason: null } : {}),
           }
         : {}),
+      ...(result.memory
+        ? {
+            memoryExtraction: {
+              run: ref.run,
+              status: "done",
+              memories: result.memory.containerTags.length,
+              reason: "a short text, kept word for word (no LLM configured)",
+              at: new Date().toISOString(),
+            } satisfies MemoryExtractionRecord,
+          }
+        : {}),
     });
     await t.delete(chunks).where(eq(chunks.documentId, ref.documentId));
+    await t
+      .delete(memories)
+      .where(
+        and(
+          eq(memories.sourceDocumentId, ref.documentId),
+          sql`${memories.metadata}->>${SHORT_TEXT_MEMORY_KEY} = ${SHORT_TEXT_MEMORY_SOURCE}`,
+        ),
+      );
+    const memory = result.memory;
+    const vector = result.pieces[0]?.embedding;
+    if (memory && vector) {
+      await t.insert(memories).values(
+        memory.containerTags.map((containerTag) => {
+          const id = newId();
+          return {
+            id,
+            rootId: id,
+            containerTag,
+            content: memory.content,
+            isStatic: memory.isStatic,
+            metadata: { ...memory.metadata, [SHORT_TEXT_MEMORY_KEY]: SHORT_TEXT_MEMORY_SOURCE },
+            endUserId: memory.endUserId,
+            sourceDocumentId: ref.documentId,
+            embedding: vector,
+            embeddingModel: result.model.name,
+          };
+        }),
+      );
+    }
     for (let i = 0; i < result.pieces.length; i += 500) {
       await t.insert(chunks).values(
         result.pieces.slice(i, i + 500).map((p) => ({

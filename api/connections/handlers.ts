@@ -20,6 +20,9 @@ import { ApiError, badRequest, notFound } from "../errors.ts";
 import { connectionDeps } from "./deps.ts";
 import type * as routes from "./routes.ts";
 
+/** Container tag of a connection created without any (Supermemory's default project tag). */
+export const DEFAULT_CONNECTION_TAG = "sm_project_default";
+
 export function connectionHandlers(deps: ApiDeps) {
   const { db } = deps;
   const service = (): ConnectionDeps => connectionDeps(deps);
@@ -53,8 +56,8 @@ export function connectionHandlers(deps: ApiDeps) {
     const containerTags = [
       ...new Set([...(body.containerTag ? [body.containerTag] : []), ...(body.containerTags ?? [])]),
     ];
-    if (!containerTags.length)
-      throw badRequest("a connection needs containerTag or containerTags", "containerTags");
+    // The SDK lets a client leave both out; the documents then go where Supermemory puts them.
+    if (!containerTags.length) containerTags.push(DEFAULT_CONNECTION_TAG);
     const created = await setupErrors(() =>
       createConnectionFor(service(), provider, {
         containerTags,

@@ -226,7 +226,7 @@ async function saveOrForgetMemory(
   }
   const reason = "forgotten through the MCP memory server";
   try {
-    const row = await forgetMemory(deps, tag, { content: args.content }, reason);
+    const row = await forgetMemory(deps, tag, { content: args.content }, reason, caller.scope.tags);
     return { action: "forget", id: row.id, containerTag: tag, memory: row.content, match: "exact" };
   } catch (error) {
     if (!(error instanceof MemoryNotFoundError)) throw error;
@@ -252,7 +252,7 @@ async function saveOrForgetMemory(
       `no memory in container '${tag}' matches this content (exactly or with similarity >= ${FORGET_MIN_SIMILARITY})`,
     );
   }
-  const row = await forgetMemory(deps, tag, { id: best.id }, reason);
+  const row = await forgetMemory(deps, tag, { id: best.id }, reason, caller.scope.tags);
   return {
     action: "forget",
     id: row.id,

@@ -57,7 +57,13 @@ export function createMemoryHandlers(deps: MemoryDeps) {
     const body = c.req.valid("json");
     c.get("scope").check([body.containerTag]);
     const memory = await translate(() =>
-      forgetMemory(deps, body.containerTag, { id: body.id, content: body.content }, body.reason ?? null),
+      forgetMemory(
+        deps,
+        body.containerTag,
+        { id: body.id, content: body.content },
+        body.reason ?? null,
+        c.get("scope").tags,
+      ),
     );
     return c.json({ id: memory.id, forgotten: true }, 200);
   };

@@ -48,12 +48,12 @@ const Target = {
   id: z.string().min(1).optional(),
   content: z.string().min(1).optional(),
 };
-const oneTarget = (b: { id?: string; content?: string }) =>
-  (b.id ? 1 : 0) + (b.content !== undefined ? 1 : 0) === 1;
+// The SDK's types let a client send both; the id then decides which memory and content is not used.
+const aTarget = (b: { id?: string; content?: string }) => Boolean(b.id) || b.content !== undefined;
 
 export const ForgetMemoryBody = z
   .object({ ...Target, reason: z.string().max(1000).optional() })
-  .refine(oneTarget, { message: "give exactly one of id or content", path: ["id"] })
+  .refine(aTarget, { message: "give id or content (with both, id decides)", path: ["id"] })
   .openapi("ForgetMemory");
 
 export const ForgetMemoryResponse = z
@@ -74,7 +74,7 @@ export const UpdateMemoryBody = z
       })
       .optional(),
   })
-  .refine(oneTarget, { message: "give exactly one of id or content", path: ["id"] })
+  .refine(aTarget, { message: "give id or content (with both, id decides)", path: ["id"] })
   .openapi("UpdateMemory");
 
 export const UpdateMemoryResponse = z

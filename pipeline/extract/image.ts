@@ -6,10 +6,11 @@
  * at all, and reads the others only if they are intact (see ocr.ts).
  *
  * An image without any readable text (a photo) is not an error here: it yields one segment with empty
- * text and `ocrConfidence: 0`, and the pipeline, which fails any document whose content is empty,
- * decides ("no text could be extracted from the content"). Keeping that rule in one place means the
- * same image inside another container (an email attachment, a PDF page) is treated the same way.
+ * text and `ocrConfidence: 0` (with what its EXIF says: when, with what camera and where it was taken),
+ * and the pipeline decides: a document that is only such an image is kept by a description of what is
+ * known about it (describe.ts), an attachment without text adds nothing to its mail.
  */
+import { exifFacts } from "./exif.ts";
 import { inspectImage, type Ocr, sharedOcr } from "./ocr.ts";
 import type { ExtractContext, Extractor, ScalarMetadata, Segment } from "./types.ts";
 
@@ -44,6 +45,7 @@ export function createImageExtractor({ ocr = sharedOcr }: ImageExtractorOptions 
       height: info.height,
       format: info.format,
       ocrConfidence: Math.round(confidenceSum / pages),
+      ...(info.exif ? exifFacts(info.exif) : {}),
     };
     if (pages > 1) metadata.pages = pages;
     return { type: "image", title: null, segments, metadata };

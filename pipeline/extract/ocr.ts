@@ -49,6 +49,8 @@ export interface ImageInfo {
   height: number;
   /** Pages (TIFF) or frames (GIF); 1 for the others. */
   pages: number;
+  /** The raw EXIF block, when the file has one (photos). */
+  exif?: Buffer;
 }
 
 /** Larger images are refused: decoding and OCR would take minutes and gigabytes. */
@@ -149,7 +151,7 @@ export async function inspectImage(bytes: Buffer): Promise<ImageInfo> {
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) throw undecodable(format, new Error("no image size in the header"));
   if (width * height > MAX_IMAGE_PIXELS) throw tooLarge(width, height);
-  return { format, width, height, pages: meta.pages ?? 1 };
+  return { format, width, height, pages: meta.pages ?? 1, ...(meta.exif ? { exif: meta.exif } : {}) };
 }
 
 /**

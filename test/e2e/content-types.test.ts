@@ -13,8 +13,11 @@ const fixtures = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
 /** Words really in each fixture (read with pdftotext, unzip, cat, or by looking at the picture). */
 const expected: Record<string, { type: string; phrase: RegExp } | { failed: RegExp }> = {
-  // Music without words: the transcript is empty, so there is no text to index.
-  "audio/CantinaBand3.wav": { failed: /no text/i },
+  // Music without words: the transcript is empty; kept by what is known about the file.
+  "audio/CantinaBand3.wav": {
+    type: "audio",
+    phrase: /^Audio "upload\.bin" \(WAV, 3(\.\d)? s\): no speech could be heard in it\.$/,
+  },
   "audio/jfk.wav": { type: "audio", phrase: /country/i },
   "audio/jfk.mp3": { type: "audio", phrase: /country/i },
   "docx/docx-tables.docx": { type: "docx", phrase: /Header Col 1/ },
@@ -44,8 +47,12 @@ const expected: Record<string, { type: string; phrase: RegExp } | { failed: RegE
   "html/ideas-page.html": { type: "webpage", phrase: /notice anomalies/ },
   "image/DA-1p.png": { type: "image", phrase: /tracking the maleficar/ },
   "image/english-and-korean.png": { type: "image", phrase: /RULES AND INSTRUCTIONS/ },
-  // A photograph of a flower: there is no text to read.
-  "image/example.jpg": { failed: /no text/i },
+  // A photograph of a flower: there is no text to read; kept by its size and EXIF facts.
+  "image/example.jpg": {
+    type: "image",
+    phrase:
+      /^Image "upload\.bin" \(JPEG, 480 × 360 pixels\): no text could be read in it\. Taken on 2003-12-14 12:01:44\. Camera: Canon PowerShot S40\.$/,
+  },
   "image/layout-parser-paper-fast.jpg": { type: "image", phrase: /A Unified Toolkit for Deep\s+Learning/ },
   "image/table-multi-row-column-cells.png": { type: "image", phrase: /Dexterity/ },
   "pdf/DA-1p.pdf": { type: "pdf", phrase: /tracking the maleficar/ },
@@ -160,6 +167,37 @@ describe("every content type, from real files", () => {
     expect(found.results[0]?.documentId).toBe(id);
     const hit = found.results[0]?.chunks[0] as { metadata?: { slide?: number } } | undefined;
     expect(hit?.metadata?.slide).toBe(1);
+  });
+
+  it("keeps a photo without text, findable by what is known about it", async () => {
+    const { id } = await client.documents.uploadFile({
+      file: await toFile(readFileSync(path.join(fixtures, "image/example.jpg")), "garden-flower.jpg"),
+      containerTag: "photos",
+    });
+    const doc = await finished(id);
+    expect(doc.status, (doc as { errorReason?: string }).errorReason ?? "").toBe("done");
+    expect(doc.type).toBe("image");
+    expect(doc.title).toBe("garden-flower.jpg");
+    expect((doc as unknown as { fileMetadata: Record<string, unknown> }).fileMetadata).toMatchObject({
+      width: 480,
+      height: 360,
+      camera: "Canon PowerShot S40",
+      takenAt: "2003-12-14 12:01:44",
+      note: "no text found in the file; kept with what is known about it",
+    });
+    const found = await client.search.documents({
+      q: "photo taken with a Canon camera",
+      containerTags: ["photos"],
+    });
+    expect(found.results[0]?.documentId).toBe(id);
+    const byName = await client.search.memories({
+      q: "garden flower",
+      containerTag: "photos",
+      searchMode: "hybrid",
+    });
+    expect(byName.results.some((r) => (r as { chunk?: string }).chunk?.includes("garden-flower.jpg"))).toBe(
+      true,
+    );
   });
 
   it.each(files.filter((f) => f in expected))("%s", async (file) => {

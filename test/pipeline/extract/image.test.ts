@@ -123,11 +123,18 @@ describe("extractImage on the real image fixtures", () => {
     expect(text).toContain("Use the hashtag of Haruto on your tweet");
   });
 
-  it("returns an empty segment for a photo without text (the pipeline fails empty content)", async () => {
+  it("returns an empty segment for a photo without text, with what its EXIF says", async () => {
     const { ctx } = context();
     const result = await extractImage({ bytes: fixture("example.jpg") }, ctx);
     expect(result.segments).toEqual([{ text: "", source: "ocr" }]);
-    expect(result.metadata).toEqual({ width: 480, height: 360, format: "jpeg", ocrConfidence: 0 });
+    expect(result.metadata).toEqual({
+      width: 480,
+      height: 360,
+      format: "jpeg",
+      ocrConfidence: 0,
+      camera: "Canon PowerShot S40",
+      takenAt: "2003-12-14 12:01:44",
+    });
   });
 });
 
