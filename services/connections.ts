@@ -317,7 +317,10 @@ export async function configureConnection(
 ): Promise<void> {
   const connector = connectorFor(connection.provider);
   if (!connector.configure)
-    throw new ConnectionSetupError(`${connection.provider} connections have no resources to configure`);
+    throw new ConnectionSetupError(
+      `${connection.provider} connections have no resources to configure`,
+      "resources",
+    );
   let chosen: Record<string, unknown>;
   try {
     chosen = connector.configure(resources) as Record<string, unknown>;

@@ -360,16 +360,38 @@ export const deletedColumns = {
   admittedRun: documents.admittedRun,
 };
 
+/** Deletes documents by id or customId within the scope; `also` narrows them further (a filepath, say). */
 export function deleteDocumentsByIds(
   db: Database,
   ids: string[],
   scope: TagScope = null,
+  also?: SQL,
 ): Promise<DeletedDocument[]> {
   if (!ids.length) return Promise.resolve([]);
   return db
     .delete(documents)
-    .where(and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), inScope(scope)))
+    .where(and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), inScope(scope), also))
     .returning(deletedColumns);
+}
+
+/** Deletes the documents matching `where` within the scope. */
+export function deleteDocumentsWhere(
+  db: Database,
+  where: SQL,
+  scope: TagScope = null,
+): Promise<DeletedDocument[]> {
+  return db
+    .delete(documents)
+    .where(and(where, inScope(scope)))
+    .returning(deletedColumns);
+}
+
+/** A caller's `filepath`: the exact path, or every path under it when it ends in "/" (as the official SDK documents it). */
+export function filepathMatches(filepath: string | undefined): SQL | undefined {
+  if (!filepath) return undefined;
+  return filepath.endsWith("/")
+    ? sql`starts_with(${documents.filepath}, ${filepath})`
+    : eq(documents.filepath, filepath);
 }
 
 export function deleteDocumentsByTags(

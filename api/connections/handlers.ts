@@ -167,12 +167,13 @@ export function connectionHandlers(deps: ApiDeps) {
     const row = await one(c.req.valid("param").connectionId);
     const q = c.req.valid("query");
     const { connector, ctx } = contextForConnection(service(), row);
-    if (!connector.resources) throw badRequest(`${row.provider} connections have no resources to list`);
+    if (!connector.resources)
+      throw badRequest(`${row.provider} connections have no resources to list`, "connectionId");
     const found = await setupErrors(async () => {
       try {
         return await connector.resources?.(ctx, { page: q.page, perPage: q.per_page, parentId: q.parent_id });
       } catch (error) {
-        throw new ConnectionSetupError((error as Error).message);
+        throw new ConnectionSetupError((error as Error).message, "connectionId");
       }
     });
     return c.json(found ?? { resources: [] }, 200);

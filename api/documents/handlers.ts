@@ -9,7 +9,7 @@ import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";
 import type { Scope } from "../scope.ts";
-import { presentDocument } from "./present.ts";
+import { presentDocument, presentFullDocument } from "./present.ts";
 import type * as routes from "./routes.ts";
 import { ListBody } from "./schemas.ts";
 
@@ -136,7 +136,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
     scope.check(q.containerTags ?? []);
     const where = and(
       documentFilterSql(q.filters as FilterNode | undefined),
-      q.filepath ? eq(documents.filepath, q.filepath) : undefined,
+      store.filepathMatches(q.filepath),
     );
     const { rows, total } = await store.listDocuments(db, {
       containerTags: q.containerTags,
@@ -178,7 +178,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const getDocument: RouteHandler<typeof routes.getDocument, AppEnv> = async (c) => {
     const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
-    return c.json(presentDocument(row, { content: true, history: true }), 200);
+    return c.json(presentFullDocument(row), 200);
   };
 
   const listChunks: RouteHandler<typeof routes.listChunks, AppEnv> = async (c) => {
@@ -243,14 +243,27 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const deleteBulk: RouteHandler<typeof routes.deleteBulk, AppEnv> = async (c) => {
     const body = c.req.valid("json");
     const scope = c.get("scope");
-    if (body.containerTags) {
-      scope.check(body.containerTags);
-      const removed = await store.deleteDocumentsByTags(db, body.containerTags, scope.tags);
+    const byPath = store.filepathMatches(body.filepath);
+    if (!body.ids) {
+      // By tags, by filepath, or by both (the documents carrying one of the tags under that filepath).
+      if (body.containerTags) scope.check(body.containerTags);
+      const byTags = store.tagCondition(documents.containerTags, body.containerTags, "any");
+      const removed = byPath
+        ? await store.deleteDocumentsWhere(db, and(byTags, byPath) as SQL, scope.tags)
+        : await store.deleteDocumentsByTags(db, body.containerTags ?? [], scope.tags);
       await processing.stopDeleted(removed, "document deleted");
-      return c.json({ success: true, deletedCount: removed.length, containerTags: body.containerTags }, 200);
+      return c.json(
+        {
+          success: true,
+          deletedCount: removed.length,
+          ...(body.containerTags ? { containerTags: body.containerTags } : {}),
+        },
+        200,
+      );
     }
-    const ids = [...new Set(body.ids ?? [])];
-    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags);
+    const ids = [...new Set(body.ids)];
+    // With a filepath, only those of the given documents under it go; the others count as not found.
+    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, byPath);
     await processing.stopDeleted(removed, "document deleted");
     const deleted = new Set(removed.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));

@@ -26,3 +26,22 @@ export function presentDocument(row: DocumentRow, opts: { content: boolean; hist
     updatedAt: row.updatedAt.toISOString(),
   };
 }
+
+/**
+ * One document as GET /v3/documents/{id} answers: the full shape plus the fields the official SDK's
+ * `DocumentGetResponse` requires. Nothing here makes Open Graph images, raw payloads or map points, so
+ * those are null; every document is processed the same way, which the SDK calls `taskType: "memory"`
+ * (`superrag` is accepted on writes and processed the same); `source` names the connector a synced
+ * document came from, and is null for documents added through the API.
+ */
+export function presentFullDocument(row: DocumentRow) {
+  const provider = row.connectionId ? row.metadata.source : undefined;
+  return {
+    ...presentDocument(row, { content: true, history: true }),
+    source: typeof provider === "string" ? provider : null,
+    ogImage: null,
+    raw: null,
+    spatialPoint: null,
+    taskType: "memory" as const,
+  };
+}

@@ -8,7 +8,7 @@ import {
   BulkDeleteBody,
   BulkDeleteResponse,
   ChunksResponse,
-  DocumentJson,
+  FullDocumentJson,
   IdParam,
   ListBody,
   ListResponse,
@@ -68,7 +68,7 @@ export const getDocument = createRoute({
   security,
   summary: "Get a document with its status and content (by id or customId)",
   request: { params: IdParam },
-  responses: { 200: json(DocumentJson, "The document"), ...errorResponses, ...notFoundResponse },
+  responses: { 200: json(FullDocumentJson, "The document"), ...errorResponses, ...notFoundResponse },
 });
 
 export const updateDocument = createRoute({
@@ -86,7 +86,7 @@ export const deleteBulk = createRoute({
   path: "/bulk",
   tags,
   security,
-  summary: "Delete documents by ids (or customIds) or by container tags",
+  summary: "Delete documents by ids (or customIds), by container tags, or by filepath",
   request: body(BulkDeleteBody),
   responses: { 200: json(BulkDeleteResponse, "What was deleted"), ...errorResponses },
 });

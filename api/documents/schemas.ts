@@ -72,7 +72,9 @@ export const ListBody = z
     order: z.enum(["desc", "asc"]).default("desc"),
     includeContent: z.boolean().default(false),
     filters: Filters.optional(),
-    filepath: z.string().optional(),
+    filepath: z.string().optional().openapi({
+      description: "Documents whose filepath is this (exact), or starts with it when it ends in '/'",
+    }),
     statuses: z
       .array(z.enum(documentStatuses))
       .min(1)
@@ -130,6 +132,20 @@ export const DocumentJson = z
   })
   .openapi("Document");
 
+/** GET /v3/documents/{id}: the document with the fields the official SDK's DocumentGetResponse requires. */
+export const FullDocumentJson = DocumentJson.extend({
+  source: z
+    .string()
+    .nullable()
+    .openapi({ description: "The connector a synced document came from; null for the API" }),
+  ogImage: z.null(),
+  raw: z.null(),
+  spatialPoint: z.null(),
+  taskType: z.enum(["memory", "superrag"]).openapi({
+    description: "Always memory: every document is processed the same way (superrag is accepted on writes)",
+  }),
+}).openapi("FullDocument");
+
 export const ListResponse = z
   .object({
     memories: z.array(DocumentJson),
@@ -163,9 +179,17 @@ export const BulkDeleteBody = z
   .object({
     ids: z.array(z.string().min(1)).min(1).max(1000).optional(),
     containerTags: z.array(ContainerTag).min(1).max(100).optional(),
+    filepath: z.string().min(1).max(1000).optional().openapi({
+      description:
+        "Documents whose filepath is this (exact), or starts with it when it ends in '/'. Alone it selects the documents; with ids or containerTags it narrows them",
+    }),
   })
-  .refine((b) => (b.ids ? 1 : 0) + (b.containerTags ? 1 : 0) === 1, {
-    message: "give exactly one of ids or containerTags",
+  .refine((b) => !(b.ids && b.containerTags), {
+    message: "give ids or containerTags, not both",
+    path: ["ids"],
+  })
+  .refine((b) => Boolean(b.ids || b.containerTags || b.filepath), {
+    message: "give ids, containerTags or filepath",
     path: ["ids"],
   })
   .openapi("BulkDelete");

@@ -238,7 +238,8 @@ describe("MCP memory server over Streamable HTTP", () => {
     await refused(admin, "getDocument", { id: "no-such-document" }, /not_found/);
     const spaces = await ok(admin, "listSpaces");
     expect(spaces.structured.spaces).toEqual(
-      expect.arrayContaining([{ containerTag: "mcp-docs", documents: 1, memories: 0 }]),
+      // Its memory count is 0 or 1: the short document is kept as a memory too once processed.
+      expect.arrayContaining([expect.objectContaining({ containerTag: "mcp-docs", documents: 1 })]),
     );
   });
 
@@ -303,9 +304,18 @@ describe("MCP memory server over Streamable HTTP", () => {
 
     // Nothing of bob's changed.
     const bob = await call("POST", "/v4/memories/list", { containerTags: ["bob"] });
+    const bobs = bob.json.memories.map((m: { memory: string; isForgotten: boolean }) => [
+      m.memory,
+      m.isForgotten,
+    ]);
+    expect(bobs).toContainEqual(["Bob hides the key under the mat", false]);
+    // Bob's short document may be there too, kept word for word as a memory; nothing else, nothing forgotten.
     expect(
-      bob.json.memories.map((m: { memory: string; isForgotten: boolean }) => [m.memory, m.isForgotten]),
-    ).toEqual([["Bob hides the key under the mat", false]]);
+      bobs.filter(
+        ([m, f]: [string, boolean]) =>
+          f || (m !== "Bob hides the key under the mat" && m !== "Bob's secret plans"),
+      ),
+    ).toEqual([]);
   });
 
   it("refuses requests without a valid key, from foreign browser origins, and answers only POST", async () => {

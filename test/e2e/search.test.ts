@@ -508,8 +508,12 @@ describe("search options", () => {
         expect(res.status).toBe(400);
         expect(res.json.error.code).toBe("validation_error");
       }
+      const neither = await call("DELETE", "/v4/memories", { containerTag: "alice" });
+      expect(neither.status).toBe(400);
+      expect(neither.json.error).toMatchObject({ code: "validation_error", field: "id" });
+      // Both are allowed (the SDK's types allow it): the id decides, and an unknown one is not found.
       const both = await call("DELETE", "/v4/memories", { containerTag: "alice", id: "a", content: "b" });
-      expect(both.status).toBe(400);
+      expect(both.status).toBe(404);
       expect((await call("POST", "/v4/search", { q: "x", searchMode: "everything" })).status).toBe(400);
       expect((await call("POST", "/v4/search", { q: "x", threshold: 2 })).status).toBe(400);
       expect((await call("DELETE", "/v4/memories", { containerTag: "alice", id: "missing" })).status).toBe(

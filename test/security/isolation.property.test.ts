@@ -305,6 +305,13 @@ describe("tenant isolation (property-based)", () => {
     }
   }
 
+  /**
+   * A memory the model did not add itself is one of the tenant's own short documents kept as a memory (no LLM
+   * here): its text carries the tenant's marker, or is the tenant's own overwrite of one of its documents.
+   */
+  const ownShortText = (tenant: Tenant, text: string) =>
+    [...tenant.markers].some((marker) => text.includes(marker)) || text.startsWith("overwrite attempt ");
+
   /** Memories, v4 search and profiles: a container tag names one container, and only the key's own may be used. */
   async function runMemoryOp(r: Req, tenant: Tenant, tags: string[]): Promise<void> {
     const tag = tags[0] ?? (tenant.tags[r.memory % tenant.tags.length] as string);
@@ -343,6 +350,10 @@ describe("tenant isolation (property-based)", () => {
         for (const m of res.json.results as { memory?: string }[]) {
           if (!m.memory) continue;
           const known = memories.find((x) => x.content === m.memory);
+          if (!known) {
+            expect(ownShortText(tenant, m.memory), m.memory).toBe(true);
+            continue;
+          }
           expect(known?.tenant).toBe(r.tenant);
           if (known?.forgotten) expect(r.flag).toBe(true);
         }
@@ -357,6 +368,10 @@ describe("tenant isolation (property-based)", () => {
       if (res.status === 200) {
         for (const m of [...res.json.profile.static, ...res.json.profile.dynamic] as string[]) {
           const known = memories.find((x) => x.content === m);
+          if (!known) {
+            expect(ownShortText(tenant, m), m).toBe(true);
+            continue;
+          }
           expect(known?.tenant).toBe(r.tenant);
           expect(known?.forgotten).toBe(false);
         }
