@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { RouteHandler } from "@hono/zod-openapi";
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, type SQL } from "drizzle-orm";
 import { fileKey } from "../../blobs/index.ts";
 import * as store from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
