@@ -30,6 +30,7 @@ import { readSettings } from "../store/settings.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "../workflows/failure-types.ts";
 import type { CpuPool } from "./cpu-pool.ts";
 import {
+  type Captioner,
   type ExtractionRunner,
   extractAll,
   identify,
@@ -55,6 +56,8 @@ export interface DocumentActivityDeps {
   /** OpenAI-compatible chat model for memory extraction; without one, only short texts become memories. */
   llm?: ChatModel;
   memoryExtraction?: { maxChars: number };
+  /** Captions a picture without text (a vision-capable LLM, `LLM_VISION`). */
+  caption?: Captioner;
   /** Without an LLM, a text added through the API of at most this many characters is also kept as a memory (0: never). */
   shortTextMemoryMaxChars?: number;
   /** Told when a run ends, so admission hands its slot to the next waiting run soon. */
@@ -97,10 +100,13 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
       const ticker = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
         const source = await resolveSource(doc, deps, false);
-        const extracted = await extractAll(type, source, deps.extract, {
-          heartbeat: (details) => ctx.heartbeat(details),
-          signal: ctx.cancellationSignal,
-        });
+        const extracted = await extractAll(
+          type,
+          source,
+          deps.extract,
+          { heartbeat: (details) => ctx.heartbeat(details), signal: ctx.cancellationSignal },
+          deps.caption,
+        );
         await saveExtraction(db, ref, {
           ...extracted,
           contentHash: createHash("sha256").update(extracted.content).digest("hex"),

@@ -97,12 +97,16 @@ export interface Extracted {
   metadata: ScalarMetadata;
 }
 
+/** A caption for a picture (a vision-capable LLM), when one is configured. */
+export type Captioner = (bytes: Buffer, mimeType: string, signal: AbortSignal) => Promise<string>;
+
 /** Extracts text, with a mail's readable attachments appended as segments of their own. */
 export async function extractAll(
   type: ContentType,
   source: ResolvedSource,
   run: ExtractionRunner,
   ctx: ExtractContext,
+  caption?: Captioner,
 ): Promise<Extracted> {
   const result = await run(
     type,
@@ -135,13 +139,27 @@ export async function extractAll(
   if (!content.trim()) {
     // A photo, a music clip, a scan OCR cannot read: kept, and found, by what is known about the file.
     if (DESCRIBED_WHEN_TEXTLESS.includes(result.type)) {
-      const description = describeTextless(result.type, source.filename, result.metadata);
+      const metadata: ScalarMetadata = { ...result.metadata, note: TEXTLESS_NOTE };
+      let description = describeTextless(result.type, source.filename, result.metadata);
+      if (result.type === "image" && caption) {
+        try {
+          const said = await caption(source.bytes, imageMime(result.metadata), ctx.signal);
+          if (said) {
+            metadata.caption = said;
+            description = `${description} Caption: ${said}`;
+          }
+        } catch (error) {
+          // The picture is kept by what is known about it; why it has no caption is on the document.
+          if (ctx.signal.aborted) throw error;
+          metadata.captionError = (error as Error).message.slice(0, 300);
+        }
+      }
       return {
         type: result.type,
         title: result.title ?? source.filename ?? null,
         content: description,
         segments: [{ text: description, source: "description" }],
-        metadata: { ...result.metadata, note: TEXTLESS_NOTE },
+        metadata,
       };
     }
     throw new UnprocessableContentError(`no text could be extracted from the ${type} content`);
@@ -153,6 +171,12 @@ export async function extractAll(
     segments,
     metadata: result.metadata,
   };
+}
+
+/** The MIME type of a decoded image, from the format its extractor found. */
+function imageMime(metadata: ScalarMetadata): string {
+  const format = String(metadata.format ?? "png");
+  return `image/${format === "jpg" ? "jpeg" : format}`;
 }
 
 /** PostgreSQL text cannot hold NUL characters (some PDFs' text layers contain them). */

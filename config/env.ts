@@ -71,6 +71,11 @@ export const envSchema = z.object({
   LLM_MODEL: z.string().min(1).default("gpt-4o-mini"),
   LLM_API_KEY: z.string().optional(),
   LLM_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** The LLM also sees images: a photo without text gets a caption besides what is known about it. */
+  LLM_VISION: z
+    .enum(["1", "0", "true", "false", "yes", "no", "on", "off"])
+    .default("false")
+    .transform((v) => v === "1" || v === "true" || v === "yes" || v === "on"),
   /** With an LLM: extract memories from every processed document (set false to only rewrite queries). */
   MEMORY_EXTRACTION: z
     .enum(["1", "0", "true", "false", "yes", "no", "on", "off"])

@@ -15,6 +15,7 @@ import type { Logger } from "../config/logger.ts";
 import { shutdownConnectors } from "../connectors/registry.ts";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
+import { captionImage } from "../pipeline/llm/caption.ts";
 import { createChatModel } from "../pipeline/llm/chat.ts";
 import { createReranker, resolveReranker } from "../pipeline/rerank/index.ts";
 import { createTranscriber } from "../pipeline/transcribe/index.ts";
@@ -158,6 +159,11 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           llm: config.MEMORY_EXTRACTION ? llm : undefined,
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
           shortTextMemoryMaxChars: config.SHORT_TEXT_MEMORY_MAX_CHARS,
+          caption:
+            llm && config.LLM_VISION
+              ? (bytes: Buffer, mimeType: string, signal: AbortSignal) =>
+                  captionImage(llm, bytes, mimeType, signal)
+              : undefined,
           admission: processing,
         },
         sync: { config, db: store.background, blobs, secrets, processing, network, log },

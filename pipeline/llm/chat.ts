@@ -1,11 +1,16 @@
 // A client for any OpenAI-compatible chat endpoint (OpenAI, Ollama, vLLM, llama.cpp server). Used
-// for optional steps (query rewriting, memory extraction); the service works without one.
+// for optional steps (query rewriting, memory extraction, photo captions); the service works without one.
 
 import { z } from "zod";
 
+/** A part of a multimodal message (OpenAI's shape): text, or an image as a URL or a data: URL. */
+export type ChatContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string } };
+
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
-  content: string;
+  content: string | ChatContentPart[];
 }
 
 export interface ChatOptions {
