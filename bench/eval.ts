@@ -12,8 +12,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/env.ts";
+import { BGE_SMALL_MODEL } from "../pipeline/embedder/bge-small.ts";
 import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
+import { USE_LITE_MODEL } from "../pipeline/embedder/use-lite.ts";
 import { cacheDir } from "../runtime/paths.ts";
+import { cosineOf } from "../services/similarity.ts";
 import { type Abstract, readCorpus, SCIFACT_DIR } from "./lib/corpus.ts";
 import { mean, ndcgAt, recallAt } from "./lib/metrics.ts";
 import { log, progress } from "./lib/progress.ts";
@@ -374,6 +377,12 @@ function ingestionLine(r: EvalReport): string {
   return `${ingest.done} of ${r.corpus} documents \`done\` (${from}; ${now})${failed}`;
 }
 
+/** The machine in one phrase, as the other sections of the page name it. */
+function machineLine(): string {
+  const m = machine();
+  return `${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}`;
+}
+
 function renderSection(r: EvalReport): string {
   const m = machine();
   const lines = [
@@ -537,6 +546,9 @@ async function main(): Promise<number> {
       const spreads = await scifactSpreads(api, TAG, queries);
       const memoryTag = `scores-memories-${Date.now()}`;
       spreads.push(await memorySpread(api, memoryTag, (ids) => waitAllDone(api, ids)));
+      // /v4 reports a calibrated cosine (services/similarity.ts): the raw cosines beside it show what it changed.
+      for (const s of spreads.filter((x) => x.route.startsWith("/v4")))
+        spreads.push(rawCosines(s, createEmbedderModelId(report.model)));
       const table = spreadTable(spreads, SCORE_THRESHOLDS);
       process.stdout.write(`\n${table.join("\n")}\n\n`);
       current = replaceSection(current, SCORES_HEADING, renderScores(report, spreads, table));
@@ -565,17 +577,34 @@ async function waitAllDone(api: Api, ids: string[]): Promise<void> {
   }
 }
 
+/** The model id an embedder reports (what the calibration is keyed by) for a configured embedder name. */
+function createEmbedderModelId(name: string): string {
+  return name === "bge-small" ? BGE_SMALL_MODEL : name === "use-lite" ? USE_LITE_MODEL : name;
+}
+
+/** The same results on the raw cosine scale (before the calibration /v4/search applies). */
+function rawCosines(s: Spread, model: string): Spread {
+  const raw = (values: number[]) => values.map((v) => cosineOf(model, v));
+  return {
+    label: s.label,
+    route: `${s.route}: raw cosine, before calibration`,
+    relevant: raw(s.relevant),
+    irrelevant: raw(s.irrelevant),
+  };
+}
+
 function renderScores(r: EvalReport, spreads: Spread[], table: string[]): string {
   const memories = spreads.find((s) => s.top1);
   return [
     SCORES_HEADING,
     "",
-    `Written by \`${r.command}\` on ${machine()} at ${r.revision}, ${r.started.toISOString().slice(0, 10)}, embedder ${r.model}. ` +
+    `Written by \`${r.command}\` on ${machineLine()} at ${r.revision}, ${r.started.toISOString().slice(0, 10)}, embedder ${r.model}. ` +
       "Each SciFact test query's top 10 results on each route, each marked relevant or not by the judgements " +
       "(an unjudged abstract counts as irrelevant, so the irrelevant side overstates a little); then short facts " +
       "saved with `POST /v3/documents` (kept as memories too, no LLM) and asked for in other words " +
       "(`bench/lib/memory-pairs.ts`): the result holding the asked-for fact is relevant, the other facts are not. " +
-      "The score is what the route reports: `score` of a /v3 result, `similarity` of a /v4 one.",
+      "The score is what the route reports: `score` of a /v3 result, `similarity` of a /v4 one (a calibrated cosine, " +
+      "`services/similarity.ts`; the rows marked *raw cosine* are the same results before that calibration).",
     "",
     ...table,
     "",

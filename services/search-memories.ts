@@ -15,6 +15,7 @@ import {
   secondStage,
   summarize,
 } from "./search-documents.ts";
+import { reportedSimilarity } from "./similarity.ts";
 
 export type SearchMode = "memories" | "hybrid" | "documents";
 
@@ -81,7 +82,9 @@ interface Candidate {
   kind: "memory" | "chunk";
   id: string;
   content: string;
+  /** Cosine similarity to the query (what the second stage takes). */
   similarity: number;
+  /** What the result reports and `threshold` cuts: the calibrated similarity, or the second stage's score. */
   score: number;
   memory?: MemoryRow;
   chunk?: ChunkHit;
@@ -135,7 +138,7 @@ export async function searchMemoriesAndChunks(
         id: h.row.id,
         content: h.row.content,
         similarity: h.similarity,
-        score: h.similarity,
+        score: reportedSimilarity(space.model, h.similarity),
         memory: h.row,
       });
   }
@@ -165,7 +168,7 @@ export async function searchMemoriesAndChunks(
         id: h.chunkId,
         content: h.content,
         similarity: h.similarity,
-        score: h.similarity,
+        score: reportedSimilarity(space.model, h.similarity),
         chunk: h,
       });
     }

@@ -21,7 +21,8 @@ import { type McpCaller, toolError } from "./context.ts";
  * `forget` without an exact match takes the most similar live memory of the container, but only when
  * it is at least this similar: a loose paraphrase must not forget an unrelated memory.
  */
-export const FORGET_MIN_SIMILARITY = 0.75;
+/** On /v4/search's reported (calibrated) scale: bge-small's cosine 0.75 (services/similarity.ts). */
+export const FORGET_MIN_SIMILARITY = 0.79;
 
 const containerTag = z
   .string()
