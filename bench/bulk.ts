@@ -22,13 +22,17 @@ import { log } from "./lib/progress.ts";
 import type { Cleanup } from "./lib/service.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 
-export const BULK_SCENARIOS = ["rates", "load", "tenant", "backlog"] as const;
+export const BULK_SCENARIOS = ["rates", "singles", "load", "tenant", "backlog"] as const;
 export type BulkScenario = (typeof BULK_SCENARIOS)[number];
 
 export interface BulkOptions {
   scenarios: BulkScenario[];
   /** Import sizes of the `rates` scenario. */
   sizes: number[];
+  /** The `singles` import: this many documents, each its own `POST /v3/documents` (as the CLI and SDK loops send them). */
+  singlesSize: number;
+  /** Single adds in flight at once (the CLI's default upload concurrency). */
+  singlesInFlight: number;
   /** The import during which the interactive load and the small tenant run. */
   loadSize: number;
   loadEveryMs: number;
@@ -96,6 +100,8 @@ export interface TenantRun {
 
 export interface ImportRun {
   size: number;
+  /** Sent one document per request (the `singles` scenario) rather than in batches. */
+  singles?: boolean;
   accepted: number;
   rejected: number;
   addFailures: string[];
@@ -300,6 +306,7 @@ type TenantLive = Pick<
 
 interface ImportPlan {
   size: number;
+  singles?: boolean;
   load: boolean;
   tenant: boolean;
 }
@@ -322,6 +329,8 @@ export async function runBulk(
   if (!plans.some((p) => p.load || p.tenant) && (scenarios.has("load") || scenarios.has("tenant"))) {
     plans.push({ size: o.loadSize, load: scenarios.has("load"), tenant: scenarios.has("tenant") });
   }
+  if (scenarios.has("singles"))
+    plans.push({ size: o.singlesSize, load: false, tenant: false, singles: true });
   const largest = Math.max(0, ...plans.map((p) => p.size));
   const texts = bulkDocuments(corpus, Math.max(largest, scenarios.has("backlog") ? o.backlog : 0) + 1);
   const warmText = texts.pop() as string;
@@ -383,13 +392,17 @@ function publicSettings(svc: ServiceProcess): Record<string, string> {
   return rest;
 }
 
-/** Sends `texts` in batches with a few requests in flight; returns when every request has answered. */
+/**
+ * Sends `texts` in batches with a few requests in flight (or, with `singles`, one `POST /v3/documents` per
+ * text); returns when every request has answered.
+ */
 async function submit(
   api: JsonClient,
   texts: string[],
-  o: { batch: number; inFlight: number; tag: string },
+  o: { batch: number; inFlight: number; tag: string; singles?: boolean },
   onAccepted: (n: number) => void,
 ) {
+  if (o.singles) return submitSingles(api, texts, o, onAccepted);
   const batches: string[][] = [];
   for (let i = 0; i < texts.length; i += o.batch) batches.push(texts.slice(i, i + o.batch));
   const requestMs: number[] = [];
@@ -424,6 +437,33 @@ async function submit(
   return { accepted, rejected, failures, requestMs };
 }
 
+/** One document per request, `inFlight` requests at once: what `npm run cli -- add <folder>` and SDK loops send. */
+async function submitSingles(
+  api: JsonClient,
+  texts: string[],
+  o: { inFlight: number; tag: string },
+  onAccepted: (n: number) => void,
+) {
+  const requestMs: number[] = [];
+  const failures: string[] = [];
+  let accepted = 0;
+  let rejected = 0;
+  await mapLimit(texts, o.inFlight, async (content) => {
+    const r = await api.request<{ id: string }>("POST", "/v3/documents", { content, containerTag: o.tag });
+    requestMs.push(r.ms);
+    if (r.ok && r.body?.id) {
+      accepted++;
+      if (accepted % 100 === 0) onAccepted(accepted);
+    } else {
+      rejected++;
+      if (failures.length < 10)
+        failures.push(`${r.status ?? r.error} ${(r.text ?? "").slice(0, 200)}`.trim());
+    }
+  });
+  onAccepted(accepted);
+  return { accepted, rejected, failures, requestMs };
+}
+
 async function runImport(
   cleanup: Cleanup,
   o: BulkOptions,
@@ -437,7 +477,7 @@ async function runImport(
     onSettings: (s: Record<string, string>) => void;
   },
 ): Promise<ImportRun> {
-  const label = `bulk ${plan.size}`;
+  const label = `bulk ${plan.size}${plan.singles ? " one at a time" : ""}`;
   log(`${label}: starting a Temporal dev server and the service (main.ts) as a child process`);
   const svc = await startServiceProcess(cleanup, {
     threads: o.threads,
@@ -448,7 +488,8 @@ async function runImport(
   d.onSettings(publicSettings(svc));
   const client = (connections: number, timeoutMs: number) =>
     jsonClient({ baseUrl: svc.url, apiKey: svc.apiKey, connections, timeoutMs });
-  const adds = client(o.inFlight, ADD_TIMEOUT_MS);
+  const inFlight = plan.singles ? o.singlesInFlight : o.inFlight;
+  const adds = client(inFlight, ADD_TIMEOUT_MS);
   const poll = client(1, 60_000);
   const kinds: Record<Kind, JsonClient> = {
     "search /v3": client(1, INTERACTIVE_TIMEOUT_MS),
@@ -504,9 +545,14 @@ async function runImport(
     let accepted = 0;
     let submitted: Awaited<ReturnType<typeof submit>> | undefined;
     let acceptMs = Number.NaN;
-    const adding = submit(adds, d.texts, { batch: o.batch, inFlight: o.inFlight, tag: TAG }, (n) => {
-      accepted = n;
-    }).then((r) => {
+    const adding = submit(
+      adds,
+      d.texts,
+      { batch: o.batch, inFlight, tag: TAG, singles: plan.singles },
+      (n) => {
+        accepted = n;
+      },
+    ).then((r) => {
       submitted = r;
       acceptMs = performance.now() - p0;
       log(
@@ -637,6 +683,7 @@ async function runImport(
     const embeddedChunks = doneDocs.reduce((s, x) => s + x.embedded, 0);
     const run: ImportRun = {
       size: plan.size,
+      singles: plan.singles,
       accepted: sub.accepted,
       rejected: sub.rejected,
       addFailures: sub.failures,

@@ -68,6 +68,8 @@ async function main(): Promise<number> {
       "bulk-drain": { type: "string" },
       "bulk-embedder-docs": { type: "string" },
       "bulk-in-flight": { type: "string" },
+      "bulk-singles-size": { type: "string" },
+      "bulk-singles-in-flight": { type: "string" },
       "bulk-timeout": { type: "string" },
       "bulk-stall": { type: "string" },
       "bulk-log-level": { type: "string" },
@@ -89,6 +91,8 @@ async function main(): Promise<number> {
         "dev server, a fresh pair per import:\n" +
         "  --bulk-scenarios rates,load,tenant,backlog   which parts (default: all)\n" +
         "       rates   : one import per --bulk-sizes, timed to the last done, next to the embedder alone\n" +
+        "       singles : --bulk-singles-size documents, each its own POST /v3/documents, --bulk-singles-in-flight at once\n" +
+        "                 (default 1000 and 4: what `npm run cli -- add <folder>` and an SDK loop send)\n" +
         "       load    : /v3/search, /v4/search and a memory add every --bulk-load-every s during the --bulk-load-size import\n" +
         "       tenant  : a --bulk-tenant-docs import by another tag --bulk-tenant-after s into that import\n" +
         "       backlog : --bulk-backlog documents submitted at once, RSS watched --bulk-backlog-watch s, then deleted\n" +
@@ -148,6 +152,8 @@ async function main(): Promise<number> {
     embedderDocs: positive("bulk-embedder-docs", values["bulk-embedder-docs"], 2000),
     batch: 500,
     inFlight: positive("bulk-in-flight", values["bulk-in-flight"], 3),
+    singlesSize: positive("bulk-singles-size", values["bulk-singles-size"], 1000),
+    singlesInFlight: positive("bulk-singles-in-flight", values["bulk-singles-in-flight"], 4),
     timeoutMs: 60_000 * nonNegative("bulk-timeout", values["bulk-timeout"], 180),
     stallMs: 60_000 * nonNegative("bulk-stall", values["bulk-stall"], 5),
     threads: options.threads,

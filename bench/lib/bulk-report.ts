@@ -27,7 +27,7 @@ const duration = (msValue: number) => {
 /** The 200-document import (or the smallest) that every other size is compared with. */
 function baseline(r: BulkResult): ImportRun | undefined {
   if (!r.options.scenarios.includes("rates")) return undefined;
-  const complete = r.imports.filter((i) => i.outcome === "complete");
+  const complete = r.imports.filter((i) => i.outcome === "complete" && !i.singles);
   return complete.find((i) => i.size === 200) ?? [...complete].sort((a, b) => a.size - b.size)[0];
 }
 
@@ -39,6 +39,10 @@ function embedderFor(r: BulkResult, size: number): { perSecond: number; on: stri
   if (own) return { perSecond: own.chunksPerSecond, on: `its own ${n(own.chunks)} chunks` };
   return { perSecond: e.chunksPerSecond, on: `the first ${n(e.documents)} documents' ${n(e.chunks)} chunks` };
 }
+
+/** The import's size, and how its documents were sent when not in batches. */
+const sizeLabel = (i: ImportRun) =>
+  i.singles ? `${n(i.size)} one at a time (${"`"}POST /v3/documents${"`"})` : n(i.size);
 
 function cpuRow(label: string, c: ProcessCpu | undefined): string {
   if (!c) return `| ${label} | n/a | n/a | n/a | n/a | n/a | n/a | n/a |`;
@@ -60,7 +64,7 @@ function loadImport(r: BulkResult): ImportRun | undefined {
 function meaning(r: BulkResult): string[] {
   const out: string[] = [];
   const base = baseline(r);
-  const others = r.imports.filter((i) => base && i !== base && i.outcome === "complete");
+  const others = r.imports.filter((i) => base && i !== base && i.outcome === "complete" && !i.singles);
   if (base && others.length) {
     const parts = others.map((i) => `${times(i.docsPerSecond, base.docsPerSecond)} at ${n(i.size)}`);
     const ratios = others.map((i) => i.docsPerSecond / base.docsPerSecond);
@@ -75,6 +79,14 @@ function meaning(r: BulkResult): string[] {
     out.push(
       `- **Scaling.** Documents/s relative to the ${n(base.size)}-document import: ${parts.join(", ")}, ${trend}.`,
     );
+  }
+  for (const single of r.imports.filter((i) => i.singles && i.outcome === "complete")) {
+    const batched =
+      r.imports.find((i) => !i.singles && i.size === single.size && i.outcome === "complete") ?? base;
+    if (batched)
+      out.push(
+        `- **One document per request.** ${n(single.size)} documents sent one at a time (${r.options.singlesInFlight} requests in flight, as \`npm run cli -- add\` and an SDK loop send them) ran at ${rate(single.docsPerSecond)} documents/s, ${times(single.docsPerSecond, batched.docsPerSecond)} of the ${n(batched.size)}-document batch import.`,
+      );
   }
   const withEmbedder = r.imports
     .map((i) => ({ i, e: embedderFor(r, i.size) }))
@@ -169,7 +181,7 @@ export function renderBulkSection(
       ...r.imports.map((i) => {
         const e = embedderFor(r, i.size);
         const during = i.load || i.tenant ? " ¹" : "";
-        return `| ${n(i.size)}${during} | ${n(i.embeddedChunks)} / ${n(i.chunksExpected)} | ${sec(i.acceptMs)} | ${sec(i.wallMs)} | **${rate(i.docsPerSecond)}** | **${rate(i.chunksPerSecond)}** | ${base ? times(i.docsPerSecond, base.docsPerSecond) : "n/a"} | ${base ? times(i.chunksPerSecond, base.chunksPerSecond) : "n/a"} | ${e ? rate(e.perSecond) : "n/a"} | **${e ? pct(i.chunksPerSecond, e.perSecond) : "n/a"}** | ${ms(i.addToDone.p50)} / ${ms(i.addToDone.p95)} | ${n(i.done)} / ${n(i.failed)} / ${n(i.rejected)} | ${mib(i.peakRss.service)} / ${mib(i.peakRss.temporal)} | ${outcomeCell(i)} |`;
+        return `| ${sizeLabel(i)}${during} | ${n(i.embeddedChunks)} / ${n(i.chunksExpected)} | ${sec(i.acceptMs)} | ${sec(i.wallMs)} | **${rate(i.docsPerSecond)}** | **${rate(i.chunksPerSecond)}** | ${base ? times(i.docsPerSecond, base.docsPerSecond) : "n/a"} | ${base ? times(i.chunksPerSecond, base.chunksPerSecond) : "n/a"} | ${e ? rate(e.perSecond) : "n/a"} | **${e ? pct(i.chunksPerSecond, e.perSecond) : "n/a"}** | ${ms(i.addToDone.p50)} / ${ms(i.addToDone.p95)} | ${n(i.done)} / ${n(i.failed)} / ${n(i.rejected)} | ${mib(i.peakRss.service)} / ${mib(i.peakRss.temporal)} | ${outcomeCell(i)} |`;
       }),
       "",
     );
@@ -210,7 +222,7 @@ export function renderBulkSection(
             `| Embedder alone (in the benchmark process) | – | – | – | – | ${cores(r.embedder.cpu.temporalServer)} | ${cores(r.embedder.cpu.mainThread + r.embedder.cpu.busiestOtherThreads + r.embedder.cpu.otherThreads)} | ${cores(r.embedder.cpu.otherProcesses)} / ${cores(r.embedder.cpu.steal)} |`,
           ]
         : []),
-      ...r.imports.map((i) => cpuRow(`Import of ${n(i.size)}`, i.cpu)),
+      ...r.imports.map((i) => cpuRow(`Import of ${sizeLabel(i)}`, i.cpu)),
       ...(r.backlog
         ? [
             cpuRow(`Backlog of ${n(r.backlog.documents)}: submit + watch`, r.backlog.cpuSubmitWatch),
@@ -304,7 +316,7 @@ export function bulkSummaryLines(r: BulkResult): string[] {
   for (const i of r.imports) {
     const e = embedderFor(r, i.size);
     lines.push(
-      `  ${n(i.size)} documents: ${rate(i.docsPerSecond)} docs/s, ${rate(i.chunksPerSecond)} chunks/s over ${sec(i.wallMs)}` +
+      `  ${sizeLabel(i)} documents: ${rate(i.docsPerSecond)} docs/s, ${rate(i.chunksPerSecond)} chunks/s over ${sec(i.wallMs)}` +
         ` (vs ${base ? n(base.size) : "?"}: ${base ? times(i.docsPerSecond, base.docsPerSecond) : "n/a"}; pipeline ÷ embedder ${e ? pct(i.chunksPerSecond, e.perSecond) : "n/a"})` +
         `, ${i.done} done, ${i.failed} failed, ${i.rejected} rejected, peak RSS ${mib(i.peakRss.service)}, ${i.outcome}`,
     );
