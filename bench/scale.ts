@@ -479,6 +479,41 @@ async function runDaemonMemory(o: {
   return { chunks: o.chunks, seedMs, startMs, idle, underLoad: { ...last, peakServiceRss }, search };
 }
 
+/** What the worker-count rows show, from their own figures (nothing here is written whatever they say). */
+function workersVerdict(runs: IngestRun[], cores: number): string {
+  const base = runs[0] as IngestRun;
+  const more = runs.slice(1);
+  if (!more.length) return "Only one worker count was measured in this run.";
+  const parts = more.map(
+    (x) =>
+      `${x.workers} workers ${fixed(x.docsPerSecond / base.docsPerSecond, 2)}× the documents/s of ${base.workers}`,
+  );
+  const best = Math.max(...more.map((x) => x.docsPerSecond / base.docsPerSecond));
+  const verdict =
+    best >= 1.1
+      ? "so the added worker processes took work the first could not get to"
+      : best > 0.9
+        ? `so on ${cores} cores the added worker processes changed the rate by less than 10 %: the first worker's embedding already kept the cores busy, and more workers pay where they bring more cores`
+        : `so on ${cores} cores the added worker processes slowed the import: they compete for the same cores`;
+  return `In this run: ${parts.join(", ")}, ${verdict}. The heavy queue (\`WORKER_QUEUES=heavy\`) keeps OCR and transcription off the workers that embed.`;
+}
+
+/** What the API-process rows show, from their own figures. */
+function apisVerdict(runs: LoadRun[], cores: number): string {
+  const out = [
+    "Each search embeds its query on the API process's CPU; past the point where the cores are busy, more connections only queue and latency grows with them.",
+  ];
+  for (const many of runs.filter((x) => x.apis > 1)) {
+    const one = runs.find((x) => x.apis === 1 && x.connections === many.connections);
+    if (!one) continue;
+    const ratio = many.perSecond / one.perSecond;
+    out.push(
+      `With ${many.connections} connections, ${many.apis} API processes served ${fixed(ratio, 2)}× the searches/s of one on ${cores} cores (p95 ${fixed(many.latency.p95)} against ${fixed(one.latency.p95)} ms)${ratio < 1.1 ? ": no added capacity on this machine; more API processes pay on more cores" : ""}.`,
+    );
+  }
+  return out.join(" ");
+}
+
 function render(r: {
   date: Date;
   rev: string;
@@ -515,7 +550,7 @@ function render(r: {
           `| ${x.workers} | ${x.documents} | ${x.chunks} | ${fixed(x.wallMs / 1000)} s | ${fixed(x.docsPerSecond, 2)} | ${fixed(x.chunksPerSecond, 2)} | ${fixed(x.docsPerSecond / base.docsPerSecond, 2)}× | ${fixed(x.addToDone.p50 / 1000)} s | ${fixed(x.addToDone.p95 / 1000)} s | ${x.failed} | ${x.load[0]} → ${x.load[1]} |`,
       ),
       "",
-      `On 2 cores the second worker process cannot help: one worker's embedding thread plus the API, PostgreSQL and Temporal already keep both cores busy, so a second worker competes for the same cores (the \`vs 1 worker\` column). More workers pay where they bring more cores (other machines), and the heavy queue (\`WORKER_QUEUES=heavy\`) keeps OCR and transcription off the workers that embed.`,
+      workersVerdict(r.ingest, m.cores),
       "",
     );
   }
@@ -536,7 +571,7 @@ function render(r: {
           `| ${x.apis} | ${x.connections} | ${x.requests} | ${fixed(x.perSecond)} | ${fixed(x.latency.p50)} ms | ${fixed(x.latency.p95)} ms | ${fixed(x.latency.p99)} ms | ${fixed(x.latency.max)} ms | ${fixed(x.latency.p50 / base.latency.p50, 2)}× | ${x.errors} | ${x.non2xx} | ${x.load[0]} → ${x.load[1]} |`,
       ),
       "",
-      "Each search embeds its query on the API process's CPU, so throughput levels off once both cores are busy; past that, more connections only queue and latency grows with them. A second API process on the same 2 cores adds no capacity: it pays on a second machine.",
+      apisVerdict(r.search.runs, m.cores),
       "",
     );
   }
