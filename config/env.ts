@@ -62,6 +62,11 @@ export const envSchema = z.object({
   /** auto: bge-small-en-v1.5 when setup installed and verified it, else the bundled use-lite. */
   EMBEDDING_MODEL: z.enum(["auto", "bge-small", "use-lite"]).default("auto"),
   EMBEDDING_THREADS: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * OS niceness of the embedding model's shared threads (Linux): while they embed an import, the API, the store
+   * and query embedding get the cores first. 0 = the same priority as the rest of the process.
+   */
+  EMBEDDING_NICE: z.coerce.number().int().min(0).max(19).default(10),
   /** Extra embedding threads for search queries, then interactive work in small tasks (own model copy each); 0 = none. */
   EMBEDDING_QUERY_THREADS: z.coerce.number().int().min(0).max(16).default(1),
   /** Most texts per task handed to an embedding thread; concurrent calls are coalesced up to this. */

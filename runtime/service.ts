@@ -80,6 +80,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const embedderName = chooseEmbedder(config.EMBEDDING_MODEL, log);
     const embedder = createEmbedder(embedderName, {
       threads: config.EMBEDDING_THREADS,
+      niceness: config.EMBEDDING_NICE,
       queryThreads: config.EMBEDDING_QUERY_THREADS,
       batchTexts: config.EMBEDDING_BATCH_TEXTS,
     });

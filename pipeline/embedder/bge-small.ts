@@ -27,6 +27,11 @@ export interface BgeSmallOptions {
    * shared threads).
    */
   queryThreads?: number;
+  /**
+   * OS niceness (0–19) of the shared threads and their onnxruntime threads, so the API, the store and the query
+   * threads (left at normal priority) get the cores first when both want them. Default 0 (unchanged).
+   */
+  niceness?: number;
   /** Most texts per inference call (padded to the longest of them). Default 4: on 2 cores larger batches were no faster. */
   batchSize?: number;
   /** Most texts per task handed to a thread; texts of many calls are coalesced up to this. Default DEFAULT_TEXTS_PER_TASK. */
@@ -47,6 +52,9 @@ export class BgeSmallEmbedder implements Embedder {
       options.intraOpThreads ?? Math.max(1, Math.floor(availableParallelism() / Math.max(1, threads)));
     if (!Number.isInteger(intraOpThreads) || intraOpThreads < 1)
       throw new RangeError("intraOpThreads must be a positive integer");
+    const niceness = options.niceness ?? 0;
+    if (!Number.isInteger(niceness) || niceness < 0 || niceness > 19)
+      throw new RangeError("niceness must be an integer from 0 to 19");
     const batchSize = options.batchSize ?? 4;
     if (!Number.isInteger(batchSize) || batchSize < 1)
       throw new RangeError("batchSize must be a positive integer");
@@ -65,6 +73,7 @@ export class BgeSmallEmbedder implements Embedder {
           workerData: {
             modelDir,
             intraOpThreads: dedicated ? 1 : intraOpThreads,
+            niceness: dedicated ? 0 : niceness,
             maxTokens: BGE_MAX_TOKENS,
             dimension: BGE_SMALL_DIMENSION,
           } satisfies BgeWorkerData,

@@ -6,10 +6,13 @@ import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { InferenceSession, Tensor } from "onnxruntime-node";
 import { move, workerData } from "piscina";
+import { lowerThreadPriority } from "../threads.ts";
 
 export interface BgeWorkerData {
   modelDir: string;
   intraOpThreads: number;
+  /** OS niceness of this thread and of the onnxruntime threads it starts (0: unchanged). */
+  niceness: number;
   maxTokens: number;
   dimension: number;
 }
@@ -31,6 +34,9 @@ interface Loaded {
 }
 
 async function load(): Promise<Loaded> {
+  // Before the session exists, so that onnxruntime's own threads inherit the priority.
+  const notLowered = lowerThreadPriority(config.niceness);
+  if (notLowered) console.warn(`bge-small embedding thread: ${notLowered}; it runs at normal priority`);
   const tokenizerJson = JSON.parse(readFileSync(join(config.modelDir, "tokenizer.json"), "utf8"));
   // tokenizer_config.json is not shipped with the model files; the BERT normaliser (lower-casing, accent
   // handling) and the [CLS]/[SEP] template come from tokenizer.json itself.

@@ -27,6 +27,8 @@ export interface EmbedderOptions {
   threads?: number;
   /** bge-small only: onnxruntime's native threads per worker (default: cores / threads). */
   intraOpThreads?: number;
+  /** bge-small only: OS niceness of the shared (bulk) threads; the query threads keep normal priority. */
+  niceness?: number;
   /** Extra threads serving only search queries (default 1; 0 = queries take the top lane of the shared threads). */
   queryThreads?: number;
   /** Most texts per task handed to a thread; texts of concurrent calls are coalesced up to this (default 16). */
@@ -40,6 +42,7 @@ const registry: Record<EmbedderName, (options: EmbedderOptions) => Embedder> = {
     new BgeSmallEmbedder({
       threads: options.threads,
       intraOpThreads: options.intraOpThreads,
+      niceness: options.niceness,
       queryThreads: options.queryThreads,
       textsPerTask: options.batchTexts,
     }),

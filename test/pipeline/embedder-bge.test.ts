@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chunkText } from "../../pipeline/chunker.ts";
@@ -178,6 +178,34 @@ describe("bge-small lifecycle", () => {
     expect(embedder.threadCount).toBe(0);
     await expect(embedder.embed(["after close"])).rejects.toThrow("the embedder is closed");
     await embedder.close(); // idempotent
+  });
+
+  it("runs its shared threads and their onnxruntime threads at the given niceness, the query thread and the rest at normal", async () => {
+    /** Niceness of every thread of this process, by thread id (field 19 of /proc/self/task/<tid>/stat). */
+    const niceness = () =>
+      new Map(
+        readdirSync("/proc/self/task").map((tid) => {
+          const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+          // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+          const after = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+          return [tid, Number(after[16])] as const;
+        }),
+      );
+    const before = niceness();
+    const embedder = new BgeSmallEmbedder({ threads: 1, intraOpThreads: 2, queryThreads: 1, niceness: 7 });
+    try {
+      await embedder.embed(["a document for the shared thread"], "document", { priority: "bulk" });
+      await embedder.embed(["a query for the query thread"], "query", { priority: "query" });
+      const added = [...niceness()].filter(([tid]) => !before.has(tid));
+      const lowered = added.filter(([, nice]) => nice === 7);
+      // The shared worker thread and the onnxruntime thread it started; the query thread (one onnxruntime thread,
+      // its own) stays at the process's priority.
+      expect(lowered.length).toBeGreaterThanOrEqual(2);
+      expect(added.some(([, nice]) => nice === 0)).toBe(true);
+      expect(niceness().get(String(process.pid))).toBe(before.get(String(process.pid)));
+    } finally {
+      await embedder.close();
+    }
   });
 
   it("refuses to start from a directory without the verified model files", () => {
