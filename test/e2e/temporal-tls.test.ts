@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Supermemory from "supermemory";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { loadConfig } from "../../config/env.ts";
 import { type GrpcTlsProxy, startGrpcTlsProxy } from "../support/grpc-tls-proxy.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
@@ -111,13 +111,19 @@ describe("an external Temporal over TLS", () => {
       TEMPORAL_TLS_CERT_PATH: file("client.pem"),
       TEMPORAL_TLS_KEY_PATH: file("client.key"),
     });
+    // A short text is prepared by a local activity, which marks the document done just before the worker
+    // completes the workflow task that ran it: wait for that call to pass the proxy, not for a fixed time.
+    const completed = "/temporal.api.workflowservice.v1.WorkflowService/RespondWorkflowTaskCompleted";
+    await vi.waitFor(() => expect(mtls.calls.map((c) => c.path)).toContain(completed), {
+      timeout: 60_000,
+      interval: 100,
+    });
     const paths = new Set(mtls.calls.map((c) => c.path));
     // The client started the workflow; the worker polled for its tasks.
     expect(paths).toContain("/temporal.api.workflowservice.v1.WorkflowService/StartWorkflowExecution");
     expect(paths).toContain("/temporal.api.workflowservice.v1.WorkflowService/PollWorkflowTaskQueue");
     expect(paths).toContain("/temporal.api.workflowservice.v1.WorkflowService/PollActivityTaskQueue");
-    // A short text is prepared by a local activity: the worker completes the workflow task that ran it.
-    expect(paths).toContain("/temporal.api.workflowservice.v1.WorkflowService/RespondWorkflowTaskCompleted");
+    expect(paths).toContain(completed);
     expect(new Set(mtls.calls.map((c) => c.clientCertificate))).toEqual(new Set(["memory-worker"]));
   });
 
