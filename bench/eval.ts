@@ -548,7 +548,7 @@ async function main(): Promise<number> {
       spreads.push(await memorySpread(api, memoryTag, (ids) => waitAllDone(api, ids)));
       // /v4 reports a calibrated cosine (services/similarity.ts): the raw cosines beside it show what it changed.
       for (const s of spreads.filter((x) => x.route.startsWith("/v4")))
-        spreads.push(rawCosines(s, createEmbedderModelId(report.model)));
+        spreads.push(rawCosines(s, modelIdOf(report.model)));
       const table = spreadTable(spreads, SCORE_THRESHOLDS);
       process.stdout.write(`\n${table.join("\n")}\n\n`);
       current = replaceSection(current, SCORES_HEADING, renderScores(report, spreads, table));
@@ -578,7 +578,7 @@ async function waitAllDone(api: Api, ids: string[]): Promise<void> {
 }
 
 /** The model id an embedder reports (what the calibration is keyed by) for a configured embedder name. */
-function createEmbedderModelId(name: string): string {
+function modelIdOf(name: string): string {
   return name === "bge-small" ? BGE_SMALL_MODEL : name === "use-lite" ? USE_LITE_MODEL : name;
 }
 
