@@ -21,10 +21,11 @@ import {
   findDelivery,
   findWebhook,
   insertDelivery,
-  matchingWebhooks,
   recordAttempt,
   type WebhookEventType,
   type WebhookRow,
+  webhookCoversTags,
+  webhooksFor,
 } from "../store/webhooks.ts";
 import type { webhookDelivery } from "../workflows/deliver-webhook.ts";
 
@@ -294,10 +295,12 @@ export function deliveryId(webhookId: string, event: WebhookEventType, subject: 
  */
 export async function emitEvent(deps: EmitDeps, emission: WebhookEmission): Promise<void> {
   try {
+    // Webhooks first: most services have none, and then the subject need not be read (once per document).
+    const subscribed = await webhooksFor(deps.db, emission.event);
+    if (!subscribed.length) return;
     const subject = await describeSubject(deps.db, emission);
     if (!subject) return;
-    const hooks = await matchingWebhooks(deps.db, emission.event, subject.containerTags);
-    for (const hook of hooks) {
+    for (const hook of subscribed.filter((h) => webhookCoversTags(h, subject.containerTags))) {
       const id = deliveryId(hook.id, emission.event, subject.key);
       await insertDelivery(deps.db, {
         id,

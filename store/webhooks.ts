@@ -1,4 +1,4 @@
-import { and, arrayContains, arrayOverlaps, desc, eq, or, sql } from "drizzle-orm";
+import { and, arrayContains, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import {
@@ -49,23 +49,17 @@ export async function deleteWebhook(db: Database, id: string): Promise<boolean> 
   return rows.length > 0;
 }
 
-/** Enabled webhooks subscribed to `event` that are global or share a tag with the subject. */
-export function matchingWebhooks(
-  db: Database,
-  event: WebhookEventType,
-  containerTags: string[],
-): Promise<WebhookRow[]> {
-  const global = sql`cardinality(${webhooks.containerTags}) = 0`;
+/** Enabled webhooks subscribed to `event`, whatever their tags (see webhookCoversTags). */
+export function webhooksFor(db: Database, event: WebhookEventType): Promise<WebhookRow[]> {
   return db
     .select()
     .from(webhooks)
-    .where(
-      and(
-        eq(webhooks.enabled, true),
-        arrayContains(webhooks.events, [event]),
-        containerTags.length ? or(global, arrayOverlaps(webhooks.containerTags, containerTags)) : global,
-      ),
-    );
+    .where(and(eq(webhooks.enabled, true), arrayContains(webhooks.events, [event])));
+}
+
+/** A webhook hears of a subject when it is global (no tags) or shares a tag with it. */
+export function webhookCoversTags(hook: Pick<WebhookRow, "containerTags">, containerTags: string[]): boolean {
+  return hook.containerTags.length === 0 || hook.containerTags.some((t) => containerTags.includes(t));
 }
 
 /** Stores the delivery unless one with this id exists; says whether it was new. */

@@ -112,7 +112,7 @@ export async function startServiceProcess(
     if (v !== undefined && env[name] === undefined) env[name] = v;
   }
   const started = performance.now();
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "main.ts"], {
+  const child: ChildProcess = spawn(process.execPath, [...serviceNodeArgs(), "--import", "tsx", "main.ts"], {
     cwd: root,
     env,
     stdio: ["ignore", "pipe", "pipe"],
@@ -212,4 +212,9 @@ export async function startServiceProcess(
     },
     removeData: () => data.remove(),
   };
+}
+
+/** Extra node flags for the service process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), which NODE_OPTIONS refuses. */
+function serviceNodeArgs(): string[] {
+  return (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
 }

@@ -62,9 +62,10 @@ export class BgeSmallEmbedder implements Embedder {
     const check = checkBgeSmallFiles(modelDir);
     if (!check.ok) throw new Error(`bge-small-en-v1.5 is not available: ${check.reason}`);
     const filename = workerFileBeside(import.meta.url);
+    const queryThreads = options.queryThreads ?? 1;
     this.threads = new ScheduledThreads({
       threads,
-      queryThreads: options.queryThreads,
+      queryThreads,
       textsPerTask: options.textsPerTask,
       // The dedicated query threads run one onnxruntime thread each: a query is a single short text.
       backend: (count, dedicated) =>
@@ -78,6 +79,10 @@ export class BgeSmallEmbedder implements Embedder {
             dimension: BGE_SMALL_DIMENSION,
           } satisfies BgeWorkerData,
           threads: count,
+          // The shared threads get their next bulk task queued ahead: measured during a 2,000-document import,
+          // 1.5 % of the model's time went to waiting for the main thread to hand it the next task. Only with
+          // query threads (they take one task at a time), else a query would wait behind the queued task too.
+          tasksPerThread: !dedicated && queryThreads > 0 ? 2 : 1,
           task: (texts, purpose) => ({
             texts: purpose === "query" ? texts.map((t) => BGE_QUERY_PREFIX + t) : texts,
             batchSize,

@@ -72,8 +72,22 @@ function tokenize(model: Loaded, text: string): number[] {
   return cut;
 }
 
-/** piscina task: texts in, one flat Float32Array of unit-length CLS vectors (text i at i * dimension) out. */
-export default async function embedTexts(task: BgeTask): Promise<Float32Array> {
+/** The task running now; piscina may hand this thread its next one before it ends (tasksPerThread). */
+let previous: Promise<unknown> = Promise.resolve();
+
+/**
+ * piscina task: texts in, one flat Float32Array of unit-length CLS vectors (text i at i * dimension) out.
+ * Tasks run one after another in arrival order: a task queued ahead waits here, not on the main thread, so
+ * the model starts on it the moment the one before ends (inference runs on this thread between awaits, and
+ * two interleaved tasks would only both finish later).
+ */
+export default function embedTexts(task: BgeTask): Promise<Float32Array> {
+  const result = previous.then(() => embedNow(task));
+  previous = result.catch(() => {});
+  return result;
+}
+
+async function embedNow(task: BgeTask): Promise<Float32Array> {
   const model = await ready;
   const dim = config.dimension;
   const encoded = task.texts.map((text) => tokenize(model, text));

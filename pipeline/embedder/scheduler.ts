@@ -18,8 +18,13 @@ import {
 
 /** Runs one task (a list of texts of one purpose) on a pool of threads; what each embedder provides. */
 export interface EmbeddingBackend {
-  /** Tasks it runs at once (its threads); the scheduler never has more than this outstanding on it. */
+  /** Tasks it takes at once; the scheduler never has more than this outstanding on it. */
   readonly concurrency: number;
+  /**
+   * Tasks it runs side by side (its threads), when fewer than `concurrency`: the rest wait on a thread, queued
+   * ahead so the thread starts its next task without a round trip through the main thread. Default `concurrency`.
+   */
+  readonly parallelism?: number;
   /** Threads currently alive; 0 after close(). */
   readonly threadCount: number;
   /** One vector per text, in order. */
@@ -38,6 +43,9 @@ export interface EmbeddingSchedulerOptions {
 
 /** Texts per task when configuration names none (EMBEDDING_BATCH_TEXTS): measured, see the comment at the top. */
 export const DEFAULT_TEXTS_PER_TASK = 16;
+
+/** The lanes the query threads serve: query and interactive (EMBEDDING_PRIORITIES order). */
+const DEDICATED_LANES = 2;
 
 /** Most interactive texts per task on the query threads (a query waits behind at most one such task). */
 const INTERACTIVE_TEXTS_ON_QUERY_THREADS = 4;
@@ -196,27 +204,32 @@ export class EmbeddingScheduler {
       // Queries first, then interactive work (a memory add, a single document) in small tasks, so that a
       // query arriving meanwhile waits for at most one small task, never for a bulk batch.
       while (dedicated.inFlight < dedicated.backend.concurrency) {
-        const queue = this.pick(2);
+        const queue = this.pick(DEDICATED_LANES);
         if (!queue) break;
         const limit = queue.priority === "query" ? this.textsPerTask : INTERACTIVE_TEXTS_ON_QUERY_THREADS;
         this.dispatch(dedicated, queue, this.free(dedicated) + this.free(this.shared), limit);
       }
     }
     while (this.shared.inFlight < this.shared.backend.concurrency) {
-      const queue = this.pick(this.lanes.length);
+      // With every shared thread busy, a task handed over now waits behind a running one: the lanes the query
+      // threads serve wait for those instead, and only bulk work is queued ahead.
+      const from = dedicated && this.free(this.shared) === 0 ? DEDICATED_LANES : 0;
+      const queue = this.pick(this.lanes.length, from);
       if (!queue) break;
       const alsoDedicated = dedicated && queue.priority === "query" ? this.free(dedicated) : 0;
       this.dispatch(this.shared, queue, this.free(this.shared) + alsoDedicated);
     }
   }
 
+  /** Threads with nothing to do: the waiting texts are shared out among these. */
   private free(slots: Slots): number {
-    return slots.backend.concurrency - slots.inFlight;
+    const { concurrency, parallelism = concurrency } = slots.backend;
+    return Math.max(0, parallelism - slots.inFlight);
   }
 
-  /** The sub-queue to serve next among the first `lanes` lanes: the highest lane with work, oldest call first. */
-  private pick(lanes: number): SubQueue | undefined {
-    for (let l = 0; l < lanes; l++) {
+  /** The sub-queue to serve next among lanes from..lanes-1: the highest lane with work, oldest call first. */
+  private pick(lanes: number, from = 0): SubQueue | undefined {
+    for (let l = from; l < lanes; l++) {
       let best: SubQueue | undefined;
       let bestSeq = Number.POSITIVE_INFINITY;
       for (const queue of this.lanes[l] as SubQueue[]) {
@@ -307,6 +320,11 @@ export interface PiscinaBackendOptions<Task, Result> {
   filename: string;
   workerData?: unknown;
   threads: number;
+  /**
+   * Tasks handed to each thread at once (default 1). With 2, a thread's next task is already waiting when its
+   * current one ends; the worker module must then run its tasks one after another itself (see bge-small.worker.ts).
+   */
+  tasksPerThread?: number;
   /** What the worker receives for a task of texts. */
   task(texts: string[], purpose: EmbeddingPurpose): Task;
   /** The worker's answer as one vector per text. */
@@ -315,20 +333,24 @@ export interface PiscinaBackendOptions<Task, Result> {
 
 /** A backend of `threads` piscina worker threads, started (and their model loading) at once, kept until close(). */
 export function piscinaBackend<Task, Result>(options: PiscinaBackendOptions<Task, Result>): EmbeddingBackend {
-  const { filename, threads } = options;
+  const { filename, threads, tasksPerThread = 1 } = options;
   if (!Number.isInteger(threads) || threads < 1) throw new RangeError("threads must be a positive integer");
+  if (!Number.isInteger(tasksPerThread) || tasksPerThread < 1)
+    throw new RangeError("tasksPerThread must be a positive integer");
   const pool = new Piscina<Task, Result>({
     filename,
     workerData: options.workerData,
     minThreads: threads, // started now, so the model loads before the first request
     maxThreads: threads,
     idleTimeout: Number.POSITIVE_INFINITY, // a reload costs a model load per thread; keep them
+    concurrentTasksPerWorker: tasksPerThread,
     execArgv: threadExecArgv(filename),
   });
   // A thread that dies outside a task must not take the process down; piscina replaces it.
   pool.on("error", (error) => console.error("embedding thread failed:", error));
   return {
-    concurrency: threads,
+    concurrency: threads * tasksPerThread,
+    parallelism: threads,
     get threadCount() {
       return pool.threads.length;
     },

@@ -36,6 +36,8 @@ class FakeBackend implements EmbeddingBackend {
   constructor(
     readonly concurrency: number,
     private readonly auto = false,
+    /** Threads, when fewer than `concurrency` (the rest of the tasks are queued ahead on them). */
+    readonly parallelism?: number,
   ) {}
 
   get threadCount(): number {
@@ -123,6 +125,41 @@ describe("embedding scheduler (fake backend)", () => {
     await Promise.all(bulk);
     expect(done.slice(0, 5)).toEqual(["b0", "b1", "b2", "b3", "q"]);
     expect(done).toHaveLength(21);
+  });
+
+  it("queues one bulk task ahead on a busy thread, but never a query or an interactive call", async () => {
+    const shared = new FakeBackend(2, false, 1); // one thread, a second task queued ahead on it
+    const queryThread = new FakeBackend(1);
+    const scheduler = new EmbeddingScheduler({ shared, queryBackend: queryThread, textsPerTask: 2 });
+    const { done, submit } = recorder(scheduler);
+    for (let i = 0; i < 6; i++) submit(`b${i}`, [`bulk ${i}`], "document", "bulk");
+    await settle();
+    // The running task and the one queued behind it, both full (not split as if two threads were free).
+    expect(shared.started.map((t) => t.texts)).toEqual([
+      ["bulk 0", "bulk 1"],
+      ["bulk 2", "bulk 3"],
+    ]);
+    expect(queryThread.started).toHaveLength(0); // bulk work never goes to the query thread
+    submit("q1", ["first question"], "query");
+    submit("q2", ["second question"], "query");
+    submit("i", ["a memory"], "document", "interactive");
+    await settle();
+    expect(queryThread.started.map((t) => t.texts)).toEqual([["first question", "second question"]]);
+    shared.finish(); // the shared thread moves on to its queued task: a slot opens, but no thread is idle
+    await settle();
+    // The freed slot takes the next bulk task; the interactive call waits for the query thread.
+    expect(shared.started.map((t) => t.texts)[2]).toEqual(["bulk 4", "bulk 5"]);
+    queryThread.finish();
+    await settle();
+    expect(queryThread.started.map((t) => t.texts)[1]).toEqual(["a memory"]);
+    queryThread.finish();
+    while (shared.running.size > 0) {
+      shared.finish();
+      await settle();
+    }
+    await settle();
+    expect(done).toEqual(["b0", "b1", "q1", "q2", "i", "b2", "b3", "b4", "b5"]);
+    expect(shared.maxRunning).toBe(2);
   });
 
   it("answers queries, then interactive calls in small tasks, on the dedicated thread; never bulk work", async () => {
