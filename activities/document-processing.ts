@@ -26,6 +26,7 @@ import {
   setStatus,
 } from "../store/processing.ts";
 import { DOCUMENT_PRIORITY } from "../store/schema/index.ts";
+import { releaseFiles } from "../services/document-files.ts";
 import { readSettings } from "../store/settings.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "../workflows/failure-types.ts";
 import type { CpuPool } from "./cpu-pool.ts";
@@ -34,6 +35,7 @@ import {
   type ExtractionRunner,
   extractAll,
   identify,
+  type ResolvedSource,
   resolveSource,
   UnprocessableContentError,
 } from "./extract.ts";
@@ -128,6 +130,11 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
     });
   }
 
+  /** A page fetched again replaces the document's earlier copy: that file goes once the new one is saved. */
+  async function releaseEarlierFetch(doc: { fileKey: string | null }, source: ResolvedSource) {
+    if (source.stored && doc.fileKey && doc.fileKey !== source.stored.key) await releaseFiles(deps, [doc.fileKey]);
+  }
+
   /** A run ended: webhooks hear of it, and admission gives its slot to the next waiting run. */
   async function finished(ref: ProcessingRef, event: "document.done" | "document.failed") {
     // Slots freed within this short while are filled by one admission pass.
@@ -156,6 +163,7 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         const identified = { type: found.type, mimeType: found.mime, stored: source.stored };
         if (!TEXT_TYPES.includes(found.type)) {
           await saveIdentified(db, ref, identified);
+          await releaseEarlierFetch(doc, source);
           return { type: found.type, stage: "identified" };
         }
         const ctx = Context.current();
@@ -173,6 +181,7 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         const pieces = await chunkPieces(segments);
         if (pieces.length > ONE_GO_MAX_CHUNKS) {
           await saveIdentified(db, ref, identified);
+          await releaseEarlierFetch(doc, source);
           await saveExtraction(db, ref, extraction);
           await setStatus(db, ref, "chunking");
           await replaceChunks(db, ref, pieces);
@@ -218,6 +227,7 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
               }
             : {}),
         });
+        await releaseEarlierFetch(doc, source);
         if (finish) await finished(ref, "document.done");
         return { type: found.type, stage: finish ? "done" : "embedded" };
       });
@@ -271,6 +281,7 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         const source = await resolveSource(doc, deps, true);
         const found = await identify(source);
         await saveIdentified(db, ref, { type: found.type, mimeType: found.mime, stored: source.stored });
+        await releaseEarlierFetch(doc, source);
         return { type: found.type };
       });
     },

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { type BlobStore, fileKey } from "../blobs/index.ts";
+import type { BlobStore } from "../blobs/index.ts";
+import { storeDocumentFile } from "../services/document-files.ts";
 import { DESCRIBED_WHEN_TEXTLESS, describeTextless, TEXTLESS_NOTE } from "../pipeline/extract/describe.ts";
 import { detectContentType } from "../pipeline/extract/detect.ts";
 import {
@@ -46,7 +47,7 @@ export interface ResolvedSource {
 
 /** The original bytes of a document: its uploaded file, the page or file at its URL, or its inline text. */
 export async function resolveSource(
-  doc: Pick<DocumentRow, "source" | "url" | "fileKey" | "fileName" | "mimeType" | "connectionId">,
+  doc: Pick<DocumentRow, "id" | "source" | "url" | "fileKey" | "fileName" | "mimeType" | "connectionId">,
   deps: SourceDeps,
   refetch: boolean,
 ): Promise<ResolvedSource> {
@@ -60,9 +61,7 @@ export async function resolveSource(
     const response = await fetchSource(doc.url, deps.fetching);
     const name = decodeURIComponent(new URL(response.finalUrl).pathname.split("/").pop() ?? "") || null;
     const mimeType = response.contentType;
-    const sha = createHash("sha256").update(response.body).digest("hex");
-    const key = fileKey(sha);
-    await deps.blobs.put(key, response.body, mimeType ?? undefined);
+    const { key } = await storeDocumentFile(deps.blobs, response.body, mimeType, doc.id);
     return {
       bytes: response.body,
       filename: name ?? undefined,

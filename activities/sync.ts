@@ -5,7 +5,6 @@
 import { createHash } from "node:crypto";
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import type { BlobStore } from "../blobs/index.ts";
-import { fileKey } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import {
   ConnectorAuthError,
@@ -18,6 +17,7 @@ import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } f
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import { syncScheduleId } from "../runtime/sync-client.ts";
 import { buildSyncContext } from "../services/connections.ts";
+import { releaseFiles, storeDocumentFile } from "../services/document-files.ts";
 import type { OAuthDeps } from "../services/oauth.ts";
 import {
   type ConnectionRow,
@@ -117,10 +117,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     let source: string;
     let file: { key: string; name: string | null; mimeType: string | null; size: number } | null = null;
     if (fetched.file) {
-      const sha = createHash("sha256").update(fetched.file.bytes).digest("hex");
-      const key = fileKey(sha);
-      await deps.blobs.put(key, fetched.file.bytes, fetched.file.mimeType);
-      source = `file:${sha}`;
+      const { key, sha256 } = await storeDocumentFile(deps.blobs, fetched.file.bytes, fetched.file.mimeType);
+      source = `file:${sha256}`;
       file = {
         key,
         name: fetched.file.name,
@@ -131,7 +129,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       source = fetched.text ?? "";
     }
     const customId = itemCustomId(connection.provider, connection.id, itemId);
-    const { document, process } = await saveDocument(db, {
+    const saved = await saveDocument(db, {
       source,
       file,
       url: fetched.url ?? null,
@@ -146,7 +144,13 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       title: fetched.title ?? null,
       filepath: fetched.filepath ?? null,
       connectionId: connection.id,
+    }).catch(async (error: unknown) => {
+      // Nothing refers to the bytes just stored.
+      await releaseFiles(deps, [file?.key]);
+      throw error;
     });
+    const { document, process } = saved;
+    await releaseFiles(deps, [saved.unusedFileKey]);
     // A page saves many items: one admission pass shortly after takes them together.
     if (process) deps.processing.submit(200);
     return { documentId: document.id, changed: process, created: document.processingRun === 1 && process };
@@ -221,6 +225,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
           );
         if (page.deleted?.length) {
           const removed = await removeItems(db, connection.id, { itemIds: page.deleted });
+          await releaseFiles(deps, removed.fileKeys);
           counts.deleted += removed.items;
         }
         return { next: page.next, counts, ...(page.carry !== undefined ? { carry: page.carry } : {}) };
@@ -231,6 +236,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     async sweepUnseen(input: { connectionId: string; runId: string }): Promise<{ deleted: number }> {
       return translate(async () => {
         const removed = await removeItems(db, input.connectionId, { notSeenIn: input.runId });
+        await releaseFiles(deps, removed.fileKeys);
         return { deleted: removed.items };
       });
     },

@@ -5,6 +5,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Logger } from "../config/logger.ts";
+import { findActiveKey } from "../store/api-keys.ts";
 import { type Database, queryRows } from "../store/db.ts";
 import { type DocumentStatus, documentStatuses, type StatusEvent } from "../store/schema/documents.ts";
 import { heavyQueueOf } from "../workflows/queues.ts";
@@ -34,7 +35,13 @@ export type ObservabilityEnv = { Variables: { requestId: string; log: Logger } }
 export interface ObservabilityDeps {
   db: Database;
   log: Logger;
-  config: { TEMPORAL_NAMESPACE: string; TEMPORAL_TASK_QUEUE: string; METRICS_TOKEN?: string };
+  config: {
+    TEMPORAL_NAMESPACE: string;
+    TEMPORAL_TASK_QUEUE: string;
+    METRICS_TOKEN?: string;
+    /** /metrics without any credentials (the operator's opt-out). */
+    METRICS_PUBLIC?: boolean;
+  };
   /** Checked by /ready and asked for the task queue backlog; without it both are skipped. */
   temporal?: Client;
 }
@@ -226,11 +233,28 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     else log.info(line, "request");
   };
 
+  /**
+   * Metrics tell the service's load and what is being imported: not for anyone who can reach the port. A
+   * scraper sends METRICS_TOKEN (no API key to hand out) or an admin key; METRICS_PUBLIC=true opts out.
+   */
+  const mayScrape = async (authorization: string): Promise<boolean> => {
+    if (deps.config.METRICS_PUBLIC) return true;
+    const token = deps.config.METRICS_TOKEN;
+    if (token && sameSecret(authorization, `Bearer ${token}`)) return true;
+    const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+    if (!bearer) return false;
+    const key = await findActiveKey(deps.db, bearer);
+    return key?.kind === "admin";
+  };
+
   const routes = new Hono();
   routes.get("/metrics", async (c) => {
-    const token = deps.config.METRICS_TOKEN;
-    if (token && !sameSecret(c.req.header("authorization") ?? "", `Bearer ${token}`)) {
-      return c.json(errorBody("unauthorized", "/metrics needs 'Authorization: Bearer <METRICS_TOKEN>'"), 401);
+    if (!(await mayScrape(c.req.header("authorization") ?? ""))) {
+      const what = deps.config.METRICS_TOKEN ? "<METRICS_TOKEN> or <admin API key>" : "<admin API key>";
+      return c.json(
+        errorBody("unauthorized", `/metrics needs 'Authorization: Bearer ${what}' (METRICS_PUBLIC=true opens it)`),
+        401,
+      );
     }
     await collect();
     return c.body(await registry.metrics(), 200, { "Content-Type": registry.contentType });

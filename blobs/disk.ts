@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { BlobNotFoundError, type BlobStore } from "./types.ts";
 
@@ -31,6 +31,25 @@ export function createDiskBlobStore(root: string): BlobStore {
     },
     async delete(key) {
       await rm(file(key), { force: true });
+    },
+    async *list(prefix) {
+      const base = path.resolve(root);
+      // Walk only the folders the prefix can reach (keys use "/" whatever the platform).
+      const start = path.join(base, prefix.slice(0, prefix.lastIndexOf("/") + 1));
+      let entries: string[];
+      try {
+        entries = await readdir(start, { recursive: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+        throw error;
+      }
+      for (const entry of entries) {
+        const full = path.join(start, entry);
+        const key = path.relative(base, full).split(path.sep).join("/");
+        if (!key.startsWith(prefix)) continue;
+        const info = await stat(full).catch(() => undefined);
+        if (info?.isFile()) yield { key, modifiedAt: info.mtime };
+      }
     },
   };
 }

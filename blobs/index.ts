@@ -19,8 +19,3 @@ export function createBlobStore(config: Config): BlobStore {
   }
   return createDiskBlobStore(path.join(config.dataDir, "files"));
 }
-
-/** Files are stored by content hash: the same bytes uploaded twice are kept once. */
-export function fileKey(sha256: string): string {
-  return `files/${sha256.slice(0, 2)}/${sha256}`;
-}

@@ -1,6 +1,7 @@
 import {
   DeleteObjectCommand,
   GetObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   PutObjectCommand,
   S3Client,
@@ -54,6 +55,19 @@ export function createS3BlobStore(opts: S3BlobOptions): BlobStore {
     },
     async delete(k) {
       await client.send(new DeleteObjectCommand({ Bucket: opts.bucket, Key: key(k) }));
+    },
+    async *list(prefix) {
+      const own = opts.prefix ?? "";
+      let token: string | undefined;
+      do {
+        const page = await client.send(
+          new ListObjectsV2Command({ Bucket: opts.bucket, Prefix: key(prefix), ContinuationToken: token }),
+        );
+        for (const object of page.Contents ?? [])
+          if (object.Key?.startsWith(own))
+            yield { key: object.Key.slice(own.length), modifiedAt: object.LastModified ?? new Date(0) };
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
     },
   };
 }

@@ -5,6 +5,8 @@ export interface BlobStore {
   /** Throws BlobNotFoundError when the key is unknown. */
   get(key: string): Promise<Buffer>;
   delete(key: string): Promise<void>;
+  /** Every stored key under `prefix`, with when it was last written (for the sweep of orphaned files). */
+  list(prefix: string): AsyncIterable<{ key: string; modifiedAt: Date }>;
 }
 
 export class BlobNotFoundError extends Error {

@@ -129,8 +129,10 @@ export const envSchema = z.object({
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),
   FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
-  /** When set, GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>` (Prometheus: `authorization.credentials`). */
+  /** GET /metrics accepts `Authorization: Bearer <METRICS_TOKEN>` (Prometheus: `authorization.credentials`), or an admin key. */
   METRICS_TOKEN: z.string().min(16).optional(),
+  /** true: GET /metrics answers anyone (a private network the operator trusts); default: a token or admin key. */
+  METRICS_PUBLIC: flag,
   /** Where browsers reach this API (OAuth callbacks, picker links); default http://HOST:PORT. */
   PUBLIC_URL: z.url().optional(),
   /**
@@ -191,6 +193,27 @@ export const envSchema = z.object({
       const every = parseDuration(raw);
       if (every) return every.ms;
       ctx.addIssue({ code: "custom", message: "must be a duration like 1h, 15m or 30s" });
+      return z.NEVER;
+    }),
+  /** How often the sweep deletes stored files no document references (orphans a crash left); `off` = never. */
+  FILE_SWEEP_INTERVAL: z
+    .string()
+    .default("1d")
+    .transform((raw, ctx) => {
+      if (raw.trim() === "off") return 0;
+      const every = parseDuration(raw);
+      if (every) return every.ms;
+      ctx.addIssue({ code: "custom", message: "must be a duration like 1d, 6h or 30m, or off" });
+      return z.NEVER;
+    }),
+  /** The sweep leaves files younger than this (an upload stores its bytes just before saving its document). */
+  FILE_SWEEP_GRACE: z
+    .string()
+    .default("1h")
+    .transform((raw, ctx) => {
+      const grace = parseDuration(raw);
+      if (grace) return grace.ms;
+      ctx.addIssue({ code: "custom", message: "must be a duration like 1h or 10m" });
       return z.NEVER;
     }),
   /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */

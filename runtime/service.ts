@@ -28,6 +28,7 @@ import { createDocumentWorker, createHeavyWorker } from "../worker/create-worker
 import { startMaintenanceLoop } from "../worker/maintenance.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { ensureKeyNoticeSchedule } from "./key-notice-schedule.ts";
+import { ensureFileSweepSchedule } from "./schedules.ts";
 import { DocumentProcessing } from "./processing-client.ts";
 import { startReembedIfNeeded } from "./reembed-client.ts";
 import { ConnectionSyncs } from "./sync-client.ts";
@@ -193,6 +194,12 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           taskQueue: config.TEMPORAL_TASK_QUEUE,
           everyMs: config.KEY_EXPIRY_NOTICE_INTERVAL,
           enabled: config.KEY_EXPIRY_NOTICE_LEAD_TIMES.length > 0,
+          log,
+        });
+        await ensureFileSweepSchedule(client, {
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          everyMs: config.FILE_SWEEP_INTERVAL,
+          graceMs: config.FILE_SWEEP_GRACE,
           log,
         });
       }

@@ -2,6 +2,7 @@
 // import, delete. One implementation for the REST API and later the console and MCP.
 
 import { timingSafeEqual } from "node:crypto";
+import type { BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import { ConnectorAuthError, ConnectorConfigError } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
@@ -21,6 +22,7 @@ import {
 import type { Database } from "../store/db.ts";
 import type { SelectedItem } from "../store/schema/index.ts";
 import type { SecretBox } from "../store/secrets.ts";
+import { releaseFiles } from "./document-files.ts";
 import {
   authorizationLink,
   endpointsFor,
@@ -40,6 +42,8 @@ export interface ConnectionDeps {
   /** OAuth apps, CONNECTOR_ENDPOINTS, PUBLIC_URL. */
   config: OAuthDeps["config"];
   db: Database;
+  /** Where the stored files of documents removed with their connection are deleted. */
+  blobs: BlobStore;
   secrets: SecretBox;
   syncs: ConnectionSyncs;
   /** Stops the processing runs of documents removed with their connection. */
@@ -342,11 +346,11 @@ export async function removeConnection(
   withDocuments: boolean,
 ): Promise<void> {
   await deps.syncs.stop(connection.id);
-  if (withDocuments)
-    await deps.processing.stopDeleted(
-      await deleteConnectionDocuments(deps.db, connection.id),
-      "connection removed with its documents",
-    );
+  if (withDocuments) {
+    const removed = await deleteConnectionDocuments(deps.db, connection.id);
+    await deps.processing.stopDeleted(removed, "connection removed with its documents");
+    await releaseFiles(deps, removed.map((d) => d.fileKey));
+  }
   await deleteConnection(deps.db, connection.id);
 }
 

@@ -6,6 +6,7 @@ import type { Logger } from "../config/logger.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import * as store from "../store/container-tags.ts";
+import { releaseFiles } from "./document-files.ts";
 import type { Database } from "../store/db.ts";
 
 export interface ContainerTagDeps {
@@ -48,14 +49,14 @@ export async function deleteContainerTag(
         deps.log.warn({ err, connectionId }, "could not stop the sync of a deleted connection"),
       );
   await deps.processing.stopDeleted(result.deletedDocuments, "container tag deleted");
-  await deleteUnreferencedBlobs(deps, result.unreferencedFileKeys);
+  const deletedFiles = await releaseFiles(deps, result.unreferencedFileKeys);
   deps.log.info(
     {
       containerTag: tag,
       deletedDocuments: result.deletedDocuments.length,
       untaggedDocuments: result.untaggedDocuments,
       deletedMemories: result.deletedMemories,
-      deletedFiles: result.unreferencedFileKeys.length,
+      deletedFiles,
     },
     "container tag deleted",
   );
@@ -65,24 +66,4 @@ export async function deleteContainerTag(
     untaggedDocuments: result.untaggedDocuments,
     deletedMemories: result.deletedMemories,
   };
-}
-
-/**
- * Deletes the stored files of these keys that no document references. Files are keyed by content
- * hash, so an upload of the same bytes may have started to use a key since the transaction: the
- * references are checked again right before deleting. A failed delete leaves an orphan file
- * (logged), never a document without its file.
- */
-export async function deleteUnreferencedBlobs(
-  deps: Pick<ContainerTagDeps, "db" | "blobs" | "log">,
-  keys: string[],
-): Promise<void> {
-  if (!keys.length) return;
-  const used = await store.referencedFileKeys(deps.db, keys);
-  for (const key of keys) {
-    if (used.has(key)) continue;
-    await deps.blobs
-      .delete(key)
-      .catch((err) => deps.log.warn({ err, key }, "could not delete a stored file; it stays as an orphan"));
-  }
 }

@@ -3,9 +3,8 @@
 // documents with their ids and reprocesses them here (chunks and vectors of this instance's model);
 // memories keep ids, versions and forget state and are embedded again with this instance's embedder.
 
-import { createHash } from "node:crypto";
 import { z } from "zod";
-import { BlobNotFoundError, type BlobStore, fileKey } from "../blobs/index.ts";
+import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
@@ -19,7 +18,7 @@ import {
   type NewDocumentRow,
   type NewMemoryRow,
 } from "../store/schema/index.ts";
-import { deleteUnreferencedBlobs } from "./container-tags.ts";
+import { releaseFiles, storeDocumentFile } from "./document-files.ts";
 
 export const EXPORT_FORMAT = "memory-service-export";
 export const EXPORT_VERSION = 1;
@@ -361,10 +360,9 @@ export async function importContainerTag(
   for (const { doc, file } of newDocs) {
     let stored = { fileKey: doc.fileKey, fileSize: doc.fileSize ?? null };
     if (file) {
-      const key = fileKey(createHash("sha256").update(file).digest("hex"));
-      await deps.blobs.put(key, file, doc.mimeType ?? undefined);
+      const { key, size } = await storeDocumentFile(deps.blobs, file, doc.mimeType);
       putKeys.push(key);
-      stored = { fileKey: key, fileSize: file.length };
+      stored = { fileKey: key, fileSize: size };
     }
     const run = await freshRun(deps, doc.id, (doc.processingRun ?? 0) + 1);
     const status: DocumentStatus = "queued";
@@ -404,7 +402,7 @@ export async function importContainerTag(
   try {
     insertedDocs = await store.insertImportedDocuments(db, rows);
   } catch (error) {
-    await deleteUnreferencedBlobs(deps, [...new Set(putKeys)]);
+    await releaseFiles(deps, putKeys);
     throw error;
   }
   // They wait in the store as bulk work; admission starts their workflows as slots free up.

@@ -1,6 +1,8 @@
 // Memories written directly through the API (POST/PATCH/DELETE /v4/memories): one implementation for
 // REST and MCP. Contents are embedded at once, so a memory is searchable when the call returns.
 
+import type { BlobStore } from "../blobs/index.ts";
+import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { Database } from "../store/db.ts";
 import { type DeletedDocument, forgetDocumentText } from "../store/documents.ts";
@@ -12,10 +14,14 @@ import {
   SHORT_TEXT_MEMORY_SOURCE,
 } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
+import { releaseFiles } from "./document-files.ts";
 
 export interface MemoryDeps {
   db: Database;
   embedder: Embedder;
+  /** Where the stored files of forgotten documents are deleted. */
+  blobs: BlobStore;
+  log: Logger;
   /** Stops the runs of documents that forgetting deleted while they were still being processed. */
   processing?: { stopDeleted(rows: readonly DeletedDocument[], reason: string): Promise<void> };
 }
@@ -83,6 +89,7 @@ export async function forgetMemory(
     scope,
   );
   if (removed.length) await deps.processing?.stopDeleted(removed, "document forgotten");
+  await releaseFiles(deps, removed.map((d) => d.fileKey));
   if (memory && (forgotten || removed.length)) return { id: memory.id, content: memory.content };
   const [document] = removed;
   if (document) return { id: document.id, content: by.content ?? "" };

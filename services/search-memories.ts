@@ -1,6 +1,7 @@
 // POST /v4/search: memories, document chunks, or both. One implementation for REST and MCP.
 
 import { inArray, or, sql } from "drizzle-orm";
+import { documentsByIds } from "../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
 import { type MemoryHit, memoryVersions, searchMemories } from "../store/memories.ts";
 import { type DocumentRow, documents, type MemoryRow, memories } from "../store/schema/index.ts";
@@ -207,13 +208,9 @@ export async function searchMemoriesAndChunks(
     if (c.memory?.sourceDocumentId) documentIds.add(c.memory.sourceDocumentId);
   }
   const docs = new Map<string, DocumentRow>();
-  if (documentIds.size) {
-    const rows = await deps.db
-      .select()
-      .from(documents)
-      .where(inArray(documents.id, [...documentIds]));
-    for (const d of rows) docs.set(d.id, d);
-  }
+  // In scope only: a memory's source document may since have lost the caller's tags (retagged to another
+  // tenant); the memory is still the caller's, the document's title, metadata and summary are not.
+  for (const d of await documentsByIds(deps.db, [...documentIds], scope)) docs.set(d.id, d);
   const related = request.include.relatedMemories ? await relatedContext(deps, ranked) : undefined;
 
   const documentOut = (doc: DocumentRow) => ({

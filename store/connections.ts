@@ -256,13 +256,14 @@ export async function markPrefixesSeen(
 
 /**
  * Items of a connection that a complete pass (run) did not list, or that are named as deleted: their
- * documents and records go. Returns the removed document ids, so their workflows can be stopped.
+ * documents and records go. Returns the removed document ids, so their workflows can be stopped, and their
+ * stored files, to be released.
  */
 export async function removeItems(
   db: Database,
   connectionId: string,
   which: { notSeenIn: string } | { itemIds: string[] },
-): Promise<{ items: number; documentIds: string[] }> {
+): Promise<{ items: number; documentIds: string[]; fileKeys: string[] }> {
   return db.transaction(async (tx) => {
     const condition =
       "notSeenIn" in which
@@ -278,11 +279,13 @@ export async function removeItems(
     const documentIds = gone.flatMap((g) => (g.documentId ? [g.documentId] : []));
     // Counted as the source counts them: a mail with its attachments is one item.
     const items = gone.filter((g) => g.parentItemId === null).length;
-    if (documentIds.length)
-      await tx
-        .delete(documents)
-        .where(and(inArray(documents.id, documentIds), eq(documents.connectionId, connectionId)));
-    return { items, documentIds };
+    const deleted = documentIds.length
+      ? await tx
+          .delete(documents)
+          .where(and(inArray(documents.id, documentIds), eq(documents.connectionId, connectionId)))
+          .returning({ fileKey: documents.fileKey })
+      : [];
+    return { items, documentIds, fileKeys: deleted.flatMap((d) => (d.fileKey ? [d.fileKey] : [])) };
   });
 }
 

@@ -55,6 +55,11 @@ export interface SaveResult {
   document: DocumentRow;
   /** True when processing must (re)start for `document.processingRun`. */
   process: boolean;
+  /**
+   * A stored file no document points at after this save (the one the document had before new bytes replaced
+   * it, or the copy just written of bytes it already had): the caller releases it.
+   */
+  unusedFileKey?: string;
 }
 
 /**
@@ -125,12 +130,17 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
     }
     const reprocess = existing.source !== input.source || existing.status === "failed";
     const containerTags = input.containerTags.length ? input.containerTags : existing.containerTags;
+    // The same bytes again (their hash is the source): the document keeps its stored copy, which a run in
+    // flight may be reading, and the caller deletes the one just written.
+    const sameFile = Boolean(input.file && existing.fileKey && existing.source === input.source);
+    const file = fileColumns(input);
+    if (sameFile) file.fileKey = existing.fileKey;
     const [row] = await tx
       .update(documents)
       .set({
         source: input.source,
         url: input.url ?? null,
-        ...fileColumns(input),
+        ...file,
         containerTags,
         fairnessKey: fairnessKeyOf({ connectionId: existing.connectionId, containerTags }),
         metadata: { ...existing.metadata, ...input.metadata },
@@ -143,7 +153,12 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
       })
       .where(eq(documents.id, existing.id))
       .returning();
-    return { document: row as DocumentRow, process: reprocess };
+    const unusedFileKey = sameFile
+      ? input.file?.key
+      : existing.fileKey && existing.fileKey !== file.fileKey
+        ? existing.fileKey
+        : undefined;
+    return { document: row as DocumentRow, process: reprocess, unusedFileKey };
   });
 }
 
@@ -237,7 +252,9 @@ export async function updateDocument(
       })
       .where(eq(documents.id, existing.id))
       .returning();
-    return { document: row as DocumentRow, process: reprocess };
+    // New content replaces the file too (the document becomes the text or URL given).
+    const unusedFileKey = patch.content !== undefined && existing.fileKey ? existing.fileKey : undefined;
+    return { document: row as DocumentRow, process: reprocess, unusedFileKey };
   });
 }
 
@@ -350,6 +367,8 @@ export interface DeletedDocument {
   status: DocumentStatus;
   processingRun: number;
   admittedRun: number;
+  /** Its stored file, for the caller to release (services/document-files.ts). */
+  fileKey: string | null;
 }
 
 export const deletedColumns = {
@@ -358,6 +377,7 @@ export const deletedColumns = {
   status: documents.status,
   processingRun: documents.processingRun,
   admittedRun: documents.admittedRun,
+  fileKey: documents.fileKey,
 };
 
 /** Deletes documents by id or customId within the scope; `also` narrows them further (a filepath, say). */
@@ -384,6 +404,15 @@ export function deleteDocumentsWhere(
     .delete(documents)
     .where(and(where, inScope(scope)))
     .returning(deletedColumns);
+}
+
+/** The documents of these ids that are within the scope (others are left out, not an error). */
+export async function documentsByIds(db: Database, ids: string[], scope: TagScope = null): Promise<DocumentRow[]> {
+  if (!ids.length) return [];
+  return db
+    .select()
+    .from(documents)
+    .where(and(inArray(documents.id, ids), inScope(scope)));
 }
 
 /** A caller's `filepath`: the exact path, or every path under it when it ends in "/" (as the official SDK documents it). */

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
+import { createFileSweepActivities } from "../activities/file-sweep.ts";
 import { createKeyNoticeActivities, type KeyNoticeActivityDeps } from "../activities/key-notices.ts";
 import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
@@ -63,5 +64,6 @@ function allActivities(opts: WorkerOptions) {
     ...createSyncActivities(opts.sync),
     ...createWebhookActivities(opts.sync),
     ...createKeyNoticeActivities(opts.keyNotices),
+    ...createFileSweepActivities(opts.deps),
   };
 }

@@ -25,7 +25,10 @@ export const CreateBody = z
       description:
         "The provider's settings (bucket, startUrls, host, ...) and credentials; credentials are sealed at rest and never returned",
     }),
-    redirectUrl: z.url().optional(),
+    // http(s) only: the picker page sends the browser there, and a javascript: URL would run on this origin.
+    redirectUrl: z
+      .url({ protocol: /^https?$/, error: "redirectUrl must be an http or https URL" })
+      .optional(),
     syncIntervalMinutes: z
       .number()
       .int()

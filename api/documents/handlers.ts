@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
 import type { RouteHandler } from "@hono/zod-openapi";
 import { and, type SQL } from "drizzle-orm";
-import { fileKey } from "../../blobs/index.ts";
+import { releaseFiles, storeDocumentFile } from "../../services/document-files.ts";
 import * as store from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
 import { DOCUMENT_PRIORITY, documents } from "../../store/schema/index.ts";
@@ -48,6 +47,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       { ...input, defaultTags, url: store.looksLikeUrl(input.source) ? input.source.trim() : null },
       scope.tags,
     );
+    await releaseFiles(deps, [saved.unusedFileKey]);
     if (saved.process) await startProcessing(saved.document, before?.processingRun);
     return { id: saved.document.id, status: saved.document.status };
   }
@@ -102,31 +102,40 @@ export function createDocumentHandlers(deps: ApiDeps) {
 
   const uploadFile: RouteHandler<typeof routes.uploadFile, AppEnv> = async (c) => {
     const form = c.req.valid("form");
+    const scope = c.get("scope");
+    const containerTags = [
+      ...new Set([...(form.containerTag ? [form.containerTag] : []), ...parseTagList(form.containerTags)]),
+    ];
+    const metadata = parseMetadataField(form.metadata);
+    // Refused before anything is stored: a tag outside the key's scope stores no bytes.
+    scope.check(containerTags);
     const bytes = Buffer.from(await form.file.arrayBuffer());
     // An empty file is accepted like any other: processing ends it `failed` ("the content is empty"), visibly.
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
     const declaredMime = form.mimeType || form.file.type || null;
-    const key = fileKey(sha256);
-    await deps.blobs.put(key, bytes, declaredMime ?? undefined);
-    const result = await add(c.get("scope"), {
-      // The hash stands for the content: re-uploading the same bytes under a customId is not a change.
-      source: `file:${sha256}`,
-      priority: DOCUMENT_PRIORITY.interactive,
-      file: {
-        key,
-        name: form.file.name || null,
-        mimeType: hintedMime(form.fileType) ?? declaredMime,
-        size: bytes.length,
-      },
-      customId: form.customId,
-      containerTags: [
-        ...new Set([...(form.containerTag ? [form.containerTag] : []), ...parseTagList(form.containerTags)]),
-      ],
-      metadata: parseMetadataField(form.metadata),
-      filepath: form.filepath,
-      endUserId: form.endUserId,
-    });
-    return c.json(result, 200);
+    const stored = await storeDocumentFile(deps.blobs, bytes, declaredMime);
+    try {
+      const result = await add(scope, {
+        // The hash stands for the content: re-uploading the same bytes under a customId is not a change.
+        source: `file:${stored.sha256}`,
+        priority: DOCUMENT_PRIORITY.interactive,
+        file: {
+          key: stored.key,
+          name: form.file.name || null,
+          mimeType: hintedMime(form.fileType) ?? declaredMime,
+          size: stored.size,
+        },
+        customId: form.customId,
+        containerTags,
+        metadata,
+        filepath: form.filepath,
+        endUserId: form.endUserId,
+      });
+      return c.json(result, 200);
+    } catch (error) {
+      // Refused after all (a customId held outside the scope, say): nothing refers to the bytes.
+      await releaseFiles(deps, [stored.key]);
+      throw error;
+    }
   };
 
   const listDocuments: RouteHandler<typeof routes.listDocuments, AppEnv> = async (c) => {
@@ -229,6 +238,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       scope.tags,
     );
     if (!saved) throw notFound("document");
+    await releaseFiles(deps, [saved.unusedFileKey]);
     if (saved.process) await startProcessing(saved.document, before.processingRun);
     return c.json({ id: saved.document.id, status: saved.document.status }, 200);
   };
@@ -237,6 +247,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const row = await store.deleteDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
     await processing.stopDeleted([row], "document deleted");
+    await releaseFiles(deps, [row.fileKey]);
     return c.body(null, 204);
   };
 
@@ -252,6 +263,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
         ? await store.deleteDocumentsWhere(db, and(byTags, byPath) as SQL, scope.tags)
         : await store.deleteDocumentsByTags(db, body.containerTags ?? [], scope.tags);
       await processing.stopDeleted(removed, "document deleted");
+      await releaseFiles(deps, removed.map((r) => r.fileKey));
       return c.json(
         {
           success: true,
@@ -265,6 +277,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
     // With a filepath, only those of the given documents under it go; the others count as not found.
     const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, byPath);
     await processing.stopDeleted(removed, "document deleted");
+    await releaseFiles(deps, removed.map((r) => r.fileKey));
     const deleted = new Set(removed.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));
     return c.json(

@@ -10,11 +10,14 @@
 // providers' login rate limits (Gmail allows 15 simultaneous sessions per account).
 
 import { createHash } from "node:crypto";
+import { lookup as dnsLookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { type FetchMessageObject, ImapFlow, type ListResponse, type MailboxLockObject } from "imapflow";
 import { type AddressObject, type Attachment, type ParsedMail, simpleParser } from "mailparser";
 import { z } from "zod";
 import type { Logger } from "../../config/logger.ts";
 import { htmlToText } from "../../pipeline/html.ts";
+import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
 import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
 import type { FetchedItem, ItemMetadata, ListPage, SourceItem, SyncContext } from "../types.ts";
 
@@ -205,9 +208,32 @@ function poolKey(connectionId: string, account: MailAccount): string {
   return `${connectionId}:${hash}`;
 }
 
-function newClient(account: MailAccount): ImapFlow {
+/** The account's server on a private network that this deployment keeps connectors away from. */
+export class PrivateMailServerError extends ConnectorConfigError {
+  constructor(host: string) {
+    super(`IMAP server ${host} is on a private network, which this deployment does not allow`);
+  }
+}
+
+/**
+ * The address to connect to: the host itself when private networks are allowed, else its first public
+ * address, resolved once here and connected to directly (with the host name kept for TLS), so a DNS answer
+ * that changes between a check and the connection cannot reach the service's own network.
+ */
+async function mailServerAddress(host: string, allowPrivateNetwork: boolean): Promise<string> {
+  if (allowPrivateNetwork) return host;
+  const bare = host.replace(/^\[|\]$/g, "");
+  const addresses = isIP(bare) ? [{ address: bare }] : await dnsLookup(bare, { all: true });
+  const first = addresses.find((a) => isPublicAddress(a.address));
+  if (!first) throw new PrivateMailServerError(host);
+  return first.address;
+}
+
+function newClient(account: MailAccount, address: string): ImapFlow {
   return new ImapFlow({
-    host: account.host,
+    host: address,
+    // TLS checks the certificate against the name the user gave, not the address it resolved to.
+    ...(address !== account.host && !isIP(account.host) ? { servername: account.host } : {}),
     port: account.port,
     secure: account.secure,
     tls: { rejectUnauthorized: account.tlsRejectUnauthorized },
@@ -225,8 +251,13 @@ function newClient(account: MailAccount): ImapFlow {
 }
 
 /** Opens and logs in; the returned client has an error listener (an unheard 'error' event kills the process). */
-async function connect(account: MailAccount, log: Logger, signal?: AbortSignal): Promise<ImapFlow> {
-  const client = newClient(account);
+async function connect(
+  account: MailAccount,
+  log: Logger,
+  signal: AbortSignal | undefined,
+  allowPrivateNetwork: boolean,
+): Promise<ImapFlow> {
+  const client = newClient(account, await mailServerAddress(account.host, allowPrivateNetwork));
   client.on("error", (err: unknown) => {
     log.warn({ err: describe(err), host: account.host }, "imap connection error");
   });
@@ -268,7 +299,7 @@ async function acquire(ctx: SyncContext<unknown, unknown>, account: MailAccount)
     let slot = pool.get(key);
     if (!slot) {
       const created: PoolSlot = {
-        pending: connect(account, ctx.log, ctx.signal).then((client) => {
+        pending: connect(account, ctx.log, ctx.signal, ctx.network.allowPrivateNetwork).then((client) => {
           const entry: PoolEntry = { key, client, users: 0, idleTimer: null, evicted: false };
           created.entry = entry;
           client.once("close", () => evict(entry, true));

@@ -406,6 +406,17 @@ describe("imap connector against Dovecot", () => {
     expect((error as Error).message).toContain('"Nope"');
   });
 
+  it("refuses a mail server on a private network unless the network policy allows it", async () => {
+    for (const host of [dovecot.host, "localhost"]) {
+      const ctx = { ...imapContext({ host }), network: { allowPrivateNetwork: false, timeoutMs: 10_000, maxBytes: 1e7 } };
+      const error = await imap.verify?.(ctx).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectorConfigError);
+      expect((error as Error).message).toMatch(/private network/);
+    }
+    // The same server is reached when private networks are allowed (the default in these tests).
+    await imap.verify?.(imapContext());
+  });
+
   it("a refused connection is a plain error, retried by the engine", async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));

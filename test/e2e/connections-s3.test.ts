@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Client, Connection } from "@temporalio/client";
-import Supermemory from "supermemory";
+import Supermemory, { BadRequestError } from "supermemory";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
 import { caller } from "../support/http.ts";
@@ -77,6 +77,14 @@ describe("S3 connections through the sync engine", () => {
     (await client.search.documents({ q, containerTags: ["team"], limit: 10 })).results.map((r) => r.title);
 
   it("creates a connection whose first sync imports the objects as searchable documents", async () => {
+    // The picker sends the browser to redirectUrl: a script URL would run on this service's origin.
+    for (const redirectUrl of ["javascript:alert(document.cookie)//", "data:text/html,hi", "ftp://example.com/"]) {
+      const refused = await client.connections
+        .create("s3", { containerTag: "team", metadata: metadata(), redirectUrl })
+        .catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(BadRequestError);
+      expect((refused as BadRequestError).message).toContain("redirectUrl must be an http or https URL");
+    }
     const created = await client.connections.create("s3", {
       containerTag: "team",
       metadata: metadata(),

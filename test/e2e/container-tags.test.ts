@@ -6,14 +6,15 @@ import { sql } from "drizzle-orm";
 import Supermemory, { toFile } from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDiskBlobStore } from "../../blobs/disk.ts";
-import { fileKey } from "../../blobs/index.ts";
 import { createLogger } from "../../config/logger.ts";
+import { newFileKey } from "../../services/document-files.ts";
 import { exportContainerTag, parseImport } from "../../services/export.ts";
 import { openMemoryPglite, openPglite, queryRows } from "../../store/db.ts";
 import { documents, memories } from "../../store/schema/index.ts";
 import { type FakeLlm, startFakeLlm } from "../support/fake-llm.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
 import { caller } from "../support/http.ts";
+import { storedCopies } from "../support/stored-files.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 
 interface MemoryJson {
@@ -95,8 +96,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
     expect(doc.status, doc.errorReason ?? "").toBe("done");
     return doc;
   };
-  const blobPath = (bytes: Buffer) =>
-    path.join(dataDir, "files", fileKey(createHash("sha256").update(bytes).digest("hex")));
+  const stored = (bytes: Buffer) => storedCopies(dataDir, bytes).length > 0;
 
   it("describes the new routes and the deletion semantics in the OpenAPI document", async () => {
     const doc = (await call("GET", "/openapi.json", undefined, null)).json as {
@@ -338,7 +338,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
     });
 
     it("deletes the tag's documents, memories and unused files; shared documents stay with their other tags", async () => {
-      expect(existsSync(blobPath(onlyA))).toBe(true);
+      expect(stored(onlyA)).toBe(true);
       const before = await call("GET", `/v3/documents/${docs.shared}`);
       expect(before.json.memoryExtraction).toMatchObject({
         status: "skipped",
@@ -369,8 +369,8 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       ).toEqual([]);
       expect(contents(await list({ containerTag: OTHER }))).toEqual(["Keep-b likes rye bread"]);
       // The file only the tag used is gone; the one another document still uses stays.
-      expect(existsSync(blobPath(onlyA))).toBe(false);
-      expect(existsSync(blobPath(sharedBytes))).toBe(true);
+      expect(stored(onlyA)).toBe(false);
+      expect(stored(sharedBytes)).toBe(true);
       expect((await client.documents.get(docs.sharedFileB as string)).status).toBe("done");
 
       const again = await call("DELETE", `/v3/container-tags/${TAG}`);
@@ -554,7 +554,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
     it("refuses a malformed import naming the line, writing nothing", async () => {
       expect((await call("DELETE", `/v3/container-tags/${TAG}`)).status).toBe(200);
       expect((await call("GET", `/v3/documents/${ids.note}`)).status).toBe(404);
-      expect(existsSync(blobPath(docx))).toBe(false);
+      expect(stored(docx)).toBe(false);
       const original = exported.trim().split("\n");
       const broken = [...original];
       broken[3] = JSON.stringify({ kind: "memory", id: "m-without-content" });
@@ -608,7 +608,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       });
       const file = await done(ids.docx as string);
       expect(file).toMatchObject({ type: "docx", containerTags: [TAG] });
-      expect(existsSync(blobPath(docx))).toBe(true);
+      expect(stored(docx)).toBe(true);
       const found = await client.search.documents({ q: "Who appoints the trustee?", containerTags: [TAG] });
       expect(found.results.map((r) => r.documentId)).toContain(ids.docx);
       const quasar = await client.search.documents({ q: "What powers a quasar?", containerTags: [TAG] });
@@ -707,7 +707,7 @@ describe("export paging and the import reader", () => {
     try {
       const blobs = createDiskBlobStore(filesDir);
       const bytes = Buffer.from("stored bytes \u00e9\u2713");
-      const key = fileKey(createHash("sha256").update(bytes).digest("hex"));
+      const key = newFileKey(createHash("sha256").update(bytes).digest("hex"));
       await blobs.put(key, bytes);
       const tag = "paged";
       const docIds = Array.from({ length: 5 }, (_, i) => `doc-${i}`);
@@ -719,7 +719,7 @@ describe("export paging and the import reader", () => {
           metadata: { n: i },
           ...(i === 0 ? { fileKey: key } : {}),
           // A stored file that went missing: exported without bytes.
-          ...(i === 1 ? { fileKey: fileKey("0".repeat(64)) } : {}),
+          ...(i === 1 ? { fileKey: newFileKey("0".repeat(64)) } : {}),
         })),
         { id: "doc-elsewhere", source: "not this tag", containerTags: ["other"], metadata: {} },
       ]);

@@ -6,6 +6,7 @@ import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createObservability, type ObservabilityEnv, stageDurations } from "../../api/observability.ts";
 import { findFreePort } from "../../runtime/temporal-dev-server.ts";
+import { createKey } from "../../store/api-keys.ts";
 import { openStore, type Store } from "../../store/db.ts";
 import { caller } from "../support/http.ts";
 import {
@@ -78,7 +79,9 @@ describe("observability of the running service", () => {
     expect((await call("GET", `/v3/documents/${id}`, undefined, null)).status).toBe(401);
     expect((await call("GET", "/no/such/route")).status).toBe(404);
 
-    const res = await fetch(`${service.url}/metrics`);
+    // Not for anyone who can reach the port: an admin key (or METRICS_TOKEN) scrapes it.
+    expect((await fetch(`${service.url}/metrics`)).status).toBe(401);
+    const res = await fetch(`${service.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/plain");
     const text = await res.text();
@@ -144,11 +147,12 @@ describe("request log and readiness", () => {
   );
   const config = { TEMPORAL_NAMESPACE: "default", TEMPORAL_TASK_QUEUE: "observability-test" };
 
-  function appWith(deps: { store?: Store; temporal?: Client; metricsToken?: string }) {
+  function appWith(deps: { store?: Store; temporal?: Client; metricsToken?: string; metricsPublic?: boolean }) {
     const observability = createObservability({
       db: (deps.store ?? store).db,
       log,
-      config: { ...config, METRICS_TOKEN: deps.metricsToken },
+      // Open unless a test asks otherwise: most of these tests are about what the scrape contains.
+      config: { ...config, METRICS_TOKEN: deps.metricsToken, METRICS_PUBLIC: deps.metricsPublic ?? !deps.metricsToken },
       temporal: deps.temporal,
     });
     const app = new Hono<ObservabilityEnv>();
@@ -215,7 +219,7 @@ describe("request log and readiness", () => {
     expect(lines.filter((l) => l.msg === "could not collect metrics")).toEqual([]);
   });
 
-  it("asks for the bearer token at /metrics when METRICS_TOKEN is set", async () => {
+  it("asks for METRICS_TOKEN or an admin key at /metrics unless METRICS_PUBLIC opens it", async () => {
     const token = "scrape-token-0123456789";
     const app = appWith({ temporal, metricsToken: token });
     const refused = await app.request("/metrics");
@@ -227,6 +231,18 @@ describe("request log and readiness", () => {
     const scraped = await app.request("/metrics", { headers: { authorization: `Bearer ${token}` } });
     expect(scraped.status).toBe(200);
     expect(await scraped.text()).toContain("memory_http_requests_total");
+    // An admin key scrapes too; a scoped key does not.
+    const admin = "sm_metrics_admin_0123456789abcdef";
+    await createKey(store.db, { name: "metrics admin", kind: "admin" }, admin);
+    const scoped = "sm_metrics_scoped_0123456789abcdef";
+    await createKey(store.db, { name: "metrics scoped", kind: "scoped", containerTags: ["t"] }, scoped);
+    expect((await app.request("/metrics", { headers: { authorization: `Bearer ${admin}` } })).status).toBe(200);
+    expect((await app.request("/metrics", { headers: { authorization: `Bearer ${scoped}` } })).status).toBe(401);
+    // Without METRICS_TOKEN the same holds; METRICS_PUBLIC=true opens it to anyone.
+    const noToken = appWith({ temporal, metricsPublic: false });
+    expect((await noToken.request("/metrics")).status).toBe(401);
+    expect((await noToken.request("/metrics", { headers: { authorization: `Bearer ${admin}` } })).status).toBe(200);
+    expect((await appWith({ temporal, metricsPublic: true }).request("/metrics")).status).toBe(200);
     // Probes stay open: a load balancer has no token.
     expect((await app.request("/ready")).status).toBe(200);
   });
