@@ -9,6 +9,7 @@ import { type ChatModel, ChatModelError } from "../pipeline/llm/chat.ts";
 import { extractMemories } from "../pipeline/llm/extract-memories.ts";
 import { shortTextMemory } from "../pipeline/short-text-memory.ts";
 import { TranscriberUnavailableError } from "../pipeline/transcribe/types.ts";
+import { releaseFiles } from "../services/document-files.ts";
 import type { Database } from "../store/db.ts";
 import { type ExtractedForTag, memoriesNear, saveExtractedMemories } from "../store/memories.ts";
 import {
@@ -26,7 +27,6 @@ import {
   setStatus,
 } from "../store/processing.ts";
 import { DOCUMENT_PRIORITY } from "../store/schema/index.ts";
-import { releaseFiles } from "../services/document-files.ts";
 import { readSettings } from "../store/settings.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "../workflows/failure-types.ts";
 import type { CpuPool } from "./cpu-pool.ts";
@@ -132,7 +132,8 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
 
   /** A page fetched again replaces the document's earlier copy: that file goes once the new one is saved. */
   async function releaseEarlierFetch(doc: { fileKey: string | null }, source: ResolvedSource) {
-    if (source.stored && doc.fileKey && doc.fileKey !== source.stored.key) await releaseFiles(deps, [doc.fileKey]);
+    if (source.stored && doc.fileKey && doc.fileKey !== source.stored.key)
+      await releaseFiles(deps, [doc.fileKey]);
   }
 
   /** A run ended: webhooks hear of it, and admission gives its slot to the next waiting run. */

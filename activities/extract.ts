@@ -1,6 +1,4 @@
-import { createHash } from "node:crypto";
 import type { BlobStore } from "../blobs/index.ts";
-import { storeDocumentFile } from "../services/document-files.ts";
 import { DESCRIBED_WHEN_TEXTLESS, describeTextless, TEXTLESS_NOTE } from "../pipeline/extract/describe.ts";
 import { detectContentType } from "../pipeline/extract/detect.ts";
 import {
@@ -13,6 +11,7 @@ import {
   UnprocessableContentError,
 } from "../pipeline/extract/types.ts";
 import { FetchFailedError, FetchRefusedError, fetchUrl } from "../pipeline/safe-fetch.ts";
+import { storeDocumentFile } from "../services/document-files.ts";
 import type { DocumentRow } from "../store/schema/index.ts";
 
 export { UnprocessableContentError };

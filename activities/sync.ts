@@ -2,7 +2,6 @@
 // and turn its changed items into documents, delete what vanished, close the run. Connectors are
 // reached only through the registry.
 
-import { createHash } from "node:crypto";
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import type { BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";

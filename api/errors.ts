@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
-import { CustomIdTakenError, pgErrorCode } from "../store/documents.ts";
+import { CustomIdTakenError, pgErrorCode, SharedDocumentError } from "../store/documents.ts";
 
 /**
  * The one error body of the API, for every 4xx and 5xx:
@@ -64,6 +64,7 @@ export function renderError(
   if (err instanceof CustomIdTakenError) {
     return c.json(errorBody("conflict", err.message, { field: "customId" }), 409);
   }
+  if (err instanceof SharedDocumentError) return c.json(errorBody("forbidden", err.message), 403);
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;
     const code =

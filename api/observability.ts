@@ -252,7 +252,10 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     if (!(await mayScrape(c.req.header("authorization") ?? ""))) {
       const what = deps.config.METRICS_TOKEN ? "<METRICS_TOKEN> or <admin API key>" : "<admin API key>";
       return c.json(
-        errorBody("unauthorized", `/metrics needs 'Authorization: Bearer ${what}' (METRICS_PUBLIC=true opens it)`),
+        errorBody(
+          "unauthorized",
+          `/metrics needs 'Authorization: Bearer ${what}' (METRICS_PUBLIC=true opens it)`,
+        ),
         401,
       );
     }

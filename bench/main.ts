@@ -105,7 +105,9 @@ async function main(): Promise<number> {
         "  --bulk-in-flight 3              batch requests (500 documents each) in flight\n" +
         "  --bulk-timeout 180 (min per import)  --bulk-stall 5 (min without a finished document ends an import, marked)\n" +
         "  --bulk-log-level warn           the service's LOG_LEVEL\n" +
-        "  --bulk-env KEY=VALUE            more service settings (repeatable), e.g. --bulk-env WORKER_CONCURRENCY=8\n",
+        "  --bulk-env KEY=VALUE            more service settings (repeatable), e.g. --bulk-env WORKER_CONCURRENCY=8\n" +
+        '  BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (environment): node flags for the service\n' +
+        "                                  process, e.g. to profile its threads (NODE_OPTIONS refuses --cpu-prof)\n",
     );
     return 0;
   }

@@ -28,9 +28,9 @@ import { createDocumentWorker, createHeavyWorker } from "../worker/create-worker
 import { startMaintenanceLoop } from "../worker/maintenance.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
 import { ensureKeyNoticeSchedule } from "./key-notice-schedule.ts";
-import { ensureFileSweepSchedule } from "./schedules.ts";
 import { DocumentProcessing } from "./processing-client.ts";
 import { startReembedIfNeeded } from "./reembed-client.ts";
+import { ensureFileSweepSchedule } from "./schedules.ts";
 import { ConnectionSyncs } from "./sync-client.ts";
 import { connectTemporal, temporalConnectionOptions } from "./temporal-connection.ts";
 import { startTemporalDevServer } from "./temporal-dev-server.ts";

@@ -349,7 +349,10 @@ export async function removeConnection(
   if (withDocuments) {
     const removed = await deleteConnectionDocuments(deps.db, connection.id);
     await deps.processing.stopDeleted(removed, "connection removed with its documents");
-    await releaseFiles(deps, removed.map((d) => d.fileKey));
+    await releaseFiles(
+      deps,
+      removed.map((d) => d.fileKey),
+    );
   }
   await deleteConnection(deps.db, connection.id);
 }

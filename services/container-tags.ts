@@ -6,8 +6,8 @@ import type { Logger } from "../config/logger.ts";
 import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import * as store from "../store/container-tags.ts";
-import { releaseFiles } from "./document-files.ts";
 import type { Database } from "../store/db.ts";
+import { releaseFiles } from "./document-files.ts";
 
 export interface ContainerTagDeps {
   db: Database;

@@ -56,14 +56,20 @@ export async function storeDocumentFile(
  * Deletes the files of these keys that no document references (any more). Never throws: a file that cannot be
  * deleted now is logged and left to the sweep, never a document left without its file. Answers how many went.
  */
-export async function releaseFiles(deps: FileDeps, keys: readonly (string | null | undefined)[]): Promise<number> {
+export async function releaseFiles(
+  deps: FileDeps,
+  keys: readonly (string | null | undefined)[],
+): Promise<number> {
   const unique = [...new Set(keys.filter((k): k is string => typeof k === "string" && k.length > 0))];
   if (!unique.length) return 0;
   let used: Set<string>;
   try {
     used = await referencedFileKeys(deps.db, unique);
   } catch (err) {
-    deps.log.warn({ err, keys: unique.length }, "could not check stored files before deleting them; the sweep will");
+    deps.log.warn(
+      { err, keys: unique.length },
+      "could not check stored files before deleting them; the sweep will",
+    );
     return 0;
   }
   let deleted = 0;

@@ -165,10 +165,10 @@ const DocumentLine = z.object({
   endUserId: text,
   metadata: z.record(z.string(), MetadataValue),
   fileMetadata: FileMetadata.nullish().transform((v) => v ?? null),
-  /** Content-addressed key of the stored file; only this form is accepted (never an arbitrary path). */
+  /** Key of the stored file (services/document-files.ts); only this form is accepted (never an arbitrary path). */
   fileKey: z
     .string()
-    .regex(/^files\/[0-9a-f]{2}\/[0-9a-f]{64}$/, "not a stored file key")
+    .regex(/^files\/[0-9a-f]{2}\/[0-9a-f]{64}(\.[0-9a-f]{16})?$/, "not a stored file key")
     .nullish()
     .transform((v) => v ?? null),
   fileName: text,

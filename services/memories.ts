@@ -5,7 +5,7 @@ import type { BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { Database } from "../store/db.ts";
-import { type DeletedDocument, forgetDocumentText } from "../store/documents.ts";
+import { type DeletedDocument, deletedOnly, forgetDocumentText } from "../store/documents.ts";
 import * as store from "../store/memories.ts";
 import {
   type MemoryRow,
@@ -88,8 +88,12 @@ export async function forgetMemory(
     reason,
     scope,
   );
-  if (removed.length) await deps.processing?.stopDeleted(removed, "document forgotten");
-  await releaseFiles(deps, removed.map((d) => d.fileKey));
+  const gone = deletedOnly(removed);
+  if (gone.length) await deps.processing?.stopDeleted(gone, "document forgotten");
+  await releaseFiles(
+    deps,
+    gone.map((d) => d.fileKey),
+  );
   if (memory && (forgotten || removed.length)) return { id: memory.id, content: memory.content };
   const [document] = removed;
   if (document) return { id: document.id, content: by.content ?? "" };

@@ -4,7 +4,7 @@ import { inArray, or, sql } from "drizzle-orm";
 import { documentsByIds } from "../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
 import { type MemoryHit, memoryVersions, searchMemories } from "../store/memories.ts";
-import { type DocumentRow, documents, type MemoryRow, memories } from "../store/schema/index.ts";
+import { type DocumentRow, type MemoryRow, memories } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
 import {

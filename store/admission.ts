@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, lt, lte, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, lt, lte, notInArray, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { DOCUMENT_PRIORITY, type DocumentPriority, documents } from "./schema/index.ts";
 
@@ -23,6 +23,12 @@ export function fairnessKeyOf(doc: {
 }): string {
   if (doc.connectionId) return `connection:${doc.connectionId}`;
   return doc.containerTags[0] ? `tag:${doc.containerTags[0]}` : "";
+}
+
+/** fairnessKeyOf in SQL, for a statement that changes a document's tags to `tags` (an SQL array expression). */
+export function fairnessKeySql(tags: SQL): SQL {
+  return sql`CASE WHEN ${documents.connectionId} IS NOT NULL THEN 'connection:' || ${documents.connectionId}
+    ELSE coalesce('tag:' || (${tags})[1], '') END`;
 }
 
 export interface AdmittedRun {

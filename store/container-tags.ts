@@ -13,6 +13,7 @@ import {
   inArray,
   sql,
 } from "drizzle-orm";
+import { fairnessKeySql } from "./admission.ts";
 import type { Database } from "./db.ts";
 import {
   connections,
@@ -56,8 +57,7 @@ export async function deleteContainerTag(db: Database, tag: string): Promise<Tag
       .set({
         containerTags: sql`array_remove(${documents.containerTags}, ${tag})`,
         // The share of admission slots follows the first tag left (store/admission.ts, fairnessKeyOf).
-        fairnessKey: sql`CASE WHEN ${documents.connectionId} IS NOT NULL THEN 'connection:' || ${documents.connectionId}
-          ELSE coalesce('tag:' || (array_remove(${documents.containerTags}, ${tag}))[1], '') END`,
+        fairnessKey: fairnessKeySql(sql`array_remove(${documents.containerTags}, ${tag})`),
         // Memory extraction's diagnostics name the tags it had problems with: nothing may name this one.
         memoryExtraction: sql`CASE WHEN strpos(${documents.memoryExtraction}->>'reason', ${tag}) > 0
           THEN ${documents.memoryExtraction} - 'reason' ELSE ${documents.memoryExtraction} END`,

@@ -1,5 +1,6 @@
 import {
   and,
+  arrayContained,
   arrayContains,
   arrayOverlaps,
   asc,
@@ -12,7 +13,7 @@ import {
   type SQL,
   sql,
 } from "drizzle-orm";
-import { fairnessKeyOf } from "./admission.ts";
+import { fairnessKeyOf, fairnessKeySql } from "./admission.ts";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import {
@@ -24,6 +25,8 @@ import {
   documents,
   type Metadata,
   memories,
+  SHORT_TEXT_MEMORY_KEY,
+  SHORT_TEXT_MEMORY_SOURCE,
 } from "./schema/index.ts";
 import { inScope, type TagScope } from "./scope.ts";
 
@@ -87,6 +90,24 @@ export class CustomIdTakenError extends Error {
   }
 }
 
+/**
+ * A scoped key asked to change a document that also carries container tags outside its scope: another tenant's
+ * copy, which only an admin key may change (a scoped key may delete its own share, see removeWithinScope).
+ */
+export class SharedDocumentError extends Error {
+  constructor(readonly documentId: string) {
+    super(
+      `document ${documentId} is shared with container tags outside this key's scope: only its container tags ` +
+        "within the scope can change (an admin key can change the rest)",
+    );
+  }
+}
+
+/** The tags of `tags` outside the scope (none for an admin, whose scope is everything). */
+function foreignTags(tags: readonly string[], scope: TagScope): string[] {
+  return scope ? tags.filter((t) => !scope.includes(t)) : [];
+}
+
 /** The SQLSTATE of a driver error, also when drizzle wrapped it. */
 export function pgErrorCode(error: unknown): string | undefined {
   const e = error as { code?: unknown; cause?: { code?: unknown } };
@@ -102,6 +123,8 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
     if (existing && scope && !existing.containerTags.some((t) => scope.includes(t))) {
       throw new CustomIdTakenError(existing.customId ?? "");
     }
+    if (existing && foreignTags(existing.containerTags, scope).length)
+      throw new SharedDocumentError(existing.id);
     if (!existing) {
       const containerTags = input.containerTags.length ? input.containerTags : (input.defaultTags ?? []);
       const [row] = await tx
@@ -223,6 +246,18 @@ export async function updateDocument(
     if (!found) return undefined;
     const [existing] = await tx.select().from(documents).where(eq(documents.id, found.id)).for("update");
     if (!existing) return undefined;
+    // A shared document: the key may move it between its own tags; the other tenants' tags, and what they
+    // see (content, metadata, title, customId, filepath), stay as they are.
+    const foreign = foreignTags(existing.containerTags, scope);
+    if (
+      foreign.length &&
+      (patch.content !== undefined || patch.metadata || patch.customId || patch.title || patch.filepath)
+    )
+      throw new SharedDocumentError(existing.id);
+    const containerTags =
+      patch.containerTags && foreign.length
+        ? [...new Set([...patch.containerTags, ...foreign])]
+        : patch.containerTags;
     const reprocess = patch.content !== undefined && patch.content !== existing.source;
     const [row] = await tx
       .update(documents)
@@ -235,12 +270,12 @@ export async function updateDocument(
             }
           : {}),
         ...(patch.metadata ? { metadata: { ...existing.metadata, ...patch.metadata } } : {}),
-        ...(patch.containerTags
+        ...(containerTags
           ? {
-              containerTags: patch.containerTags,
+              containerTags,
               fairnessKey: fairnessKeyOf({
                 connectionId: existing.connectionId,
-                containerTags: patch.containerTags,
+                containerTags,
               }),
             }
           : {}),
@@ -353,10 +388,10 @@ export async function deleteDocument(
   db: Database,
   idOrCustomId: string,
   scope: TagScope = null,
-): Promise<DocumentRow | undefined> {
+): Promise<DeletedDocument | undefined> {
   const found = await findDocument(db, idOrCustomId, scope);
   if (!found) return undefined;
-  const [row] = await db.delete(documents).where(eq(documents.id, found.id)).returning();
+  const [row] = await removeWithinScope(db, eq(documents.id, found.id), scope);
   return row;
 }
 
@@ -369,6 +404,16 @@ export interface DeletedDocument {
   admittedRun: number;
   /** Its stored file, for the caller to release (services/document-files.ts). */
   fileKey: string | null;
+  /**
+   * Still there for other tenants: a scoped key "deleted" a document it shares with tags outside its scope, and
+   * only its own tags were removed. Its runs go on and its file stays (see deletedOnly).
+   */
+  untagged?: boolean;
+}
+
+/** The documents a delete really removed (not those only untagged): their runs stop, their files go. */
+export function deletedOnly(rows: readonly DeletedDocument[]): DeletedDocument[] {
+  return rows.filter((r) => !r.untagged);
 }
 
 export const deletedColumns = {
@@ -380,6 +425,47 @@ export const deletedColumns = {
   fileKey: documents.fileKey,
 };
 
+/**
+ * Deletes the documents matching `where` within the scope. A scoped key deletes only its own share of a document
+ * that other container tags carry too: its tags are removed from it, and the document stays for the others
+ * (reported with `untagged`). One transaction.
+ */
+export function removeWithinScope(db: Database, where: SQL, scope: TagScope): Promise<DeletedDocument[]> {
+  if (!scope) return db.delete(documents).where(where).returning(deletedColumns);
+  return db.transaction(async (tx) => {
+    const wholly = arrayContained(documents.containerTags, [...scope]);
+    const deleted = await tx
+      .delete(documents)
+      .where(and(where, inScope(scope), wholly))
+      .returning(deletedColumns);
+    let remaining: SQL = sql`${documents.containerTags}`;
+    for (const tag of scope) remaining = sql`array_remove(${remaining}, ${tag})`;
+    const untagged = await tx
+      .update(documents)
+      .set({
+        containerTags: remaining,
+        fairnessKey: fairnessKeySql(remaining),
+        updatedAt: new Date(),
+      } as never)
+      .where(and(where, inScope(scope), sql`NOT (${wholly})`))
+      .returning(deletedColumns);
+    // The memories those documents were kept as, word for word, in the tags just removed go with the tags
+    // (a deleted document takes them by its foreign key).
+    if (untagged.length)
+      await tx.delete(memories).where(
+        and(
+          inArray(
+            memories.sourceDocumentId,
+            untagged.map((r) => r.id),
+          ),
+          inArray(memories.containerTag, [...scope]),
+          sql`${memories.metadata}->>${SHORT_TEXT_MEMORY_KEY} = ${SHORT_TEXT_MEMORY_SOURCE}`,
+        ),
+      );
+    return [...deleted, ...untagged.map((r) => ({ ...r, untagged: true }))];
+  });
+}
+
 /** Deletes documents by id or customId within the scope; `also` narrows them further (a filepath, say). */
 export function deleteDocumentsByIds(
   db: Database,
@@ -388,26 +474,28 @@ export function deleteDocumentsByIds(
   also?: SQL,
 ): Promise<DeletedDocument[]> {
   if (!ids.length) return Promise.resolve([]);
-  return db
-    .delete(documents)
-    .where(and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), inScope(scope), also))
-    .returning(deletedColumns);
+  return removeWithinScope(
+    db,
+    and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), also) as SQL,
+    scope,
+  );
 }
 
-/** Deletes the documents matching `where` within the scope. */
+/** Deletes the documents matching `where` within the scope (see removeWithinScope). */
 export function deleteDocumentsWhere(
   db: Database,
   where: SQL,
   scope: TagScope = null,
 ): Promise<DeletedDocument[]> {
-  return db
-    .delete(documents)
-    .where(and(where, inScope(scope)))
-    .returning(deletedColumns);
+  return removeWithinScope(db, where, scope);
 }
 
 /** The documents of these ids that are within the scope (others are left out, not an error). */
-export async function documentsByIds(db: Database, ids: string[], scope: TagScope = null): Promise<DocumentRow[]> {
+export async function documentsByIds(
+  db: Database,
+  ids: string[],
+  scope: TagScope = null,
+): Promise<DocumentRow[]> {
   if (!ids.length) return [];
   return db
     .select()
@@ -429,10 +517,7 @@ export function deleteDocumentsByTags(
   scope: TagScope = null,
 ): Promise<DeletedDocument[]> {
   if (!tags.length) return Promise.resolve([]);
-  return db
-    .delete(documents)
-    .where(and(arrayOverlaps(documents.containerTags, tags), inScope(scope)))
-    .returning(deletedColumns);
+  return removeWithinScope(db, arrayOverlaps(documents.containerTags, tags), scope);
 }
 
 export async function countUnfinished(db: Database): Promise<number> {
@@ -513,6 +598,7 @@ export function forgetDocumentText(
           eq(memories.isForgotten, false),
         ),
       );
-    return t.delete(documents).where(inArray(documents.id, ids)).returning(deletedColumns);
+    // Forgotten in this container: a document other containers carry too stays theirs, without this tag.
+    return removeWithinScope(t, inArray(documents.id, ids), [containerTag]);
   });
 }

@@ -6,6 +6,7 @@ export function connectionDeps(deps: ApiDeps): ConnectionDeps {
   return {
     config: deps.config,
     db: deps.db,
+    blobs: deps.blobs,
     secrets: deps.secrets,
     syncs: deps.syncs,
     processing: deps.processing,

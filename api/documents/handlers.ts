@@ -38,6 +38,19 @@ export function createDocumentHandlers(deps: ApiDeps) {
     processing.submit();
   }
 
+  /**
+   * The runs of deleted documents stop and their files go. A document a scoped key shares with other tenants
+   * only lost that key's tags (store.removeWithinScope): it goes on as it was.
+   */
+  async function afterDelete(removed: store.DeletedDocument[]) {
+    const gone = store.deletedOnly(removed);
+    await processing.stopDeleted(gone, "document deleted");
+    await releaseFiles(
+      deps,
+      gone.map((r) => r.fileKey),
+    );
+  }
+
   /** Every write goes through here: the tags are checked against the caller's scope (403 outside it). */
   async function add(scope: Scope, input: store.NewDocumentInput) {
     const defaultTags = scope.writeTags(input.containerTags);
@@ -246,8 +259,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const deleteDocument: RouteHandler<typeof routes.deleteDocument, AppEnv> = async (c) => {
     const row = await store.deleteDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
-    await processing.stopDeleted([row], "document deleted");
-    await releaseFiles(deps, [row.fileKey]);
+    await afterDelete([row]);
     return c.body(null, 204);
   };
 
@@ -262,8 +274,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       const removed = byPath
         ? await store.deleteDocumentsWhere(db, and(byTags, byPath) as SQL, scope.tags)
         : await store.deleteDocumentsByTags(db, body.containerTags ?? [], scope.tags);
-      await processing.stopDeleted(removed, "document deleted");
-      await releaseFiles(deps, removed.map((r) => r.fileKey));
+      await afterDelete(removed);
       return c.json(
         {
           success: true,
@@ -276,8 +287,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const ids = [...new Set(body.ids)];
     // With a filepath, only those of the given documents under it go; the others count as not found.
     const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, byPath);
-    await processing.stopDeleted(removed, "document deleted");
-    await releaseFiles(deps, removed.map((r) => r.fileKey));
+    await afterDelete(removed);
     const deleted = new Set(removed.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));
     return c.json(

@@ -717,7 +717,7 @@ export async function verifyMail(
   account: MailAccount,
   selection: MailSelection,
 ): Promise<void> {
-  const client = await connect(account, ctx.log, ctx.signal);
+  const client = await connect(account, ctx.log, ctx.signal, ctx.network.allowPrivateNetwork);
   const onAbort = () => client.close();
   ctx.signal.addEventListener("abort", onAbort, { once: true });
   try {

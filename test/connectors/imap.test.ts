@@ -408,7 +408,10 @@ describe("imap connector against Dovecot", () => {
 
   it("refuses a mail server on a private network unless the network policy allows it", async () => {
     for (const host of [dovecot.host, "localhost"]) {
-      const ctx = { ...imapContext({ host }), network: { allowPrivateNetwork: false, timeoutMs: 10_000, maxBytes: 1e7 } };
+      const ctx = {
+        ...imapContext({ host }),
+        network: { allowPrivateNetwork: false, timeoutMs: 10_000, maxBytes: 1e7 },
+      };
       const error = await imap.verify?.(ctx).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ConnectorConfigError);
       expect((error as Error).message).toMatch(/private network/);

@@ -78,7 +78,11 @@ describe("S3 connections through the sync engine", () => {
 
   it("creates a connection whose first sync imports the objects as searchable documents", async () => {
     // The picker sends the browser to redirectUrl: a script URL would run on this service's origin.
-    for (const redirectUrl of ["javascript:alert(document.cookie)//", "data:text/html,hi", "ftp://example.com/"]) {
+    for (const redirectUrl of [
+      "javascript:alert(document.cookie)//",
+      "data:text/html,hi",
+      "ftp://example.com/",
+    ]) {
       const refused = await client.connections
         .create("s3", { containerTag: "team", metadata: metadata(), redirectUrl })
         .catch((e: unknown) => e);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
@@ -14,8 +14,8 @@ import { documents, memories } from "../../store/schema/index.ts";
 import { type FakeLlm, startFakeLlm } from "../support/fake-llm.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
 import { caller } from "../support/http.ts";
-import { storedCopies } from "../support/stored-files.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
+import { storedCopies } from "../support/stored-files.ts";
 
 interface MemoryJson {
   id: string;

@@ -24,7 +24,10 @@ describe("deleted documents leave no stored file behind", () => {
   const uniqueFile = (label: string) =>
     Buffer.from(`${label}: the archivist keeps ${randomBytes(8).toString("hex")} ledgers in the vault.\n`);
 
-  const upload = async (bytes: Buffer, opts: { containerTag?: string; customId?: string; apiKey?: string } = {}) => {
+  const upload = async (
+    bytes: Buffer,
+    opts: { containerTag?: string; customId?: string; apiKey?: string } = {},
+  ) => {
     const sdk = opts.apiKey
       ? new Supermemory({ apiKey: opts.apiKey, baseURL: service.url, maxRetries: 0 })
       : client;
@@ -68,7 +71,9 @@ describe("deleted documents leave no stored file behind", () => {
     expect(await client.documents.deleteBulk({ ids })).toMatchObject({ success: true, deletedCount: 2 });
     expect(byId.map(copies)).toEqual([0, 0]);
     expect(copies(byTag)).toBe(1);
-    expect(await client.documents.deleteBulk({ containerTags: ["files-b"] })).toMatchObject({ deletedCount: 1 });
+    expect(await client.documents.deleteBulk({ containerTags: ["files-b"] })).toMatchObject({
+      deletedCount: 1,
+    });
     expect(copies(byTag)).toBe(0);
   });
 
@@ -101,7 +106,8 @@ describe("deleted documents leave no stored file behind", () => {
   });
 
   it("stores nothing for a refused upload", async () => {
-    const scoped = (await call("POST", "/v3/auth/scoped-key", { containerTag: "files-scoped" })).json.key as string;
+    const scoped = (await call("POST", "/v3/auth/scoped-key", { containerTag: "files-scoped" })).json
+      .key as string;
     const foreign = uniqueFile("foreign tag");
     await expect(upload(foreign, { containerTag: "files-a", apiKey: scoped })).rejects.toBeInstanceOf(
       PermissionDeniedError,
@@ -139,7 +145,9 @@ describe("deleted documents leave no stored file behind", () => {
   });
 
   it("sweeps orphaned files on a schedule, leaving referenced and recent ones", async () => {
-    const schedule = new Client({ connection: temporal }).schedule.getHandle(fileSweepScheduleId(service.taskQueue));
+    const schedule = new Client({ connection: temporal }).schedule.getHandle(
+      fileSweepScheduleId(service.taskQueue),
+    );
     const described = await schedule.describe();
     expect(described.spec.intervals?.[0]?.every).toBe(6 * 3600_000);
     // What an earlier version left: an old file no document references, in the old key form, and a temp file.

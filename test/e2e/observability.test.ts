@@ -81,7 +81,9 @@ describe("observability of the running service", () => {
 
     // Not for anyone who can reach the port: an admin key (or METRICS_TOKEN) scrapes it.
     expect((await fetch(`${service.url}/metrics`)).status).toBe(401);
-    const res = await fetch(`${service.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+    const res = await fetch(`${service.url}/metrics`, {
+      headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/plain");
     const text = await res.text();
@@ -147,12 +149,21 @@ describe("request log and readiness", () => {
   );
   const config = { TEMPORAL_NAMESPACE: "default", TEMPORAL_TASK_QUEUE: "observability-test" };
 
-  function appWith(deps: { store?: Store; temporal?: Client; metricsToken?: string; metricsPublic?: boolean }) {
+  function appWith(deps: {
+    store?: Store;
+    temporal?: Client;
+    metricsToken?: string;
+    metricsPublic?: boolean;
+  }) {
     const observability = createObservability({
       db: (deps.store ?? store).db,
       log,
       // Open unless a test asks otherwise: most of these tests are about what the scrape contains.
-      config: { ...config, METRICS_TOKEN: deps.metricsToken, METRICS_PUBLIC: deps.metricsPublic ?? !deps.metricsToken },
+      config: {
+        ...config,
+        METRICS_TOKEN: deps.metricsToken,
+        METRICS_PUBLIC: deps.metricsPublic ?? !deps.metricsToken,
+      },
       temporal: deps.temporal,
     });
     const app = new Hono<ObservabilityEnv>();
@@ -236,12 +247,18 @@ describe("request log and readiness", () => {
     await createKey(store.db, { name: "metrics admin", kind: "admin" }, admin);
     const scoped = "sm_metrics_scoped_0123456789abcdef";
     await createKey(store.db, { name: "metrics scoped", kind: "scoped", containerTags: ["t"] }, scoped);
-    expect((await app.request("/metrics", { headers: { authorization: `Bearer ${admin}` } })).status).toBe(200);
-    expect((await app.request("/metrics", { headers: { authorization: `Bearer ${scoped}` } })).status).toBe(401);
+    expect((await app.request("/metrics", { headers: { authorization: `Bearer ${admin}` } })).status).toBe(
+      200,
+    );
+    expect((await app.request("/metrics", { headers: { authorization: `Bearer ${scoped}` } })).status).toBe(
+      401,
+    );
     // Without METRICS_TOKEN the same holds; METRICS_PUBLIC=true opens it to anyone.
     const noToken = appWith({ temporal, metricsPublic: false });
     expect((await noToken.request("/metrics")).status).toBe(401);
-    expect((await noToken.request("/metrics", { headers: { authorization: `Bearer ${admin}` } })).status).toBe(200);
+    expect(
+      (await noToken.request("/metrics", { headers: { authorization: `Bearer ${admin}` } })).status,
+    ).toBe(200);
     expect((await appWith({ temporal, metricsPublic: true }).request("/metrics")).status).toBe(200);
     // Probes stay open: a load balancer has no token.
     expect((await app.request("/ready")).status).toBe(200);

@@ -331,10 +331,9 @@ describe("fetchUrl limits and failures", () => {
   });
 
   it("aborts at the deadline", async () => {
-    const started = performance.now();
+    // /hang never answers: the fetch ends only because of its deadline, which the reason names.
     const error = await failure(fetchUrl(`${base}/hang`, { allowPrivateNetwork: true, timeoutMs: 300 }));
     expect(error.reason).toBe("timed out after 300 ms");
-    expect(performance.now() - started).toBeLessThan(5000);
     // Also while the body is still arriving.
     const stalled = await failure(
       fetchUrl(`${base}/stall-body`, { allowPrivateNetwork: true, timeoutMs: 300 }),

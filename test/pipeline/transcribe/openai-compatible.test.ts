@@ -165,10 +165,9 @@ describe("OpenAI-compatible transcriber", () => {
     mode = "slow";
     const t = createTranscriber({ engine: "openai", openai: { baseUrl, apiKey: "k", model: "whisper-1" } });
     const controller = new AbortController();
-    const started = Date.now();
     setTimeout(() => controller.abort(new Error("cancelled")), 200);
+    // The server answers "too late" after 5 s: a transcriber that kept waiting would resolve with it instead.
     await expect(t.transcribe(JFK, ctx(controller.signal))).rejects.toThrow("cancelled");
-    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it("needs a base URL and model, and normalises language names", () => {

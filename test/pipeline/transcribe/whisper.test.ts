@@ -74,11 +74,9 @@ describe("whisper transcriber (faster-whisper, base)", () => {
 
   it("kills the Python process when aborted", async () => {
     const controller = new AbortController();
-    const started = Date.now();
     const pending = whisper.transcribe(join(AUDIO, "jfk.wav"), ctx(controller.signal));
     setTimeout(() => controller.abort(new Error("stop")), 800);
     await expect(pending).rejects.toThrow("stop");
-    expect(Date.now() - started).toBeLessThan(3_000);
     expect(pythonChildren()).toEqual([]);
   });
 
