@@ -9,6 +9,23 @@ const flag = z
 
 const port = z.coerce.number().int().min(0).max(65_535);
 
+/** A duration like 1h, 15m, 30s or 1d, as milliseconds; with `off`, the word off is 0 (switched off). */
+function durationMs(fallback: string, opts: { off?: boolean } = {}) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((raw, ctx) => {
+      if (opts.off && raw.trim() === "off") return 0;
+      const duration = parseDuration(raw);
+      if (duration) return duration.ms;
+      ctx.addIssue({
+        code: "custom",
+        message: `must be a duration like 1d, 1h, 15m or 30s${opts.off ? ", or off" : ""}`,
+      });
+      return z.NEVER;
+    });
+}
+
 const ConnectorEndpoints = z.record(
   z.string(),
   z.object({
@@ -186,36 +203,11 @@ export const envSchema = z.object({
       return z.NEVER;
     }),
   /** How often the key-expiry schedule looks for due notices. */
-  KEY_EXPIRY_NOTICE_INTERVAL: z
-    .string()
-    .default("1h")
-    .transform((raw, ctx) => {
-      const every = parseDuration(raw);
-      if (every) return every.ms;
-      ctx.addIssue({ code: "custom", message: "must be a duration like 1h, 15m or 30s" });
-      return z.NEVER;
-    }),
+  KEY_EXPIRY_NOTICE_INTERVAL: durationMs("1h"),
   /** How often the sweep deletes stored files no document references (orphans a crash left); `off` = never. */
-  FILE_SWEEP_INTERVAL: z
-    .string()
-    .default("1d")
-    .transform((raw, ctx) => {
-      if (raw.trim() === "off") return 0;
-      const every = parseDuration(raw);
-      if (every) return every.ms;
-      ctx.addIssue({ code: "custom", message: "must be a duration like 1d, 6h or 30m, or off" });
-      return z.NEVER;
-    }),
+  FILE_SWEEP_INTERVAL: durationMs("1d", { off: true }),
   /** The sweep leaves files younger than this (an upload stores its bytes just before saving its document). */
-  FILE_SWEEP_GRACE: z
-    .string()
-    .default("1h")
-    .transform((raw, ctx) => {
-      const grace = parseDuration(raw);
-      if (grace) return grace.ms;
-      ctx.addIssue({ code: "custom", message: "must be a duration like 1h or 10m" });
-      return z.NEVER;
-    }),
+  FILE_SWEEP_GRACE: durationMs("1h"),
   /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */
   SMTP_URL: z
     .string()
