@@ -49,6 +49,10 @@ async function load(): Promise<Loaded> {
     interOpNumThreads: 1,
     executionMode: "sequential",
     graphOptimizationLevel: "all",
+    // The memory pattern pre-plans one block for all of a run's tensors per input shape, and the arena keeps
+    // the largest: measured on 400 chunk-sized texts, 160 MB more resident memory per model copy for the same
+    // speed (turning the arena off instead halves the speed).
+    enableMemPattern: false,
     // onnxruntime's threads spin between operators by default, burning a core while they wait; on a small
     // machine that CPU belongs to the rest of the pipeline (measured: the same rate with ~10 % less CPU).
     extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },

@@ -237,6 +237,9 @@ describe("key-expiry notices by mail", () => {
     // A worker restart before the next lead time: the new worker must not send the first notice again.
     await worker?.stop();
     worker = undefined;
+    // The barrier: the old worker stopped before the second lead time's notice went out, so that notice
+    // is the new worker's to send (and the first is the new worker's not to repeat).
+    expect(mailsFor(key.id)).toHaveLength(1);
     worker = await startTestService({ roles: ["worker"], env });
 
     await waitFor(async () => (mailsFor(key.id).length >= 2 ? true : undefined), "the 40s notice", 90_000);

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import Supermemory, { toFile } from "supermemory";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { findFreePort } from "../../runtime/temporal-dev-server.ts";
-import { type Spawned, spawnEntry } from "../support/processes.ts";
+import { type Spawned, spawnEntry, subprocessesOf } from "../support/processes.ts";
 import { freshDatabase, untilProcessed, waitFor } from "../support/service.ts";
 
 const fixtures = fileURLToPath(new URL("../fixtures/", import.meta.url));
@@ -45,8 +45,14 @@ describe("worker killed mid-extraction", () => {
       async () => ((await client.documents.get(id)).status === "extracting" ? true : undefined),
       "extracting",
     );
-    // Let the transcription start, then kill the worker without warning.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Killed without warning while ffprobe, ffmpeg or Whisper runs for it (seen in the process table), so the
+    // extraction is really cut off half-way, however fast or slow this machine is.
+    const workerPid = first.child.pid as number;
+    const tools = await waitFor(async () => {
+      const now = subprocessesOf(workerPid);
+      return now.length ? now : undefined;
+    }, "the worker's ffmpeg or Whisper subprocess");
+    expect(tools.join(" ")).toMatch(/ffmpeg|ffprobe|python/);
     first.child.kill("SIGKILL");
     await first.exited;
     expect((await client.documents.get(id)).status).toBe("extracting");

@@ -11,23 +11,44 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** One process that loads the box from `dataDir` (creating the key if it must) and seals a word with it. */
-function sealInChild(dataDir: string, word: string, startAt: number): Promise<string> {
-  // Every child spins until the same moment, so they reach the missing key file together.
+interface Sealer {
+  /** Resolves once the child has loaded its code and waits for the go. */
+  ready: Promise<void>;
+  go(): void;
+  /** The sealed word. */
+  sealed: Promise<string>;
+}
+
+/** One process that, on the go, loads the box from `dataDir` (creating the key if it must) and seals a word. */
+function sealInChild(dataDir: string, word: string): Sealer {
+  // It reports in once its imports are loaded, then waits on stdin: the go reaches every child at once,
+  // so they reach the missing key file together.
   const script = `import { loadSecretBox } from "./store/secrets.ts";
-while (Date.now() < ${startAt}) {}
-process.stdout.write(loadSecretBox({ dataDir: ${JSON.stringify(dataDir)} }).encrypt(${JSON.stringify(word)}));`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: repoRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}: ${err}`))));
+process.stdout.write("ready\\n");
+process.stdin.once("data", () => {
+  process.stdout.write(loadSecretBox({ dataDir: ${JSON.stringify(dataDir)} }).encrypt(${JSON.stringify(word)}));
+  process.stdin.destroy();
+});`;
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    cwd: repoRoot,
+    stdio: ["pipe", "pipe", "pipe"],
   });
+  let out = "";
+  let err = "";
+  let reportIn: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (reportIn = resolve));
+  child.stdout.on("data", (d) => {
+    out += d;
+    if (out.startsWith("ready\n")) reportIn();
+  });
+  child.stderr.on("data", (d) => (err += d));
+  const sealed = new Promise<string>((resolve, reject) =>
+    child.on("exit", (code) =>
+      code === 0 ? resolve(out.slice("ready\n".length)) : reject(new Error(`exit ${code}: ${err}`)),
+    ),
+  );
+  // A child that dies before reporting in fails the test through `sealed`, not a hang on `ready`.
+  return { ready: Promise.race([ready, sealed.then(() => {})]), go: () => child.stdin.write("go\n"), sealed };
 }
 
 describe("the generated encryption key", () => {
@@ -36,8 +57,12 @@ describe("the generated encryption key", () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "memory-secrets-"));
     dirs.push(dataDir);
     const words = Array.from({ length: 6 }, (_, i) => `secret-${i}`);
-    const startAt = Date.now() + 4000;
-    const sealed = await Promise.all(words.map((w) => sealInChild(dataDir, w, startAt)));
+    const sealers = words.map((w) => sealInChild(dataDir, w));
+    // The barrier: every child has reported in, and none has made the key yet.
+    await Promise.all(sealers.map((s) => s.ready));
+    expect(readdirSync(dataDir)).toEqual([]);
+    for (const s of sealers) s.go();
+    const sealed = await Promise.all(sealers.map((s) => s.sealed));
     const box = loadSecretBox({ dataDir });
     expect(sealed.map((s) => box.decrypt(s))).toEqual(words);
     // No temporary files are left beside it.

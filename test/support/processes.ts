@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -64,4 +64,13 @@ export function spawnEntry(entry: string, env: Record<string, string>): Spawned 
       return exited;
     },
   };
+}
+
+/** The commands of a process's running children (from `ps`), e.g. the ffmpeg or Whisper a worker started. */
+export function subprocessesOf(pid: number): string[] {
+  const out = spawnSync("ps", ["-o", "comm=", "--ppid", String(pid)], { encoding: "utf8" });
+  return out.stdout
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
 }
