@@ -3,6 +3,7 @@ import { ApplicationFailure, Context } from "@temporalio/activity";
 import { DrizzleQueryError } from "drizzle-orm";
 import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
+import type { CpuPool } from "../pipeline/cpu-pool.ts";
 import type { Embedder, EmbeddingPriority } from "../pipeline/embedder/types.ts";
 import type { ContentType } from "../pipeline/extract/types.ts";
 import { type ChatModel, ChatModelError } from "../pipeline/llm/chat.ts";
@@ -29,7 +30,6 @@ import {
 import { DOCUMENT_PRIORITY } from "../store/schema/index.ts";
 import { readSettings } from "../store/settings.ts";
 import { EXTRACTION_FAILED, SUPERSEDED } from "../workflows/failure-types.ts";
-import type { CpuPool } from "./cpu-pool.ts";
 import {
   type Captioner,
   type ExtractionRunner,

@@ -1,7 +1,7 @@
 import { Context } from "@temporalio/activity";
 import { type FileDeps, type SweepResult, sweepOrphanFiles } from "../services/document-files.ts";
 
-/** Activities of the fileSweep workflow (started by its schedule, runtime/schedules.ts). */
+/** Activities of the fileSweep workflow (started by its schedule, temporal/schedules.ts). */
 export function createFileSweepActivities(deps: FileDeps) {
   return {
     /** One pass over the stored files: orphans older than `graceMs` go. Safe to retry from the start. */

@@ -13,8 +13,6 @@ import {
 } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
-import type { DocumentProcessing } from "../runtime/processing-client.ts";
-import { syncScheduleId } from "../runtime/sync-client.ts";
 import { buildSyncContext } from "../services/connections.ts";
 import { releaseFiles, storeDocumentFile } from "../services/document-files.ts";
 import type { OAuthDeps } from "../services/oauth.ts";
@@ -35,8 +33,10 @@ import {
   updateConnection,
 } from "../store/connections.ts";
 import type { Database } from "../store/db.ts";
-import { saveDocument } from "../store/documents.ts";
+import { ConnectionGoneError, saveDocument } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
+import type { DocumentProcessing } from "../temporal/processing-client.ts";
+import { syncScheduleId } from "../temporal/sync-client.ts";
 import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "../workflows/failure-types.ts";
 import { emitWebhookEvent } from "./webhooks.ts";
 
@@ -317,6 +317,8 @@ async function translate<T>(work: () => Promise<T>): Promise<T> {
       throw ApplicationFailure.create({ type: AUTH_EXPIRED, message: error.message, nonRetryable: true });
     if (error instanceof ConnectorConfigError)
       throw ApplicationFailure.create({ type: CONNECTOR_CONFIG, message: error.message, nonRetryable: true });
+    if (error instanceof ConnectionGoneError)
+      throw ApplicationFailure.create({ type: "ConnectionGone", message: error.message, nonRetryable: true });
     if (error instanceof ConnectorRateLimitError)
       // Temporal waits at least as long as the source asked before the next attempt.
       throw ApplicationFailure.create({

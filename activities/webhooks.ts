@@ -9,6 +9,7 @@ import {
 } from "../services/webhooks.ts";
 import type { Database } from "../store/db.ts";
 import { markDeliveryFailed } from "../store/webhooks.ts";
+import { startWebhookDelivery } from "../temporal/webhook-deliveries.ts";
 
 export interface WebhookActivityDeps extends DeliveryDeps {
   network: NetworkPolicy;
@@ -49,7 +50,11 @@ export async function emitWebhookEvent(deps: { db: Database; log: Logger }, emis
   try {
     const ctx = Context.current();
     await emitEvent(
-      { db: deps.db, log: deps.log, client: ctx.client, taskQueue: ctx.info.taskQueue },
+      {
+        db: deps.db,
+        log: deps.log,
+        startDelivery: (id) => startWebhookDelivery(ctx.client, ctx.info.taskQueue, id),
+      },
       emission,
     );
   } catch (error) {

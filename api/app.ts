@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
+import { pingStore } from "../store/health.ts";
 import { bearerAuth, endpointGuard } from "./auth.ts";
 import { bodyKindFor, tooLargeMessage } from "./body-limit.ts";
 import { connectionBrowserApp } from "./connections/browser.ts";
@@ -49,7 +49,7 @@ export function createApp(deps: ApiDeps) {
   app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${c.req.path}`), 404));
 
   app.get("/health", async (c) => {
-    await deps.db.execute(sql`SELECT 1`);
+    await pingStore(deps.db);
     return c.json({ status: "ok" });
   });
   app.route("/", observability.routes);

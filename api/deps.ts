@@ -4,11 +4,11 @@ import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { ChatModel } from "../pipeline/llm/chat.ts";
-import type { DocumentProcessing } from "../runtime/processing-client.ts";
-import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import type { Reranker } from "../services/search-documents.ts";
 import type { Database } from "../store/db.ts";
 import type { SecretBox } from "../store/secrets.ts";
+import type { DocumentProcessing } from "../temporal/processing-client.ts";
+import type { ConnectionSyncs } from "../temporal/sync-client.ts";
 import type { AuthEnv } from "./auth.ts";
 
 export interface ApiDeps {

@@ -1,12 +1,12 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Client } from "@temporalio/client";
-import { sql } from "drizzle-orm";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Logger } from "../config/logger.ts";
 import { findActiveKey } from "../store/api-keys.ts";
-import { type Database, queryRows } from "../store/db.ts";
+import type { Database } from "../store/db.ts";
+import { documentCountsByStatus, pingStore, recentlyFinishedHistories } from "../store/health.ts";
 import { type DocumentStatus, documentStatuses, type StatusEvent } from "../store/schema/documents.ts";
 import { heavyQueueOf } from "../workflows/queues.ts";
 import { errorBody } from "./errors.ts";
@@ -132,12 +132,8 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   async function collectDocuments() {
     documentsByStatus.reset();
     pending.reset();
-    const rows = await queryRows<{ status: string; count: string | number }>(
-      deps.db,
-      sql`SELECT status, count(*) AS count FROM documents GROUP BY status`,
-    );
     const counts = new Map<string, number>(documentStatuses.map((s) => [s, 0]));
-    for (const row of rows) counts.set(row.status, Number(row.count));
+    for (const [status, count] of await documentCountsByStatus(deps.db)) counts.set(status, count);
     let notFinished = 0;
     for (const [status, count] of counts) {
       documentsByStatus.set({ status }, count);
@@ -150,18 +146,11 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     stageSeconds.reset();
     stageSamples.reset();
     const since = new Date(Date.now() - STAGE_WINDOW_MS);
-    // updated_at also moves on metadata edits: the superset is narrowed by the terminal event's time below.
-    const rows = await queryRows<{ history: StatusEvent[] | string; run: number }>(
-      deps.db,
-      sql`SELECT status_history AS history, processing_run AS run FROM documents
-          WHERE status IN ('done', 'failed') AND updated_at >= ${since.toISOString()}
-          ORDER BY updated_at DESC LIMIT ${STAGE_WINDOW_MAX_DOCUMENTS}`,
-    );
+    // A superset (see recentlyFinishedHistories), narrowed by the terminal event's time in stageDurations.
+    const rows = await recentlyFinishedHistories(deps.db, since, STAGE_WINDOW_MAX_DOCUMENTS);
     const samples = new Map<string, number[]>();
-    for (const row of rows) {
-      const history =
-        typeof row.history === "string" ? (JSON.parse(row.history) as StatusEvent[]) : row.history;
-      const durations = stageDurations(history, Number(row.run), since.getTime());
+    for (const { history, run } of rows) {
+      const durations = stageDurations(history, run, since.getTime());
       for (const [stage, seconds] of Object.entries(durations)) {
         const list = samples.get(stage) ?? [];
         list.push(seconds);
@@ -294,7 +283,7 @@ export async function checkReadiness(
 ): Promise<Readiness> {
   const timeoutMs = deps.timeoutMs ?? STORE_TIMEOUT_MS;
   const [store, temporal] = await Promise.all([
-    withTimeout(deps.db.execute(sql`SELECT 1`), timeoutMs)
+    withTimeout(pingStore(deps.db), timeoutMs)
       .then(() => "ok")
       .catch((err: unknown) => {
         deps.log.warn({ err }, "readiness: the store did not answer");

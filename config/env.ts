@@ -220,6 +220,11 @@ export const envSchema = z.object({
   FILE_SWEEP_INTERVAL: durationMs("1d", { off: true }),
   /** The sweep leaves files younger than this (an upload stores its bytes just before saving its document). */
   FILE_SWEEP_GRACE: durationMs("1h"),
+  /**
+   * How often a schedule refreshes the planner statistics of the searched tables that grew or shrank by a
+   * tenth (PGlite has no autovacuum; a pass over unchanged tables costs two small queries); `off` = never.
+   */
+  STATISTICS_INTERVAL: durationMs("2m", { off: true }),
   /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */
   SMTP_URL: z
     .string()

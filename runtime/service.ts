@@ -4,7 +4,6 @@ import path from "node:path";
 import { serve } from "@hono/node-server";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from "@temporalio/worker";
-import { createCpuPool } from "../activities/cpu-pool.ts";
 import type { ExtractionRunner } from "../activities/extract.ts";
 import { ensureAdminKey } from "../api/admin-key.ts";
 import { createApp } from "../api/app.ts";
@@ -13,6 +12,7 @@ import { createBlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { shutdownConnectors } from "../connectors/registry.ts";
+import { createCpuPool } from "../pipeline/cpu-pool.ts";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
 import { captionImage } from "../pipeline/llm/caption.ts";
@@ -24,15 +24,14 @@ import { RESCORER_MODEL } from "../services/rescorer.ts";
 import { openStore } from "../store/db.ts";
 import { loadSecretBox } from "../store/secrets.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
+import { ensureKeyNoticeSchedule } from "../temporal/key-notice-schedule.ts";
+import { DocumentProcessing } from "../temporal/processing-client.ts";
+import { startReembedIfNeeded } from "../temporal/reembed-client.ts";
+import { ensureFileSweepSchedule, ensureStatisticsSchedule } from "../temporal/schedules.ts";
+import { ConnectionSyncs } from "../temporal/sync-client.ts";
+import { connectTemporal, temporalConnectionOptions } from "../temporal/temporal-connection.ts";
 import { createDocumentWorker, createHeavyWorker } from "../worker/create-worker.ts";
-import { startMaintenanceLoop } from "../worker/maintenance.ts";
 import { reconcileUnfinished, startReconcileLoop } from "../worker/reconciler.ts";
-import { ensureKeyNoticeSchedule } from "./key-notice-schedule.ts";
-import { DocumentProcessing } from "./processing-client.ts";
-import { startReembedIfNeeded } from "./reembed-client.ts";
-import { ensureFileSweepSchedule } from "./schedules.ts";
-import { ConnectionSyncs } from "./sync-client.ts";
-import { connectTemporal, temporalConnectionOptions } from "./temporal-connection.ts";
 import { startTemporalDevServer } from "./temporal-dev-server.ts";
 
 export type Role = "api" | "worker";
@@ -202,11 +201,14 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           graceMs: config.FILE_SWEEP_GRACE,
           log,
         });
+        await ensureStatisticsSchedule(client, {
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          everyMs: config.STATISTICS_INTERVAL,
+          log,
+        });
       }
       const stopReconciling = startReconcileLoop(store.background, processing, log);
       stops.push(async () => stopReconciling());
-      const stopMaintenance = startMaintenanceLoop(store.background, log);
-      stops.push(async () => stopMaintenance());
     }
 
     let url: string | undefined;

@@ -7,8 +7,6 @@ import type { Logger } from "../config/logger.ts";
 import { ConnectorAuthError, ConnectorConfigError } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, NetworkPolicy, SyncContext } from "../connectors/types.ts";
-import type { DocumentProcessing } from "../runtime/processing-client.ts";
-import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import {
   type ConnectionRow,
   createConnection,
@@ -22,6 +20,8 @@ import {
 import type { Database } from "../store/db.ts";
 import type { SelectedItem } from "../store/schema/index.ts";
 import type { SecretBox } from "../store/secrets.ts";
+import type { DocumentProcessing } from "../temporal/processing-client.ts";
+import type { ConnectionSyncs } from "../temporal/sync-client.ts";
 import { releaseFiles } from "./document-files.ts";
 import {
   authorizationLink,
@@ -346,15 +346,20 @@ export async function removeConnection(
   withDocuments: boolean,
 ): Promise<void> {
   await deps.syncs.stop(connection.id);
-  if (withDocuments) {
+  const removeDocuments = async () => {
     const removed = await deleteConnectionDocuments(deps.db, connection.id);
     await deps.processing.stopDeleted(removed, "connection removed with its documents");
     await releaseFiles(
       deps,
       removed.map((d) => d.fileKey),
     );
-  }
+  };
+  if (withDocuments) await removeDocuments();
+  // A sync activity that has not heard of the stop yet may still be saving items: the delete waits for a save
+  // in progress (it holds a share lock on the connection's row) and no save starts after it.
   await deleteConnection(deps.db, connection.id);
+  // What it saved between the first pass and the delete goes too.
+  if (withDocuments) await removeDocuments();
 }
 
 /** What building a connector's context needs: the store, sealed secrets, OAuth apps and endpoints, network rules. */

@@ -3,10 +3,10 @@
 
 import type { BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
-import type { DocumentProcessing } from "../runtime/processing-client.ts";
-import type { ConnectionSyncs } from "../runtime/sync-client.ts";
 import * as store from "../store/container-tags.ts";
 import type { Database } from "../store/db.ts";
+import type { DocumentProcessing } from "../temporal/processing-client.ts";
+import type { ConnectionSyncs } from "../temporal/sync-client.ts";
 import { releaseFiles } from "./document-files.ts";
 
 export interface ContainerTagDeps {

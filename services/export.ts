@@ -7,7 +7,6 @@ import { z } from "zod";
 import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import type { Embedder } from "../pipeline/embedder/types.ts";
-import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import { fairnessKeyOf } from "../store/admission.ts";
 import * as store from "../store/container-tags.ts";
 import type { Database } from "../store/db.ts";
@@ -18,6 +17,7 @@ import {
   type NewDocumentRow,
   type NewMemoryRow,
 } from "../store/schema/index.ts";
+import type { DocumentProcessing } from "../temporal/processing-client.ts";
 import { releaseFiles, storeDocumentFile } from "./document-files.ts";
 
 export const EXPORT_FORMAT = "memory-service-export";

@@ -3,13 +3,13 @@
 // and refreshing them before they expire, once, even with several workers.
 
 import { createHash, randomBytes } from "node:crypto";
-import { and, eq, lt } from "drizzle-orm";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { ConnectorAuthError } from "../connectors/errors.ts";
 import type { Connector, OAuthSession, OAuthSpec } from "../connectors/types.ts";
+import { type ConnectionRow, updateConnection, withConnectionLocked } from "../store/connections.ts";
 import type { Database } from "../store/db.ts";
-import { type ConnectionRow, connections, oauthStates } from "../store/schema/index.ts";
+import { saveOAuthState, takeOAuthState } from "../store/oauth-states.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import { readSecret, readSettings } from "../store/settings.ts";
 
@@ -93,9 +93,7 @@ export async function authorizationLink(
   const state = randomBytes(24).toString("base64url");
   const verifier = spec.pkce ? randomBytes(48).toString("base64url") : null;
   const redirectUri = callbackUrl(deps.config);
-  // Expired states of abandoned consents are cleared as new ones are made.
-  await deps.db.delete(oauthStates).where(lt(oauthStates.expiresAt, new Date()));
-  await deps.db.insert(oauthStates).values({
+  await saveOAuthState(deps.db, {
     state,
     connectionId: connection.id,
     codeVerifier: verifier,
@@ -118,7 +116,7 @@ export async function authorizationLink(
 
 /** Takes a state back (once); undefined when unknown or expired. */
 export async function takeState(deps: OAuthDeps, state: string) {
-  const [row] = await deps.db.delete(oauthStates).where(eq(oauthStates.state, state)).returning();
+  const row = await takeOAuthState(deps.db, state);
   if (!row || row.expiresAt.getTime() < Date.now()) return undefined;
   return row;
 }
@@ -210,8 +208,7 @@ export async function refreshTokens(
   connectionId: string,
   stale: string | undefined,
 ): Promise<StoredTokens> {
-  return deps.db.transaction(async (tx) => {
-    const [row] = await tx.select().from(connections).where(eq(connections.id, connectionId)).for("update");
+  return withConnectionLocked(deps.db, connectionId, async (row, tx) => {
     if (!row) throw new ConnectorAuthError("the connection was deleted");
     const current = readTokens(deps.secrets, row);
     if (!current)
@@ -223,15 +220,12 @@ export async function refreshTokens(
         `${connector.provider} refused the access token and gave no refresh token`,
       );
     const renewed = await tokenRequest(
-      { ...deps, db: tx as Database },
+      { ...deps, db: tx },
       connector,
       { grant_type: "refresh_token", refresh_token: current.refreshToken },
       current,
     );
-    await tx
-      .update(connections)
-      .set({ sealedSecrets: sealTokens(deps.secrets, renewed), updatedAt: new Date() })
-      .where(and(eq(connections.id, connectionId)));
+    await updateConnection(tx, connectionId, { sealedSecrets: sealTokens(deps.secrets, renewed) });
     return renewed;
   });
 }

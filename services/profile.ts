@@ -1,10 +1,9 @@
 // POST /v4/profile: what the service knows about one container (a user), built from its memories.
 // Deterministic and one round trip to the store; no LLM on the read path.
 
-import { and, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "../store/db.ts";
-import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
-import { memories } from "../store/schema/index.ts";
+import { FilterError, type FilterNode } from "../store/filters.ts";
+import { profileFacts } from "../store/memories.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type SearchDeps, SearchRequestError } from "./search-documents.ts";
 import { searchMemoriesAndChunks, type V4Response } from "./search-memories.ts";
@@ -35,35 +34,15 @@ export async function buildProfile(
   request: ProfileRequest,
   scope: TagScope,
 ): Promise<ProfileResponse> {
-  let filter: ReturnType<typeof compileFilter> | undefined;
-  if (request.filters) {
-    try {
-      filter = compileFilter(sql`${memories.metadata}`, request.filters);
-    } catch (error) {
-      if (error instanceof FilterError) throw new SearchRequestError(error.message, "filters");
-      throw error;
-    }
-  }
-  const live = and(
-    eq(memories.containerTag, request.containerTag),
-    eq(memories.isLatest, true),
-    eq(memories.isForgotten, false),
-    sql`(${memories.forgetAfter} IS NULL OR ${memories.forgetAfter} > now())`,
-    filter,
-  );
-  const [facts, recent, search] = await Promise.all([
-    deps.db
-      .select({ content: memories.content })
-      .from(memories)
-      .where(and(live, eq(memories.isStatic, true)))
-      .orderBy(desc(memories.updatedAt))
-      .limit(STATIC_LIMIT),
-    deps.db
-      .select({ content: memories.content })
-      .from(memories)
-      .where(and(live, eq(memories.isStatic, false)))
-      .orderBy(desc(memories.updatedAt))
-      .limit(DYNAMIC_LIMIT),
+  const [profile, search] = await Promise.all([
+    profileFacts(deps.db, {
+      containerTag: request.containerTag,
+      filters: request.filters,
+      staticLimit: STATIC_LIMIT,
+      dynamicLimit: DYNAMIC_LIMIT,
+    }).catch((error: unknown) => {
+      throw error instanceof FilterError ? new SearchRequestError(error.message, "filters") : error;
+    }),
     request.q
       ? searchMemoriesAndChunks(
           deps,
@@ -83,7 +62,7 @@ export async function buildProfile(
       : undefined,
   ]);
   return {
-    profile: { static: facts.map((f) => f.content), dynamic: recent.map((f) => f.content) },
+    profile,
     ...(search
       ? { searchResults: { results: search.results, timing: search.timing, total: search.total } }
       : {}),

@@ -7,27 +7,24 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
-import { type Client, WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
-import { WorkflowIdReusePolicy } from "@temporalio/common";
-import { eq } from "drizzle-orm";
 import ipaddr from "ipaddr.js";
 import type { Logger } from "../config/logger.ts";
 import { addressRange, isPublicAddress } from "../pipeline/safe-fetch.ts";
 import type { Database } from "../store/db.ts";
 import { newId } from "../store/ids.ts";
-import { connections, documents, syncRuns } from "../store/schema/index.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import {
+  documentForEvent,
   findDelivery,
   findWebhook,
   insertDelivery,
   recordAttempt,
+  syncRunWithConnection,
   type WebhookEventType,
   type WebhookRow,
   webhookCoversTags,
   webhooksFor,
 } from "../store/webhooks.ts";
-import type { webhookDelivery } from "../workflows/deliver-webhook.ts";
 
 export const SIGNATURE_HEADER = "x-memory-signature";
 export const EVENT_HEADER = "x-memory-event";
@@ -277,12 +274,9 @@ export type WebhookEmission =
 export interface EmitDeps {
   db: Database;
   log: Logger;
-  /** Starts the delivery workflows. */
-  client: Client;
-  taskQueue: string;
+  /** Starts a stored delivery's workflow (temporal/webhook-deliveries.ts); idempotent. */
+  startDelivery(deliveryId: string): Promise<void>;
 }
-
-export const deliveryWorkflowId = (deliveryId: string) => `webhook/${deliveryId}`;
 
 /** Derived from what happened, so an activity that emits again after a retry finds its delivery stored. */
 export function deliveryId(webhookId: string, event: WebhookEventType, subject: string): string {
@@ -308,24 +302,10 @@ export async function emitEvent(deps: EmitDeps, emission: WebhookEmission): Prom
         event: emission.event,
         payload: envelope(id, emission.event, subject.data),
       });
-      await startDelivery(deps, id);
+      await deps.startDelivery(id);
     }
   } catch (error) {
     deps.log.warn({ err: error, event: emission.event }, "could not emit a webhook event");
-  }
-}
-
-/** Idempotent: a delivery whose workflow is running or has completed is not started again. */
-export async function startDelivery(deps: Pick<EmitDeps, "client" | "taskQueue">, id: string): Promise<void> {
-  try {
-    await deps.client.workflow.start<typeof webhookDelivery>("webhookDelivery", {
-      workflowId: deliveryWorkflowId(id),
-      taskQueue: deps.taskQueue,
-      args: [{ deliveryId: id }],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-    });
-  } catch (error) {
-    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
 }
 
@@ -338,11 +318,7 @@ interface Subject {
 
 async function describeSubject(db: Database, emission: WebhookEmission): Promise<Subject | undefined> {
   if (emission.event === "connection.sync") {
-    const [row] = await db
-      .select({ run: syncRuns, connection: connections })
-      .from(syncRuns)
-      .innerJoin(connections, eq(connections.id, syncRuns.connectionId))
-      .where(eq(syncRuns.id, emission.runId));
+    const row = await syncRunWithConnection(db, emission.runId);
     if (!row) return undefined;
     const { run, connection } = row;
     return {
@@ -367,22 +343,7 @@ async function describeSubject(db: Database, emission: WebhookEmission): Promise
       },
     };
   }
-  const [doc] = await db
-    .select({
-      id: documents.id,
-      customId: documents.customId,
-      title: documents.title,
-      type: documents.type,
-      status: documents.status,
-      containerTags: documents.containerTags,
-      metadata: documents.metadata,
-      errorReason: documents.errorReason,
-      processingRun: documents.processingRun,
-      connectionId: documents.connectionId,
-      updatedAt: documents.updatedAt,
-    })
-    .from(documents)
-    .where(eq(documents.id, emission.documentId));
+  const doc = await documentForEvent(db, emission.documentId);
   // A newer run replaced this one (or the document is gone): its outcome is not news any more.
   if (!doc || doc.processingRun !== emission.run) return undefined;
   const { processingRun, updatedAt, ...rest } = doc;

@@ -81,6 +81,21 @@ export async function deleteConnection(db: Database, id: string): Promise<Connec
   return row;
 }
 
+/**
+ * Runs `work` in a transaction holding the connection's row lock (SELECT ... FOR UPDATE), so two processes
+ * doing the same thing to one connection (refreshing its token) take turns; `work` writes through `tx`.
+ */
+export function withConnectionLocked<T>(
+  db: Database,
+  id: string,
+  work: (row: ConnectionRow | undefined, tx: Database) => Promise<T>,
+): Promise<T> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx.select().from(connections).where(eq(connections.id, id)).for("update");
+    return work(row, tx as Database);
+  });
+}
+
 export async function updateConnection(
   db: Database,
   id: string,
@@ -311,3 +326,13 @@ export function deleteConnectionDocuments(db: Database, connectionId: string): P
 }
 
 export type { ConnectionStatus };
+
+/** The newest documents synced by these connections (at most `limit`). */
+export function connectionsDocuments(db: Database, connectionIds: string[], limit: number) {
+  return db
+    .select()
+    .from(documents)
+    .where(inArray(documents.connectionId, connectionIds))
+    .orderBy(desc(documents.updatedAt))
+    .limit(limit);
+}

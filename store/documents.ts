@@ -15,9 +15,11 @@ import {
 } from "drizzle-orm";
 import { fairnessKeyOf, fairnessKeySql } from "./admission.ts";
 import type { Database } from "./db.ts";
+import { compileFilter, type FilterNode } from "./filters.ts";
 import { newId } from "./ids.ts";
 import {
   chunks,
+  connections,
   DOCUMENT_PRIORITY,
   type DocumentPriority,
   type DocumentRow,
@@ -115,8 +117,27 @@ export function pgErrorCode(error: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
+/**
+ * A sync saved an item of a connection that was deleted meanwhile: nothing is saved. The save holds a share
+ * lock on the connection's row, so a delete waits for a save in progress and no save starts after it.
+ */
+export class ConnectionGoneError extends Error {
+  constructor(readonly connectionId: string) {
+    super(`the connection ${connectionId} was deleted`);
+    this.name = "ConnectionGoneError";
+  }
+}
+
 async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: TagScope): Promise<SaveResult> {
   return db.transaction(async (tx) => {
+    if (input.connectionId) {
+      const [live] = await tx
+        .select({ id: connections.id })
+        .from(connections)
+        .where(eq(connections.id, input.connectionId))
+        .for("share");
+      if (!live) throw new ConnectionGoneError(input.connectionId);
+    }
     const existing = input.customId
       ? (await tx.select().from(documents).where(eq(documents.customId, input.customId)).for("update"))[0]
       : undefined;
@@ -354,7 +375,10 @@ export interface ListQuery {
   page: number;
   statuses?: DocumentStatus[];
   excludeStatuses?: DocumentStatus[];
-  where?: SQL;
+  /** A metadata filter (compiled here: a malformed one throws FilterError). */
+  filters?: FilterNode;
+  /** An exact filepath, or a folder when it ends in "/". */
+  filepath?: string;
   scope?: TagScope;
 }
 
@@ -366,7 +390,8 @@ export async function listDocuments(
     tagCondition(documents.containerTags, q.containerTags, q.tagMode),
     q.statuses ? inArray(documents.status, q.statuses) : undefined,
     q.excludeStatuses ? notInArray(documents.status, q.excludeStatuses) : undefined,
-    q.where,
+    q.filters ? compileFilter(sql`${documents.metadata}`, q.filters) : undefined,
+    filepathMatches(q.filepath),
     inScope(q.scope),
   );
   const sortColumn = q.sort === "updatedAt" ? documents.updatedAt : documents.createdAt;
@@ -467,27 +492,33 @@ export function removeWithinScope(db: Database, where: SQL, scope: TagScope): Pr
 }
 
 /** Deletes documents by id or customId within the scope; `also` narrows them further (a filepath, say). */
+/** The documents of these ids or customIds; with `underPath`, only those under that filepath (or folder). */
 export function deleteDocumentsByIds(
   db: Database,
   ids: string[],
   scope: TagScope = null,
-  also?: SQL,
+  underPath?: string,
 ): Promise<DeletedDocument[]> {
   if (!ids.length) return Promise.resolve([]);
   return removeWithinScope(
     db,
-    and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), also) as SQL,
+    and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), filepathMatches(underPath)) as SQL,
     scope,
   );
 }
 
 /** Deletes the documents matching `where` within the scope (see removeWithinScope). */
-export function deleteDocumentsWhere(
+/** The documents under a filepath (a folder when it ends in "/"), of any of `containerTags` when given. */
+export function deleteDocumentsUnderPath(
   db: Database,
-  where: SQL,
+  where: { filepath: string; containerTags?: string[] },
   scope: TagScope = null,
 ): Promise<DeletedDocument[]> {
-  return removeWithinScope(db, where, scope);
+  const condition = and(
+    tagCondition(documents.containerTags, where.containerTags, "any"),
+    filepathMatches(where.filepath),
+  );
+  return removeWithinScope(db, condition as SQL, scope);
 }
 
 /** The documents of these ids that are within the scope (others are left out, not an error). */

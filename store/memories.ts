@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
+import { compileFilter, type FilterNode } from "./filters.ts";
 import { newId } from "./ids.ts";
 import { commonTerms, keywordQuery } from "./keyword.ts";
 import { type RunRef, SupersededRunError } from "./processing.ts";
@@ -432,4 +433,34 @@ export async function memoriesNear(
         LIMIT ${limit}`,
   );
   return rows.map((r) => ({ id: r.id, content: r.content, isStatic: r.is_static }));
+}
+
+/**
+ * A container's profile facts: its latest, unforgotten, unexpired memories, long-lived (isStatic) and
+ * others, newest first. `filters` is a metadata filter (compiled here; a bad one throws FilterError).
+ */
+export async function profileFacts(
+  db: Database,
+  request: { containerTag: string; filters?: FilterNode; staticLimit: number; dynamicLimit: number },
+): Promise<{ static: string[]; dynamic: string[] }> {
+  const filter = request.filters ? compileFilter(sql`${memories.metadata}`, request.filters) : undefined;
+  const live = and(
+    eq(memories.containerTag, request.containerTag),
+    eq(memories.isLatest, true),
+    eq(memories.isForgotten, false),
+    sql`(${memories.forgetAfter} IS NULL OR ${memories.forgetAfter} > now())`,
+    filter,
+  );
+  const newest = (isStatic: boolean, limit: number) =>
+    db
+      .select({ content: memories.content })
+      .from(memories)
+      .where(and(live, eq(memories.isStatic, isStatic)))
+      .orderBy(desc(memories.updatedAt))
+      .limit(limit);
+  const [facts, recent] = await Promise.all([
+    newest(true, request.staticLimit),
+    newest(false, request.dynamicLimit),
+  ]);
+  return { static: facts.map((f) => f.content), dynamic: recent.map((f) => f.content) };
 }

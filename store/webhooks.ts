@@ -2,6 +2,9 @@ import { and, arrayContains, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import {
+  connections,
+  documents,
+  syncRuns,
   type WebhookDeliveryRow,
   type WebhookEventType,
   type WebhookRow,
@@ -112,4 +115,35 @@ export async function markDeliveryFailed(db: Database, id: string, reason: strin
     .update(webhookDeliveries)
     .set({ status: "failed", lastError: reason.slice(0, 2000) })
     .where(and(eq(webhookDeliveries.id, id), eq(webhookDeliveries.status, "pending")));
+}
+
+/** A sync run with its connection: the subject of a `connection.sync` event. */
+export async function syncRunWithConnection(db: Database, runId: string) {
+  const [row] = await db
+    .select({ run: syncRuns, connection: connections })
+    .from(syncRuns)
+    .innerJoin(connections, eq(connections.id, syncRuns.connectionId))
+    .where(eq(syncRuns.id, runId));
+  return row;
+}
+
+/** What a `document.done` / `document.failed` event tells about its document. */
+export async function documentForEvent(db: Database, documentId: string) {
+  const [doc] = await db
+    .select({
+      id: documents.id,
+      customId: documents.customId,
+      title: documents.title,
+      type: documents.type,
+      status: documents.status,
+      containerTags: documents.containerTags,
+      metadata: documents.metadata,
+      errorReason: documents.errorReason,
+      processingRun: documents.processingRun,
+      connectionId: documents.connectionId,
+      updatedAt: documents.updatedAt,
+    })
+    .from(documents)
+    .where(eq(documents.id, documentId));
+  return doc;
 }

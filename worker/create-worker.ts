@@ -3,6 +3,7 @@ import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
 import { createFileSweepActivities } from "../activities/file-sweep.ts";
 import { createKeyNoticeActivities, type KeyNoticeActivityDeps } from "../activities/key-notices.ts";
+import { createMaintenanceActivities } from "../activities/maintenance.ts";
 import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
 import { createWebhookActivities } from "../activities/webhooks.ts";
@@ -65,5 +66,6 @@ function allActivities(opts: WorkerOptions) {
     ...createWebhookActivities(opts.sync),
     ...createKeyNoticeActivities(opts.keyNotices),
     ...createFileSweepActivities(opts.deps),
+    ...createMaintenanceActivities(opts.deps),
   };
 }

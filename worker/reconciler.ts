@@ -1,13 +1,13 @@
 import type { Logger } from "../config/logger.ts";
-import type { DocumentProcessing } from "../runtime/processing-client.ts";
 import { staleRunsInFlight } from "../store/admission.ts";
 import type { Database } from "../store/db.ts";
+import type { DocumentProcessing } from "../temporal/processing-client.ts";
 
 /** Runs in flight untouched this long get their workflow looked up in Temporal. */
 const STALE_AFTER_MS = 10 * 60_000;
 
 /**
- * Documents wait in the store until admission starts their workflow (runtime/processing-client.ts).
+ * Documents wait in the store until admission starts their workflow (temporal/processing-client.ts).
  * This pass repairs what a crash can leave behind: an admitted run whose start was never confirmed is
  * started again (the workflow id is per run, so a start is never doubled), and a run in flight whose
  * workflow Temporal no longer knows (a wiped dev-server state file) is started anew. Then it admits

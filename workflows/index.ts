@@ -4,4 +4,5 @@ export { fileSweep } from "./file-sweep.ts";
 export { keyExpiryNotices } from "./key-expiry-notices.ts";
 export { processDocument } from "./process-document.ts";
 export { reembedVectors } from "./reembed.ts";
+export { refreshStatistics } from "./refresh-statistics.ts";
 export { scheduledSync, syncConnection } from "./sync-connection.ts";

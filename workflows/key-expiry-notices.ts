@@ -14,7 +14,7 @@ const notices = proxyActivities<KeyNoticeActivities>({
   retry: { initialInterval: "5s", backoffCoefficient: 2, maximumInterval: "1 minute", maximumAttempts: 4 },
 });
 
-/** Started by the key-expiry schedule (runtime/key-notice-schedule.ts): one pass over keys about to expire. */
+/** Started by the key-expiry schedule (temporal/key-notice-schedule.ts): one pass over keys about to expire. */
 export async function keyExpiryNotices(): Promise<{ mailed: number; logged: number }> {
   const { mailed, logged } = await notices.sendDueKeyNotices();
   return { mailed, logged };

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { and, desc, inArray } from "drizzle-orm";
 import { findConnector } from "../../connectors/registry.ts";
 import {
   type ConnectionDeps,
@@ -13,8 +12,13 @@ import {
   removeConnection,
   renewPickerLink,
 } from "../../services/connections.ts";
-import { findConnection, latestSyncRuns, listConnections, recentSyncRuns } from "../../store/connections.ts";
-import { documents } from "../../store/schema/index.ts";
+import {
+  connectionsDocuments,
+  findConnection,
+  latestSyncRuns,
+  listConnections,
+  recentSyncRuns,
+} from "../../store/connections.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError, badRequest, notFound } from "../errors.ts";
 import { connectionDeps } from "./deps.ts";
@@ -136,19 +140,11 @@ export function connectionHandlers(deps: ApiDeps) {
     const body = c.req.valid("json") ?? {};
     const rows = await listConnections(db, { provider, containerTags: body.containerTags });
     if (!rows.length) return c.json([], 200);
-    const docs = await db
-      .select()
-      .from(documents)
-      .where(
-        and(
-          inArray(
-            documents.connectionId,
-            rows.map((r) => r.id),
-          ),
-        ),
-      )
-      .orderBy(desc(documents.updatedAt))
-      .limit(1000);
+    const docs = await connectionsDocuments(
+      db,
+      rows.map((r) => r.id),
+      1000,
+    );
     return c.json(
       docs.map((d) => ({
         id: d.id,

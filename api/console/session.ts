@@ -1,10 +1,9 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
+import { type ApiKeyRow, findKey } from "../../store/api-keys.ts";
 import { consoleSessionSecret, findConsoleUser } from "../../store/console-users.ts";
 import type { Database } from "../../store/db.ts";
-import { type ApiKeyRow, apiKeys } from "../../store/schema/index.ts";
 import type { SecretBox } from "../../store/secrets.ts";
 import { ApiError } from "../errors.ts";
 
@@ -124,7 +123,7 @@ export class ConsoleSessions {
   private async resolve(claims: SessionClaims): Promise<SessionIdentity | undefined> {
     const csrfToken = await this.csrfToken(claims);
     if (claims.kind === "key") {
-      const [key] = await this.db.select().from(apiKeys).where(eq(apiKeys.id, claims.sub));
+      const key = await findKey(this.db, claims.sub);
       if (key?.kind !== "admin" || key.disabledAt) return undefined;
       if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) return undefined;
       return {

@@ -1,9 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { and, type SQL } from "drizzle-orm";
 import { releaseFiles, storeDocumentFile } from "../../services/document-files.ts";
 import * as store from "../../store/documents.ts";
-import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
-import { DOCUMENT_PRIORITY, documents } from "../../store/schema/index.ts";
+import { FilterError, type FilterNode } from "../../store/filters.ts";
+import { DOCUMENT_PRIORITY } from "../../store/schema/index.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";
@@ -12,21 +11,11 @@ import { presentDocument, presentFullDocument } from "./present.ts";
 import type * as routes from "./routes.ts";
 import { ListBody } from "./schemas.ts";
 
-export function documentFilterSql(filters: FilterNode | undefined): SQL | undefined {
-  if (!filters) return undefined;
-  try {
-    return compileFilter(documents.metadata as unknown as SQL, filters);
-  } catch (error) {
-    if (error instanceof FilterError) throw badRequest(error.message, "filters");
-    throw error;
-  }
-}
-
 export function createDocumentHandlers(deps: ApiDeps) {
   const { db, processing, log } = deps;
 
   /**
-   * Queues a saved run for processing: it waits in the store for admission (runtime/processing-client.ts),
+   * Queues a saved run for processing: it waits in the store for admission (temporal/processing-client.ts),
    * which starts its workflow when a slot is free. The run it replaces, if still going, is stopped.
    */
   async function startProcessing(doc: store.DocumentRow, previousRun?: number) {
@@ -156,21 +145,22 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const q = ListBody.parse(c.req.valid("json") ?? {});
     const scope = c.get("scope");
     scope.check(q.containerTags ?? []);
-    const where = and(
-      documentFilterSql(q.filters as FilterNode | undefined),
-      store.filepathMatches(q.filepath),
-    );
-    const { rows, total } = await store.listDocuments(db, {
-      containerTags: q.containerTags,
-      tagMode: q.containerTagsOperator,
-      sort: q.sort,
-      order: q.order,
-      limit: q.limit,
-      page: q.page,
-      statuses: q.statuses,
-      where,
-      scope: scope.tags,
-    });
+    const { rows, total } = await store
+      .listDocuments(db, {
+        containerTags: q.containerTags,
+        tagMode: q.containerTagsOperator,
+        sort: q.sort,
+        order: q.order,
+        limit: q.limit,
+        page: q.page,
+        statuses: q.statuses,
+        filters: q.filters as FilterNode | undefined,
+        filepath: q.filepath,
+        scope: scope.tags,
+      })
+      .catch((error: unknown) => {
+        throw error instanceof FilterError ? badRequest(error.message, "filters") : error;
+      });
     return c.json(
       {
         memories: rows.map((r) => presentDocument(r, { content: q.includeContent })),
@@ -266,13 +256,15 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const deleteBulk: RouteHandler<typeof routes.deleteBulk, AppEnv> = async (c) => {
     const body = c.req.valid("json");
     const scope = c.get("scope");
-    const byPath = store.filepathMatches(body.filepath);
     if (!body.ids) {
       // By tags, by filepath, or by both (the documents carrying one of the tags under that filepath).
       if (body.containerTags) scope.check(body.containerTags);
-      const byTags = store.tagCondition(documents.containerTags, body.containerTags, "any");
-      const removed = byPath
-        ? await store.deleteDocumentsWhere(db, and(byTags, byPath) as SQL, scope.tags)
+      const removed = body.filepath
+        ? await store.deleteDocumentsUnderPath(
+            db,
+            { filepath: body.filepath, containerTags: body.containerTags },
+            scope.tags,
+          )
         : await store.deleteDocumentsByTags(db, body.containerTags ?? [], scope.tags);
       await afterDelete(removed);
       return c.json(
@@ -286,7 +278,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
     }
     const ids = [...new Set(body.ids)];
     // With a filepath, only those of the given documents under it go; the others count as not found.
-    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, byPath);
+    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, body.filepath);
     await afterDelete(removed);
     const deleted = new Set(removed.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));

@@ -246,7 +246,7 @@ export function temporalWorkflowUrl(config: ConsoleConfig | null, workflowId: st
   return `${config.temporalUiUrl}/namespaces/${namespace}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
-/** Temporal workflow ids of document processing: doc/<document id>/<run> (runtime/processing-client.ts). */
+/** Temporal workflow ids of document processing: doc/<document id>/<run> (temporal/processing-client.ts). */
 export function workflowUrl(config: ConsoleConfig | null, documentId: string, run: number): string | null {
   return temporalWorkflowUrl(config, `doc/${documentId}/${run}`);
 }

@@ -149,10 +149,16 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => introspection.listen(0, "127.0.0.1", resolve));
   const { port } = introspection.address() as AddressInfo;
-  dovecot = await startDovecot({ user: USER, oauth2IntrospectionUrl: `http://127.0.0.1:${port}/introspect` });
+  dovecot = await startDovecot({
+    user: USER,
+    oauth2IntrospectionUrl: `http://127.0.0.1:${port}/introspect`,
+    // Junk under a name no heuristic knows: only the server's SPECIAL-USE flag can tell.
+    specialUse: { Trash: "\\Trash", Quarantine: "\\Junk" },
+  });
   for (const file of FIXTURE_FILES) dovecot.deliver(readFileSync(join(FIXTURES, file)));
   dovecot.deliver(readFileSync(join(FIXTURES, "family-day.eml")), "Archive/2024");
   dovecot.deliver(readFileSync(join(FIXTURES, "fake-email.eml")), "Trash");
+  dovecot.deliver(readFileSync(join(FIXTURES, "fake-email.eml")), "Quarantine");
 });
 
 // Each test's contexts have their own connection ids, so their pooled sessions would pile up past
@@ -328,7 +334,7 @@ describe("imap connector against Dovecot", () => {
     expect(await imap.fetchItem(ctx, { id: otherValidity, version: "x" })).toBeNull();
   });
 
-  it("syncs a list of mailboxes, and '*' every mailbox except Trash", async () => {
+  it("syncs a list of mailboxes, and '*' every mailbox except Trash and Junk", async () => {
     const listed = await fullPass(imap, imapContext({ mailboxes: "inbox, Archive/2024" }));
     const mailboxes = listed.items.map((i) => parseMailItemId(i.id)?.mailbox);
     expect(mailboxes.filter((m) => m === "INBOX")).toHaveLength(FIXTURE_FILES.length);
@@ -345,6 +351,36 @@ describe("imap connector against Dovecot", () => {
     expect(fetched?.title).toBe("Family Day");
     expect(fetched?.metadata?.mailbox).toBe("Archive/2024");
     expect(fetched?.filepath).toBe("/Archive/2024/");
+  });
+
+  it("'*' on a server with an \\All mailbox (Gmail's All Mail) syncs that mailbox alone", async () => {
+    // Gmail shows every message in All Mail and again in each label's mailbox: syncing both would list a
+    // message twice under two ids.
+    const gmailLike = await startDovecot({
+      user: USER,
+      specialUse: { "All Mail": "\\All", Trash: "\\Trash" },
+    });
+    try {
+      const labelled = readFileSync(join(FIXTURES, FIXTURE_FILES[0] as string));
+      gmailLike.deliver(labelled);
+      gmailLike.deliver(labelled, "All Mail");
+      gmailLike.deliver(readFileSync(join(FIXTURES, "family-day.eml")), "All Mail"); // archived: no label
+      gmailLike.deliver(readFileSync(join(FIXTURES, "fake-email.eml")), "Trash");
+      const all = await fullPass(
+        imap,
+        imapContext({ mailboxes: "*", port: gmailLike.port }, gmailLike.password),
+      );
+      expect(all.items.map((i) => parseMailItemId(i.id)?.mailbox)).toEqual(["All Mail", "All Mail"]);
+      // A list names mailboxes as they are, All Mail or not.
+      const inbox = await fullPass(
+        imap,
+        imapContext({ mailboxes: "INBOX", port: gmailLike.port }, gmailLike.password),
+      );
+      expect(inbox.items.map((i) => parseMailItemId(i.id)?.mailbox)).toEqual(["INBOX"]);
+    } finally {
+      await closeMailConnections();
+      await gmailLike.stop();
+    }
   });
 
   it("since leaves out messages received before that day", async () => {

@@ -5,7 +5,7 @@ import path from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import Supermemory, { PermissionDeniedError, toFile } from "supermemory";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { fileSweepScheduleId } from "../../runtime/schedules.ts";
+import { fileSweepScheduleId } from "../../temporal/schedules.ts";
 import { caller } from "../support/http.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 import { storedCopies } from "../support/stored-files.ts";

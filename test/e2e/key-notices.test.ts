@@ -6,12 +6,12 @@ import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseDuration, parseLeadTimes } from "../../config/durations.ts";
 import { createLogger } from "../../config/logger.ts";
-import { keyNoticeScheduleId } from "../../runtime/key-notice-schedule.ts";
 import { dueLeadTimes, sendDueKeyNotices } from "../../services/key-notices.ts";
 import { createMailer } from "../../services/mailer.ts";
 import { createKey } from "../../store/api-keys.ts";
 import { openPostgres, type Store } from "../../store/db.ts";
 import { listNotices, recordedLeadTimes } from "../../store/key-notices.ts";
+import { keyNoticeScheduleId } from "../../temporal/key-notice-schedule.ts";
 import { caller } from "../support/http.ts";
 import { freshDatabase, startTestService, type TestService, waitFor } from "../support/service.ts";
 

@@ -8,12 +8,12 @@ import { createLogger } from "../../config/logger.ts";
 import {
   checkWebhookUrl,
   deliveryId,
-  deliveryWorkflowId,
   emitEvent,
   verifyWebhookSignature,
   WebhookUrlError,
 } from "../../services/webhooks.ts";
 import { openStore, type Store } from "../../store/db.ts";
+import { deliveryWorkflowId, startWebhookDelivery } from "../../temporal/webhook-deliveries.ts";
 import { caller } from "../support/http.ts";
 import {
   freshDatabase,
@@ -249,7 +249,11 @@ describe("webhooks: signed deliveries of document and sync events", () => {
 
   it("stores and sends an event once even when it is emitted again (a retried activity)", async () => {
     const log = createLogger("warn");
-    const deps = { db: store.db, log, client: temporal, taskQueue: service.taskQueue };
+    const deps = {
+      db: store.db,
+      log,
+      startDelivery: (id: string) => startWebhookDelivery(temporal, service.taskQueue, id),
+    };
     await emitEvent(deps, { event: "document.done", documentId: docA, run: 1 });
     await emitEvent(deps, { event: "document.done", documentId: docA, run: 1 });
 

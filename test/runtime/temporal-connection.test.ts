@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../config/env.ts";
-import { connectTemporal, temporalConnectionOptions } from "../../runtime/temporal-connection.ts";
+import { connectTemporal, temporalConnectionOptions } from "../../temporal/temporal-connection.ts";
 
 // Temporal Cloud cannot be reached from here: these check the options handed to the SDK's connect().
 describe("Temporal connection options", () => {

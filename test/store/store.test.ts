@@ -326,7 +326,7 @@ describe.each(drivers)("store on %s", (_name, open) => {
         order: "asc",
         limit: 50,
         page: 1,
-        where: compileFilter(sql`${documents.metadata}`, f),
+        filters: f,
       });
       return found.map((d) => byId.get(d.id)).sort();
     };

@@ -34,6 +34,11 @@ export interface DovecotOptions {
    * introspection endpoint (a test's own HTTP server on 127.0.0.1).
    */
   oauth2IntrospectionUrl?: string;
+  /**
+   * Mailboxes the server flags with a special use in LIST (RFC 6154), e.g. `{ Quarantine: "\\Junk",
+   * "All Mail": "\\All" }`: how Gmail and most servers mark Trash, Junk and an all-messages view.
+   */
+  specialUse?: Record<string, string>;
 }
 
 /** Which messages `remove` takes out: every header given must match exactly (Subject, Message-ID...). */
@@ -171,6 +176,11 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
     "namespace inbox {",
     "  inbox = yes",
     "  separator = /",
+    ...Object.entries(options.specialUse ?? {}).flatMap(([mailbox, use]) => [
+      `  mailbox "${mailbox}" {`,
+      `    special_use = ${use}`,
+      "  }",
+    ]),
     "}",
     "service imap-login {",
     "  inet_listener imap {",

@@ -9,7 +9,7 @@ import { ensureIntervalSchedule } from "./schedules.ts";
 export const keyNoticeScheduleId = (taskQueue: string) => `key-expiry-notices/${taskQueue}`;
 
 /**
- * The key-expiry schedule (runtime/schedules.ts has the rules every schedule follows). No lead times
+ * The key-expiry schedule (temporal/schedules.ts has the rules every schedule follows). No lead times
  * configured (`KEY_EXPIRY_NOTICE_LEAD_TIMES=off`) removes it.
  */
 export function ensureKeyNoticeSchedule(

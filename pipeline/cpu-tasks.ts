@@ -1,12 +1,8 @@
 // Runs inside worker threads (piscina): parsing, OCR and splitting are CPU-bound and must not block
 // the event loop that serves the API and heartbeats activities.
-import { chunkText } from "../pipeline/chunker.ts";
-import { threadExtractors } from "../pipeline/extract/registry.ts";
-import {
-  type ContentType,
-  type SegmentLocation,
-  UnprocessableContentError,
-} from "../pipeline/extract/types.ts";
+import { chunkText } from "./chunker.ts";
+import { threadExtractors } from "./extract/registry.ts";
+import { type ContentType, type SegmentLocation, UnprocessableContentError } from "./extract/types.ts";
 
 export type CpuTask =
   | {

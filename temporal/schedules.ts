@@ -82,3 +82,22 @@ export function ensureFileSweepSchedule(
     log: opts.log,
   });
 }
+
+export const statisticsScheduleId = (taskQueue: string) => `refresh-statistics/${taskQueue}`;
+
+/** The planner-statistics refresh (workflows/refresh-statistics.ts); STATISTICS_INTERVAL=off switches it off. */
+export function ensureStatisticsSchedule(
+  client: Client,
+  opts: { taskQueue: string; everyMs: number; log: Logger },
+): Promise<void> {
+  return ensureIntervalSchedule(client, {
+    scheduleId: statisticsScheduleId(opts.taskQueue),
+    workflowType: "refreshStatistics",
+    args: [],
+    taskQueue: opts.taskQueue,
+    everyMs: opts.everyMs,
+    enabled: opts.everyMs > 0,
+    runTimeout: "1 hour",
+    log: opts.log,
+  });
+}

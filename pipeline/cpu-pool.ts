@@ -1,12 +1,12 @@
 import { Piscina } from "piscina";
+import type { ChunkPiece, CpuTask } from "./cpu-tasks.ts";
 import {
   type ContentType,
   type ExtractResult,
   type SegmentLocation,
   UnprocessableContentError,
-} from "../pipeline/extract/types.ts";
-import { threadExecArgv } from "../pipeline/threads.ts";
-import type { ChunkPiece, CpuTask } from "./cpu-tasks.ts";
+} from "./extract/types.ts";
+import { threadExecArgv } from "./threads.ts";
 
 const filename = new URL("./cpu-tasks.ts", import.meta.url).href;
 
