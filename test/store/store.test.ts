@@ -9,6 +9,7 @@ import {
   releaseAdmission,
 } from "../../store/admission.ts";
 import { createKey, findActiveKey, hashKey } from "../../store/api-keys.ts";
+import { createConnection } from "../../store/connections.ts";
 import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
 import * as docs from "../../store/documents.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
@@ -202,19 +203,31 @@ describe.each(drivers)("store on %s", (_name, open) => {
           );
         return ids;
       };
+      const connection = () =>
+        createConnection(store.db, {
+          provider: "s3",
+          containerTags: ["adm-team"],
+          metadata: {},
+          sealedSecrets: null,
+          syncIntervalMinutes: 60,
+        });
+      const big = (await connection()).id;
+      const small = (await connection()).id;
+      // A sync's save is fenced by its connection: one deleted meanwhile saves nothing.
+      await expect(synced("deleted-connection", 1)).rejects.toBeInstanceOf(docs.ConnectionGoneError);
       // A first sync of a big drive, then another connection's incremental sync and a user's own add,
       // all into the same container tag.
-      await synced("conn-big", 40);
+      await synced(big, 40);
       const early = await admitRuns(store.db, { maxInFlight: 4 });
-      expect(new Set(early.map((r) => r.fairnessKey))).toEqual(new Set(["connection:conn-big"]));
-      const incremental = await synced("conn-small", 2);
+      expect(new Set(early.map((r) => r.fairnessKey))).toEqual(new Set([`connection:${big}`]));
+      const incremental = await synced(small, 2);
       const [own] = await tagged("adm-team", 1, 0);
       // Three of the big sync's four finish; of the two free slots (at a bound of 3) the user's add takes
       // one and the small sync, holding none, the other, although the big sync's files are older.
       for (const r of early.slice(0, 3)) await processing.markDone(store.db, r, "m");
       const next = await admitRuns(store.db, { maxInFlight: 3 });
       expect(next.map((r) => r.documentId)).toEqual([own, incremental[0]]);
-      expect(next.map((r) => r.fairnessKey)).toEqual(["tag:adm-team", "connection:conn-small"]);
+      expect(next.map((r) => r.fairnessKey)).toEqual(["tag:adm-team", `connection:${small}`]);
     });
 
     it("splits slots evenly between tags with equal load", async () => {
