@@ -357,7 +357,7 @@ export function looksLikeUrl(text: string): boolean {
 
 export type TagMode = "any" | "all";
 
-export function tagCondition(
+function tagCondition(
   column: typeof documents.containerTags,
   tags: string[] | undefined,
   mode: TagMode,
@@ -535,7 +535,7 @@ export async function documentsByIds(
 }
 
 /** A caller's `filepath`: the exact path, or every path under it when it ends in "/" (as the official SDK documents it). */
-export function filepathMatches(filepath: string | undefined): SQL | undefined {
+function filepathMatches(filepath: string | undefined): SQL | undefined {
   if (!filepath) return undefined;
   return filepath.endsWith("/")
     ? sql`starts_with(${documents.filepath}, ${filepath})`
