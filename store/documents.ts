@@ -357,11 +357,7 @@ export function looksLikeUrl(text: string): boolean {
 
 export type TagMode = "any" | "all";
 
-function tagCondition(
-  column: typeof documents.containerTags,
-  tags: string[] | undefined,
-  mode: TagMode,
-) {
+function tagCondition(column: typeof documents.containerTags, tags: string[] | undefined, mode: TagMode) {
   if (!tags?.length) return undefined;
   return mode === "all" ? arrayContains(column, tags) : arrayOverlaps(column, tags);
 }
