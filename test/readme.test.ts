@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 
 // The README is the user's door and docs/ holds the manual behind it: the door stays small, and no link from
 // either leads nowhere (a moved section keeps its anchor reachable).
-const repoRoot = resolve(import.meta.dirname, "../..");
+const repoRoot = resolve(import.meta.dirname, "..");
 const pages = ["README.md", ...readdirSync(join(repoRoot, "docs")).map((f) => join("docs", f))].filter((f) =>
   f.endsWith(".md"),
 );
@@ -54,7 +54,8 @@ describe("README and docs", () => {
         broken.push(`${target} (no file ${file})`);
         continue;
       }
-      if (anchor && file.endsWith(".md") && !anchorsIn(file).has(anchor)) broken.push(`${target} (no heading)`);
+      if (anchor && file.endsWith(".md") && !anchorsIn(file).has(anchor))
+        broken.push(`${target} (no heading)`);
     }
     expect(broken).toEqual([]);
   });
