@@ -27,9 +27,9 @@ import {
   saveProcessedText,
   setStatus,
 } from "../store/processing.ts";
-import { DOCUMENT_PRIORITY } from "../store/schema/index.ts";
 import { readSettings } from "../store/settings.ts";
-import { EXTRACTION_FAILED, SUPERSEDED } from "../workflows/failure-types.ts";
+import { DOCUMENT_PRIORITY } from "../store/vocabulary.ts";
+import { EXTRACTION_FAILED, type ProcessingRef, SUPERSEDED } from "../workflows/contracts.ts";
 import {
   type Captioner,
   type ExtractionRunner,
@@ -40,11 +40,6 @@ import {
   UnprocessableContentError,
 } from "./extract.ts";
 import { emitWebhookEvent } from "./webhooks.ts";
-
-export interface ProcessingRef {
-  documentId: string;
-  run: number;
-}
 
 export interface DocumentActivityDeps {
   db: Database;

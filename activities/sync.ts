@@ -36,8 +36,7 @@ import type { Database } from "../store/db.ts";
 import { ConnectionGoneError, saveDocument } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { DocumentProcessing } from "../temporal/processing-client.ts";
-import { syncScheduleId } from "../temporal/sync-client.ts";
-import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "../workflows/failure-types.ts";
+import { AUTH_EXPIRED, CONNECTOR_CONFIG, type SyncTrigger, syncScheduleId } from "../workflows/contracts.ts";
 import { emitWebhookEvent } from "./webhooks.ts";
 
 export interface SyncActivityDeps {
@@ -51,8 +50,6 @@ export interface SyncActivityDeps {
   network: NetworkPolicy;
   log: Logger;
 }
-
-export type SyncTrigger = "create" | "import" | "schedule";
 
 export interface SyncStart {
   connectionId: string;

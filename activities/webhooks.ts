@@ -3,13 +3,13 @@ import type { Logger } from "../config/logger.ts";
 import {
   attemptDelivery,
   type DeliveryDeps,
+  deliveryStarter,
   emitEvent,
   type NetworkPolicy,
   type WebhookEmission,
 } from "../services/webhooks.ts";
 import type { Database } from "../store/db.ts";
 import { markDeliveryFailed } from "../store/webhooks.ts";
-import { startWebhookDelivery } from "../temporal/webhook-deliveries.ts";
 
 export interface WebhookActivityDeps extends DeliveryDeps {
   network: NetworkPolicy;
@@ -53,7 +53,7 @@ export async function emitWebhookEvent(deps: { db: Database; log: Logger }, emis
       {
         db: deps.db,
         log: deps.log,
-        startDelivery: (id) => startWebhookDelivery(ctx.client, ctx.info.taskQueue, id),
+        startDelivery: deliveryStarter(ctx.client, ctx.info.taskQueue),
       },
       emission,
     );

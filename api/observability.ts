@@ -7,8 +7,9 @@ import type { Logger } from "../config/logger.ts";
 import { findActiveKey } from "../store/api-keys.ts";
 import type { Database } from "../store/db.ts";
 import { documentCountsByStatus, pingStore, recentlyFinishedHistories } from "../store/health.ts";
-import { type DocumentStatus, documentStatuses, type StatusEvent } from "../store/schema/documents.ts";
-import { heavyQueueOf } from "../workflows/queues.ts";
+import type { StatusEvent } from "../store/schema/documents.ts";
+import { type DocumentStatus, documentStatuses } from "../store/vocabulary.ts";
+import { heavyQueueOf } from "../workflows/contracts.ts";
 import { errorBody } from "./errors.ts";
 
 export const REQUEST_ID_HEADER = "x-request-id";

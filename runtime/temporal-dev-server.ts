@@ -4,7 +4,7 @@ import { connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Connection } from "@temporalio/client";
-import { temporalCliPath } from "./paths.ts";
+import { temporalCliPath } from "../config/paths.ts";
 
 export interface TemporalDevServerOptions {
   /** Holds temporal.db; workflow state survives restarts with the same dir. */

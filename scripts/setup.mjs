@@ -70,7 +70,7 @@ const fail = (msg) => {
   throw new SetupError(msg);
 };
 
-// Must match cacheDir() in runtime/paths.ts.
+// Must match cacheDir() in config/paths.ts.
 function cacheDir() {
   if (process.env.MEMORY_CACHE_DIR) return process.env.MEMORY_CACHE_DIR;
   return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "memory-service");

@@ -10,13 +10,8 @@ import type { Embedder } from "../pipeline/embedder/types.ts";
 import { fairnessKeyOf } from "../store/admission.ts";
 import * as store from "../store/container-tags.ts";
 import type { Database } from "../store/db.ts";
-import {
-  type DocumentStatus,
-  documentStatuses,
-  type MemoryRelation,
-  type NewDocumentRow,
-  type NewMemoryRow,
-} from "../store/schema/index.ts";
+import type { MemoryRelation, NewDocumentRow, NewMemoryRow } from "../store/schema/index.ts";
+import { type DocumentStatus, documentStatuses } from "../store/vocabulary.ts";
 import type { DocumentProcessing } from "../temporal/processing-client.ts";
 import { releaseFiles, storeDocumentFile } from "./document-files.ts";
 

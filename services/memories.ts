@@ -7,13 +7,9 @@ import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { Database } from "../store/db.ts";
 import { type DeletedDocument, deletedOnly, forgetDocumentText } from "../store/documents.ts";
 import * as store from "../store/memories.ts";
-import {
-  type MemoryRow,
-  type Metadata,
-  SHORT_TEXT_MEMORY_KEY,
-  SHORT_TEXT_MEMORY_SOURCE,
-} from "../store/schema/index.ts";
+import type { MemoryRow, Metadata } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
+import { SHORT_TEXT_MEMORY_KEY, SHORT_TEXT_MEMORY_SOURCE } from "../store/vocabulary.ts";
 import { releaseFiles } from "./document-files.ts";
 
 export interface MemoryDeps {

@@ -7,6 +7,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
+import type { Client } from "@temporalio/client";
 import ipaddr from "ipaddr.js";
 import type { Logger } from "../config/logger.ts";
 import { addressRange, isPublicAddress } from "../pipeline/safe-fetch.ts";
@@ -25,6 +26,7 @@ import {
   webhookCoversTags,
   webhooksFor,
 } from "../store/webhooks.ts";
+import { startWebhookDelivery } from "../temporal/webhook-deliveries.ts";
 
 export const SIGNATURE_HEADER = "x-memory-signature";
 export const EVENT_HEADER = "x-memory-event";
@@ -279,6 +281,14 @@ export interface EmitDeps {
 }
 
 /** Derived from what happened, so an activity that emits again after a retry finds its delivery stored. */
+/**
+ * How deliveries start when an activity emits an event: with that worker's Temporal client, on its task queue
+ * (one whose worker runs workflows).
+ */
+export function deliveryStarter(client: Client, taskQueue: string): EmitDeps["startDelivery"] {
+  return (deliveryId) => startWebhookDelivery(client, taskQueue, deliveryId);
+}
+
 export function deliveryId(webhookId: string, event: WebhookEventType, subject: string): string {
   return createHash("sha256").update(`${webhookId}\n${event}\n${subject}`).digest("hex").slice(0, 32);
 }

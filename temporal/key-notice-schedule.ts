@@ -1,5 +1,6 @@
 import type { Client } from "@temporalio/client";
 import type { Logger } from "../config/logger.ts";
+import { WORKFLOW_TYPES } from "../workflows/contracts.ts";
 import { ensureIntervalSchedule } from "./schedules.ts";
 
 /**
@@ -18,7 +19,7 @@ export function ensureKeyNoticeSchedule(
 ): Promise<void> {
   return ensureIntervalSchedule(client, {
     scheduleId: keyNoticeScheduleId(opts.taskQueue),
-    workflowType: "keyExpiryNotices",
+    workflowType: WORKFLOW_TYPES.keyExpiryNotices,
     args: [],
     taskQueue: opts.taskQueue,
     everyMs: opts.everyMs,

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
-import type { ProcessingRef } from "../activities/document-processing.ts";
 import type { Logger } from "../config/logger.ts";
 import {
   type AdmittedRun,
@@ -11,13 +10,14 @@ import {
 } from "../store/admission.ts";
 import type { Database } from "../store/db.ts";
 import { markWorkflowsStarted } from "../store/documents.ts";
-import { DOCUMENT_PRIORITY, type DocumentStatus } from "../store/schema/index.ts";
-import type { processDocument } from "../workflows/process-document.ts";
-
-/** Workflow ids carry the run, so each (document, run) is processed at most once by Temporal itself. */
-export function processingWorkflowId(ref: ProcessingRef): string {
-  return `doc/${ref.documentId}/${ref.run}`;
-}
+import { DOCUMENT_PRIORITY, type DocumentStatus } from "../store/vocabulary.ts";
+// Workflow ids carry the run (processingWorkflowId), so each (document, run) is processed at most once by Temporal itself.
+import {
+  type ProcessDocumentWorkflow,
+  type ProcessingRef,
+  processingWorkflowId,
+  WORKFLOW_TYPES,
+} from "../workflows/contracts.ts";
 
 /** Temporal's priority keys: 1 (first) … 5, default 3. Interactive runs go before bulk ones on the task queues too. */
 const TEMPORAL_PRIORITY_KEY = { [DOCUMENT_PRIORITY.interactive]: 1, [DOCUMENT_PRIORITY.bulk]: 3 } as const;
@@ -159,7 +159,7 @@ export class DocumentProcessing {
   private async startWorkflow(run: AdmittedRun): Promise<void> {
     const ref = { documentId: run.documentId, run: run.run };
     try {
-      await this.client.workflow.start<typeof processDocument>("processDocument", {
+      await this.client.workflow.start<ProcessDocumentWorkflow>(WORKFLOW_TYPES.processDocument, {
         workflowId: processingWorkflowId(ref),
         taskQueue: this.taskQueue,
         args: [ref],

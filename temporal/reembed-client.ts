@@ -2,6 +2,7 @@ import { type Client, WorkflowExecutionAlreadyStartedError } from "@temporalio/c
 import type { Logger } from "../config/logger.ts";
 import type { Database } from "../store/db.ts";
 import { hasStaleVectors } from "../store/reembed.ts";
+import { WORKFLOW_TYPES } from "../workflows/contracts.ts";
 
 export const reembedWorkflowId = (model: string) => `reembed/${model}`;
 
@@ -19,7 +20,7 @@ export async function startReembedIfNeeded(
   if (!(await hasStaleVectors(db, model))) return undefined;
   const workflowId = reembedWorkflowId(model);
   try {
-    await client.workflow.start("reembedVectors", {
+    await client.workflow.start(WORKFLOW_TYPES.reembedVectors, {
       taskQueue,
       workflowId,
       args: [{ model, table: "chunks", afterId: "", migrated: 0 }],

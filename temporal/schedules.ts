@@ -10,6 +10,7 @@ import {
   ScheduleOverlapPolicy,
 } from "@temporalio/client";
 import type { Logger } from "../config/logger.ts";
+import { WORKFLOW_TYPES } from "../workflows/contracts.ts";
 
 export interface IntervalSchedule {
   scheduleId: string;
@@ -73,7 +74,7 @@ export function ensureFileSweepSchedule(
 ): Promise<void> {
   return ensureIntervalSchedule(client, {
     scheduleId: fileSweepScheduleId(opts.taskQueue),
-    workflowType: "fileSweep",
+    workflowType: WORKFLOW_TYPES.fileSweep,
     args: [{ graceMs: opts.graceMs }],
     taskQueue: opts.taskQueue,
     everyMs: opts.everyMs,
@@ -92,7 +93,7 @@ export function ensureStatisticsSchedule(
 ): Promise<void> {
   return ensureIntervalSchedule(client, {
     scheduleId: statisticsScheduleId(opts.taskQueue),
-    workflowType: "refreshStatistics",
+    workflowType: WORKFLOW_TYPES.refreshStatistics,
     args: [],
     taskQueue: opts.taskQueue,
     everyMs: opts.everyMs,

@@ -5,12 +5,14 @@ import {
   WorkflowNotFoundError,
 } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
-import type { SyncTrigger } from "../activities/sync.ts";
-import type { syncConnection } from "../workflows/sync-connection.ts";
-
-/** Readable ids in Temporal's UI: the sync of a connection, and the schedule that starts it. */
-export const syncWorkflowId = (connectionId: string) => `sync/${connectionId}`;
-export const syncScheduleId = (connectionId: string) => `sync-schedule/${connectionId}`;
+import {
+  RESYNC_SIGNAL,
+  type SyncConnectionWorkflow,
+  type SyncTrigger,
+  syncScheduleId,
+  syncWorkflowId,
+  WORKFLOW_TYPES,
+} from "../workflows/contracts.ts";
 
 /** How the API starts, schedules and stops connection syncs. */
 export class ConnectionSyncs {
@@ -24,11 +26,11 @@ export class ConnectionSyncs {
    * pass that started listing before the request may have missed the change the caller wants).
    */
   async startNow(connectionId: string, trigger: SyncTrigger): Promise<void> {
-    await this.client.workflow.signalWithStart<typeof syncConnection, []>("syncConnection", {
+    await this.client.workflow.signalWithStart<SyncConnectionWorkflow, []>(WORKFLOW_TYPES.syncConnection, {
       workflowId: syncWorkflowId(connectionId),
       taskQueue: this.taskQueue,
       args: [{ connectionId, trigger }],
-      signal: "resync",
+      signal: RESYNC_SIGNAL,
       signalArgs: [],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
     });
@@ -44,7 +46,7 @@ export class ConnectionSyncs {
       action: {
         type: "startWorkflow",
         // A small trigger (Temporal appends the time to its id) that starts sync/<id> or asks the running one to go again.
-        workflowType: "scheduledSync",
+        workflowType: WORKFLOW_TYPES.scheduledSync,
         workflowId: syncScheduleId(connectionId),
         taskQueue: this.taskQueue,
         args: [connectionId],

@@ -3,9 +3,7 @@
 
 import { type Client, WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
-import type { webhookDelivery } from "../workflows/deliver-webhook.ts";
-
-export const deliveryWorkflowId = (deliveryId: string) => `webhook/${deliveryId}`;
+import { deliveryWorkflowId, type WebhookDeliveryWorkflow, WORKFLOW_TYPES } from "../workflows/contracts.ts";
 
 /** Idempotent: a delivery whose workflow is running or has completed is not started again. */
 export async function startWebhookDelivery(
@@ -14,7 +12,7 @@ export async function startWebhookDelivery(
   deliveryId: string,
 ): Promise<void> {
   try {
-    await client.workflow.start<typeof webhookDelivery>("webhookDelivery", {
+    await client.workflow.start<WebhookDeliveryWorkflow>(WORKFLOW_TYPES.webhookDelivery, {
       workflowId: deliveryWorkflowId(deliveryId),
       taskQueue,
       args: [{ deliveryId }],

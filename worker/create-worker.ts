@@ -7,7 +7,7 @@ import { createMaintenanceActivities } from "../activities/maintenance.ts";
 import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
 import { createWebhookActivities } from "../activities/webhooks.ts";
-import { heavyQueueOf } from "../workflows/queues.ts";
+import { heavyQueueOf } from "../workflows/contracts.ts";
 
 const workflowsPath = fileURLToPath(new URL("../workflows/index.ts", import.meta.url));
 

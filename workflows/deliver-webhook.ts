@@ -1,6 +1,7 @@
 import { ActivityFailure, proxyActivities } from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
 import type { WebhookActivities } from "../activities/webhooks.ts";
+import type { WebhookDeliveryOutcome, WebhookDeliveryWorkflow } from "./contracts.ts";
 
 /**
  * Receivers go down for minutes or hours: retries start at 1 s and back off fourfold up to an hour
@@ -23,8 +24,6 @@ const bookkeeping = proxyActivities<WebhookActivities>({
   retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 50 },
 });
 
-export type WebhookDeliveryOutcome = "delivered" | "failed";
-
 /** Workflow id `webhook/<deliveryId>`: one per stored delivery, started when the event is emitted. */
 export async function webhookDelivery(input: { deliveryId: string }): Promise<WebhookDeliveryOutcome> {
   try {
@@ -37,3 +36,6 @@ export async function webhookDelivery(input: { deliveryId: string }): Promise<We
     return "failed";
   }
 }
+
+// The shape temporal/webhook-deliveries.ts starts it with.
+webhookDelivery satisfies WebhookDeliveryWorkflow;

@@ -8,9 +8,15 @@ import {
   workflowInfo,
 } from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
-import type { DocumentActivities, ProcessingRef } from "../activities/document-processing.ts";
-import { EXTRACTION_FAILED, SUPERSEDED } from "./failure-types.ts";
-import { heavyQueueOf } from "./queues.ts";
+import type { DocumentActivities } from "../activities/document-processing.ts";
+import {
+  EXTRACTION_FAILED,
+  heavyQueueOf,
+  type ProcessDocumentWorkflow,
+  type ProcessingOutcome,
+  type ProcessingRef,
+  SUPERSEDED,
+} from "./contracts.ts";
 
 const nonRetryableErrorTypes = [SUPERSEDED, EXTRACTION_FAILED];
 
@@ -148,8 +154,6 @@ const bookkeeping = proxyActivities<DocumentActivities>({
   },
 });
 
-export type ProcessingOutcome = "done" | "failed" | "superseded";
-
 export async function processDocument(ref: ProcessingRef): Promise<ProcessingOutcome> {
   try {
     // Runs started before the compact pipeline existed replay the stage-per-activity one below.
@@ -252,3 +256,6 @@ function failureReason(error: unknown): string {
   }
   return error instanceof Error ? error.message : String(error);
 }
+
+// The shape temporal/processing-client.ts starts it with.
+processDocument satisfies ProcessDocumentWorkflow;

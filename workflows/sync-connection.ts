@@ -13,9 +13,18 @@ import {
   workflowInfo,
 } from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
-import type { SyncActivities, SyncTrigger } from "../activities/sync.ts";
+import type { SyncActivities } from "../activities/sync.ts";
 import type { SyncCounts } from "../store/schema/sync-runs.ts";
-import { AUTH_EXPIRED, CONNECTOR_CONFIG } from "./failure-types.ts";
+import {
+  AUTH_EXPIRED,
+  CONNECTOR_CONFIG,
+  RESYNC_SIGNAL,
+  type ScheduledSyncWorkflow,
+  type SyncConnectionWorkflow,
+  type SyncOutcome,
+  type SyncState,
+  syncWorkflowId,
+} from "./contracts.ts";
 
 const nonRetryableErrorTypes = [AUTH_EXPIRED, CONNECTOR_CONFIG];
 
@@ -51,30 +60,8 @@ const paging = proxyActivities<SyncActivities>({
 /** Pages per workflow run before continuing as new, so histories of huge sources stay small. */
 const PAGES_PER_RUN = 200;
 
-export interface SyncState {
-  connectionId: string;
-  trigger: SyncTrigger;
-  /** Set once the run is open; a continued workflow carries on with it. */
-  runId?: string;
-  cursor?: unknown;
-  listing?: "full" | "delta";
-  counts?: SyncCounts;
-  pages?: number;
-  /** Pages per workflow run before continuing as new (default 200; tests use a small number). */
-  pagesPerRun?: number;
-  /** A resync was asked for during this pass (carried across continue-as-new). */
-  again?: boolean;
-  /** The connector's state for its next pass, from the latest page that had one. */
-  carry?: unknown;
-}
-
-/**
- * "Sync again": an import or a scheduled run while a sync is running. Requests that arrive before the
- * listing starts are covered by this pass; later ones get one more pass after it.
- */
-export const resyncSignal = defineSignal("resync");
-
-export type SyncOutcome = "done" | "failed" | "auth_expired" | "skipped";
+/** "Sync again" (workflows/contracts.ts): handled while a pass runs, so it can go again once it ends. */
+const resyncSignal = defineSignal(RESYNC_SIGNAL);
 
 /** Syncs one connection: pages through the source from a checkpoint, then removes what vanished. */
 export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
@@ -182,12 +169,16 @@ function failureMessage(error: unknown): string {
 export async function scheduledSync(connectionId: string): Promise<void> {
   try {
     await startChild(syncConnection, {
-      workflowId: `sync/${connectionId}`,
+      workflowId: syncWorkflowId(connectionId),
       args: [{ connectionId, trigger: "schedule" }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    await getExternalWorkflowHandle(`sync/${connectionId}`).signal(resyncSignal);
+    await getExternalWorkflowHandle(syncWorkflowId(connectionId)).signal(resyncSignal);
   }
 }
+
+// The shapes temporal/sync-client.ts starts them with.
+syncConnection satisfies SyncConnectionWorkflow;
+scheduledSync satisfies ScheduledSyncWorkflow;

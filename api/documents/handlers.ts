@@ -2,7 +2,7 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { releaseFiles, storeDocumentFile } from "../../services/document-files.ts";
 import * as store from "../../store/documents.ts";
 import { FilterError, type FilterNode } from "../../store/filters.ts";
-import { DOCUMENT_PRIORITY } from "../../store/schema/index.ts";
+import { DOCUMENT_PRIORITY } from "../../store/vocabulary.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { documentStatuses } from "../../store/schema/documents.ts";
+import { documentStatuses } from "../../store/vocabulary.ts";
 import { ContainerTag, Filters, Metadata } from "../schemas.ts";
 
 const CustomId = z.string().min(1).max(255);

@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { checkWebhookUrl, generateWebhookSecret, sendPing } from "../../services/webhooks.ts";
-import { webhookEvents } from "../../store/schema/webhooks.ts";
+import { webhookEvents } from "../../store/vocabulary.ts";
 import * as store from "../../store/webhooks.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { webhookEvents } from "../../store/schema/webhooks.ts";
+import { webhookEvents } from "../../store/vocabulary.ts";
 import {
   ContainerTag,
   ErrorResponse,

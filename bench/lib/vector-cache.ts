@@ -20,7 +20,7 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
-import { cacheDir } from "../../runtime/paths.ts";
+import { cacheDir } from "../../config/paths.ts";
 import { log } from "./progress.ts";
 
 export interface CachedVectors {

@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { cacheDir } from "../../runtime/paths.ts";
+import { cacheDir } from "../../config/paths.ts";
 
 export interface PinnedFile {
   /** Name inside the model directory. */

@@ -2,7 +2,7 @@
 // docs/models.md). A model is used only when its files are present and match the pinned sha256 values.
 
 import { join } from "node:path";
-import { cacheDir } from "../../runtime/paths.ts";
+import { cacheDir } from "../../config/paths.ts";
 import { checkModelFiles, type FilesCheck, type PinnedFile } from "../embedder/bge-small-files.ts";
 
 export interface CrossEncoderSpec {

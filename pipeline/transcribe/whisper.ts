@@ -9,7 +9,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { cacheDir } from "../../runtime/paths.ts";
+import { cacheDir } from "../../config/paths.ts";
 import { lastLines, runProcess, SpawnError, tidySegments, withWavPath } from "./support.ts";
 import {
   type TranscribeContext,

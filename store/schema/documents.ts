@@ -1,12 +1,14 @@
 import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgTable, smallint, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
-export const documentStatuses = ["queued", "extracting", "chunking", "embedding", "done", "failed"] as const;
-export type DocumentStatus = (typeof documentStatuses)[number];
+import { DOCUMENT_PRIORITY, type DocumentPriority, type DocumentStatus } from "../vocabulary.ts";
 
-/** Lower goes first. Stored as a number so the admission index can order by it. */
-export const DOCUMENT_PRIORITY = { interactive: 0, bulk: 1 } as const;
-export type DocumentPriority = (typeof DOCUMENT_PRIORITY)[keyof typeof DOCUMENT_PRIORITY];
+export {
+  DOCUMENT_PRIORITY,
+  type DocumentPriority,
+  type DocumentStatus,
+  documentStatuses,
+} from "../vocabulary.ts";
 
 export type MetadataValue = string | number | boolean | string[];
 export type Metadata = Record<string, MetadataValue>;

@@ -54,13 +54,7 @@ export const memories = pgTable(
   ],
 );
 
-/**
- * Marks a memory kept word for word from a short document (metadata[SHORT_TEXT_MEMORY_KEY] ===
- * SHORT_TEXT_MEMORY_SOURCE): a copy of the document's text, replaced when it is reprocessed and deleted
- * with it (migration 0011), and forgetting it takes the document's text out of search.
- */
-export const SHORT_TEXT_MEMORY_KEY = "memorySource";
-export const SHORT_TEXT_MEMORY_SOURCE = "short-text";
+export { SHORT_TEXT_MEMORY_KEY, SHORT_TEXT_MEMORY_SOURCE } from "../vocabulary.ts";
 
 export type MemoryRow = typeof memories.$inferSelect;
 export type NewMemoryRow = typeof memories.$inferInsert;

@@ -1,8 +1,9 @@
 import { sql } from "drizzle-orm";
 import { boolean, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
-export const webhookEvents = ["document.done", "document.failed", "connection.sync"] as const;
-export type WebhookEventType = (typeof webhookEvents)[number];
+import type { WebhookEventType } from "../vocabulary.ts";
+
+export { type WebhookEventType, webhookEvents } from "../vocabulary.ts";
 
 /** Where events are POSTed, signed, so clients need not poll. */
 export const webhooks = pgTable(

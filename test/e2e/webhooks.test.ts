@@ -13,7 +13,8 @@ import {
   WebhookUrlError,
 } from "../../services/webhooks.ts";
 import { openStore, type Store } from "../../store/db.ts";
-import { deliveryWorkflowId, startWebhookDelivery } from "../../temporal/webhook-deliveries.ts";
+import { startWebhookDelivery } from "../../temporal/webhook-deliveries.ts";
+import { deliveryWorkflowId } from "../../workflows/contracts.ts";
 import { caller } from "../support/http.ts";
 import {
   freshDatabase,

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { pgBinDir } from "../../runtime/paths.ts";
+import { pgBinDir } from "../../config/paths.ts";
 import { findFreePort, guardChildProcess } from "../../runtime/temporal-dev-server.ts";
 
 export interface NativePostgres {
