@@ -27,6 +27,19 @@ export interface HistoryScenario {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
   /** Workflows this run starts (a schedule's child) that must finish before the worker stops. */
   startsWorkflowIds?: string[];
+  /**
+   * A workflow started first, that this one meets running (a sync a schedule asks to sync again), recorded
+   * with it under its own name. The scenario's workflow starts once `ready` resolves; `release` lets the
+   * workflow started first go on once the scenario's workflow has finished.
+   */
+  runningBefore?: {
+    name: string;
+    workflowType: string;
+    workflowId: string;
+    args: unknown[];
+    ready: Promise<void>;
+    release: () => void;
+  };
 }
 
 type ContentType = Awaited<ReturnType<DocumentActivities["identifyContent"]>>["type"];
@@ -170,7 +183,7 @@ const documentScenarios: HistoryScenario[] = [
 const noCounts: SyncCounts = { added: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0 };
 
 /** A source of two pages: the cursor names the page to fetch, the last one hands the connector's delta token on. */
-function twoPageSync(connectionId: string): HistoryScenario["activities"] {
+function twoPageSync(connectionId: string) {
   const pages: Record<string, PageResult> = {
     first: { next: { page: "second" }, counts: { ...noCounts, added: 2 } },
     second: { next: null, counts: { ...noCounts, added: 1, updated: 1 }, carry: { deltaToken: "delta-2" } },
@@ -188,6 +201,45 @@ function twoPageSync(connectionId: string): HistoryScenario["activities"] {
     },
     sweepUnseen: async (): ReturnType<SyncActivities["sweepUnseen"]> => ({ deleted: 1 }),
     finishSync: async (): ReturnType<SyncActivities["finishSync"]> => {},
+  };
+}
+
+/** A promise and the function that resolves it: lets a stand-in activity wait for the recorder, and tell it. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/**
+ * A sync whose first page lasts until the scheduled run has asked it to sync again: it then finishes its pass
+ * and continues as new for one more (started as an import).
+ */
+function busySync(): Pick<HistoryScenario, "activities" | "runningBefore"> {
+  const firstPageEntered = gate();
+  const firstPageReleased = gate();
+  const source = twoPageSync("conn-busy");
+  return {
+    activities: {
+      ...source,
+      syncPage: async (input: PageInput): ReturnType<SyncActivities["syncPage"]> => {
+        if ((input.cursor as { page: string }).page === "first") {
+          firstPageEntered.open();
+          await firstPageReleased.opened;
+        }
+        return source.syncPage(input);
+      },
+    },
+    runningBefore: {
+      name: "resync-requested",
+      workflowType: "syncConnection",
+      workflowId: "sync/conn-busy",
+      args: [{ connectionId: "conn-busy", trigger: "import" }],
+      ready: firstPageEntered.opened,
+      release: firstPageReleased.open,
+    },
   };
 }
 
@@ -230,6 +282,14 @@ const syncScenarios: HistoryScenario[] = [
     args: ["conn-scheduled"],
     activities: twoPageSync("conn-scheduled"),
     startsWorkflowIds: ["sync/conn-scheduled"],
+  },
+  // The connection's sync is running when its schedule fires: the scheduled run signals it instead.
+  {
+    workflowType: "scheduledSync",
+    workflowFile: "sync-connection",
+    name: "scheduled-signals-running-sync",
+    args: ["conn-busy"],
+    ...busySync(),
   },
 ];
 

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Client, Connection } from "@temporalio/client";
+import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
 import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
 import { startTemporalDevServer } from "../runtime/temporal-dev-server.ts";
@@ -127,31 +127,50 @@ async function record(
     identity,
   });
   const workflowId = `${scenario.workflowFile}-${scenario.name}`;
-  const runIds = await worker.runUntil(
+  const { runningBefore } = scenario;
+  const recorded = await worker.runUntil(
     heavyWorker.runUntil(async () => {
+      const running = runningBefore
+        ? await env.client.workflow.start(runningBefore.workflowType, {
+            taskQueue,
+            workflowId: runningBefore.workflowId,
+            args: runningBefore.args,
+          })
+        : undefined;
+      await runningBefore?.ready;
       const handle = await env.client.workflow.start(scenario.workflowType, {
         taskQueue,
         workflowId,
         args: scenario.args,
       });
       await handle.result();
+      runningBefore?.release();
+      await running?.result();
       for (const started of scenario.startsWorkflowIds ?? [])
         await env.client.workflow.getHandle(started).result();
-      return runChain(env.client, workflowId, handle.firstExecutionRunId);
+      const chains = [{ file: workflowId, workflowId, runIds: await runChain(env.client, handle) }];
+      if (running && runningBefore) {
+        const file = `${scenario.workflowFile}-${runningBefore.name}`;
+        chains.push({ file, workflowId: running.workflowId, runIds: await runChain(env.client, running) });
+      }
+      return chains;
     }),
   );
   const histories: [string, string][] = [];
-  for (const [position, runId] of runIds.entries()) {
-    const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-    const suffix = runIds.length > 1 ? `-run${position + 1}` : "";
-    histories.push([`${workflowId}${suffix}.json`, historyToJSON(history)]);
+  for (const chain of recorded) {
+    for (const [position, runId] of chain.runIds.entries()) {
+      const history = await env.client.workflow.getHandle(chain.workflowId, runId).fetchHistory();
+      const suffix = chain.runIds.length > 1 ? `-run${position + 1}` : "";
+      histories.push([`${chain.file}${suffix}.json`, historyToJSON(history)]);
+    }
   }
   return histories;
 }
 
 /** The runs of a workflow from its first, following continue-as-new to the last. */
-async function runChain(client: Client, workflowId: string, firstRunId: string): Promise<string[]> {
-  const runIds = [firstRunId];
+async function runChain(client: Client, started: WorkflowHandleWithFirstExecutionRunId): Promise<string[]> {
+  const { workflowId } = started;
+  const runIds = [started.firstExecutionRunId];
   for (;;) {
     const runId = runIds.at(-1) as string;
     const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
