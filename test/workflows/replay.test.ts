@@ -57,14 +57,14 @@ async function replay(options: ReplayWorkerOptions, recorded: RecordedHistory[])
   return errors;
 }
 
-/** The ids of every patched() and deprecatePatch() call in the workflows. */
-function patchIds(): string[] {
+/** Every patched() call of the workflows, and the id it names (undefined if it is not a string literal). */
+function patchedCalls(): (string | undefined)[] {
   return readdirSync(workflowsDir)
     .filter((file) => file.endsWith(".ts"))
     .flatMap((file) => [
-      ...readFileSync(join(workflowsDir, file), "utf8").matchAll(/(?:patched|deprecatePatch)\("([^"]+)"\)/g),
+      ...readFileSync(join(workflowsDir, file), "utf8").matchAll(/\bpatched\((?:"([^"]+)")?/g),
     ])
-    .map((match) => match[1] as string);
+    .map((match) => match[1]);
 }
 
 const recorded = loadHistories();
@@ -75,9 +75,14 @@ describe("recorded workflow histories", () => {
     expect([...recordedTypes].sort()).toEqual(Object.keys(workflows).sort());
   });
 
+  // A patched() branch exists for runs started before it; histories from before it are what shows the branch
+  // still replays them. (deprecatePatch() calls need none: they are only written once no such run is open.)
   it("include runs from before each patch of the workflows", () => {
-    const ids = patchIds();
-    expect(ids).toContain("compact-pipeline");
+    const ids = patchedCalls();
+    expect(
+      ids.filter((id) => id === undefined),
+      "patched( not followed by a string literal id",
+    ).toEqual([]);
     const labels = new Set(recorded.map((history) => history.label));
     expect(ids.filter((id) => !labels.has(`before-${id}`))).toEqual([]);
   });
