@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
 import { createFileSweepActivities } from "../activities/file-sweep.ts";
@@ -8,8 +7,7 @@ import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
 import { createWebhookActivities } from "../activities/webhooks.ts";
 import { heavyQueueOf } from "../workflows/contracts.ts";
-
-const workflowsPath = fileURLToPath(new URL("../workflows/index.ts", import.meta.url));
+import { workflowBundleOptions } from "./workflow-bundle.ts";
 
 export interface WorkerOptions {
   connection: NativeConnection;
@@ -34,7 +32,7 @@ export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    workflowsPath,
+    ...workflowBundleOptions,
     activities: allActivities(opts),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
     maxConcurrentLocalActivityExecutions: opts.maxConcurrentLocalActivities ?? 100,
