@@ -464,7 +464,7 @@ function memoryRow(m: MemoryLine, tag: string, embedding: number[], model: strin
   };
 }
 
-/** customIds are unique across the service: one held by another document (or twice in the file) refuses the import. */
+/** customIds are unique in the namespace an import writes into: one held by another document there (or twice in the file) refuses the import. */
 async function refuseTakenCustomIds(db: Database, docs: ParsedImport["documents"]) {
   const withCustomId = docs.filter((d) => d.doc.customId !== null);
   const holders = await store.customIdHolders(

@@ -23,6 +23,7 @@ import {
   type NewDocumentRow,
   type NewMemoryRow,
 } from "./schema/index.ts";
+import { customIdNamespace } from "./scope.ts";
 
 const hasTag = (tag: string) => arrayContains(documents.containerTags, [tag]);
 
@@ -202,14 +203,19 @@ export async function existingIds(db: Database, table: "documents" | "memories",
   return found;
 }
 
-/** customId → id of the documents holding these customIds. */
+/**
+ * customId → id of the documents holding these customIds in the shared namespace, the one an (admin-only)
+ * import writes into (store/scope.ts customIdNamespace).
+ */
 export async function customIdHolders(db: Database, customIds: string[]): Promise<Map<string, string>> {
   const holders = new Map<string, string>();
   for (const part of slices([...new Set(customIds)], 500)) {
     const rows = await db
       .select({ id: documents.id, customId: documents.customId })
       .from(documents)
-      .where(inArray(documents.customId, part));
+      .where(
+        and(inArray(documents.customId, part), eq(documents.customIdNamespace, customIdNamespace(null))),
+      );
     for (const r of rows) if (r.customId) holders.set(r.customId, r.id);
   }
   return holders;

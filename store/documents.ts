@@ -30,7 +30,7 @@ import {
   SHORT_TEXT_MEMORY_KEY,
   SHORT_TEXT_MEMORY_SOURCE,
 } from "./schema/index.ts";
-import { inScope, type TagScope } from "./scope.ts";
+import { customIdNamespace, inScope, type TagScope } from "./scope.ts";
 
 export type { DocumentRow, DocumentStatus, Metadata };
 
@@ -79,13 +79,22 @@ export async function saveDocument(
   try {
     return await saveDocumentOnce(db, input, scope);
   } catch (error) {
+    if (pgErrorCode(error) !== "23505" || !input.customId) throw error;
+  }
+  try {
     // Two first-time adds of one customId raced; the loser now finds the winner's row and updates it.
-    if (pgErrorCode(error) === "23505" && input.customId) return saveDocumentOnce(db, input, scope);
+    return await saveDocumentOnce(db, input, scope);
+  } catch (error) {
+    // Still taken: the key's own namespace holds the customId on a document an admin moved out of its scope.
+    if (pgErrorCode(error) === "23505" && input.customId) throw new CustomIdTakenError(input.customId);
     throw error;
   }
 }
 
-/** A customId is unique across the service; one held by a document outside the caller's scope cannot be reused. */
+/**
+ * A customId is unique within its namespace (store/scope.ts customIdNamespace): taken only by a document of the
+ * caller's own namespace, never by another tenant's.
+ */
 export class CustomIdTakenError extends Error {
   constructor(readonly customId: string) {
     super(`customId '${customId}' is already in use`);
@@ -138,12 +147,19 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
         .for("share");
       if (!live) throw new ConnectionGoneError(input.connectionId);
     }
+    const namespace = customIdNamespace(scope);
+    // The document this customId names for the caller: one within its scope, its own namespace's first.
     const existing = input.customId
-      ? (await tx.select().from(documents).where(eq(documents.customId, input.customId)).for("update"))[0]
+      ? (
+          await tx
+            .select()
+            .from(documents)
+            .where(and(eq(documents.customId, input.customId), inScope(scope)))
+            .orderBy(...customIdPreference(namespace))
+            .limit(1)
+            .for("update")
+        )[0]
       : undefined;
-    if (existing && scope && !existing.containerTags.some((t) => scope.includes(t))) {
-      throw new CustomIdTakenError(existing.customId ?? "");
-    }
     if (existing && foreignTags(existing.containerTags, scope).length)
       throw new SharedDocumentError(existing.id);
     if (!existing) {
@@ -153,6 +169,7 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
         .values({
           id: newId(),
           customId: input.customId ?? null,
+          customIdNamespace: namespace,
           source: input.source,
           url: input.url ?? null,
           title: input.title ?? null,
@@ -231,7 +248,15 @@ function requeue(
   };
 }
 
-/** Looks a document up by its id or, failing that, its customId. */
+/**
+ * Of several documents one customId names within a scope (its own namespace's, an admin's or a sync's in its
+ * tags, another tenant's shared into them), the caller's namespace's comes first, then the latest.
+ */
+function customIdPreference(namespace: string): SQL[] {
+  return [sql`(${documents.customIdNamespace} = ${namespace}) DESC`, desc(documents.updatedAt)];
+}
+
+/** Looks a document up by its id or, failing that, its customId (see customIdPreference). */
 export async function findDocument(
   db: Database,
   idOrCustomId: string,
@@ -241,7 +266,7 @@ export async function findDocument(
     .select()
     .from(documents)
     .where(and(or(eq(documents.id, idOrCustomId), eq(documents.customId, idOrCustomId)), inScope(scope)))
-    .orderBy(sql`(${documents.id} = ${idOrCustomId}) DESC`)
+    .orderBy(sql`(${documents.id} = ${idOrCustomId}) DESC`, ...customIdPreference(customIdNamespace(scope)))
     .limit(1);
   return rows[0];
 }
@@ -261,6 +286,19 @@ export async function updateDocument(
   idOrCustomId: string,
   patch: DocumentPatch,
   scope: TagScope = null,
+): Promise<SaveResult | undefined> {
+  return updateDocumentOnce(db, idOrCustomId, patch, scope).catch((error: unknown) => {
+    // A new customId already names another document of this one's namespace.
+    if (pgErrorCode(error) === "23505" && patch.customId) throw new CustomIdTakenError(patch.customId);
+    throw error;
+  });
+}
+
+function updateDocumentOnce(
+  db: Database,
+  idOrCustomId: string,
+  patch: DocumentPatch,
+  scope: TagScope,
 ): Promise<SaveResult | undefined> {
   return db.transaction(async (tx) => {
     const found = await findDocument(tx as Database, idOrCustomId, scope);

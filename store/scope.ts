@@ -8,6 +8,15 @@ import { documents } from "./schema/index.ts";
  */
 export type TagScope = readonly string[] | null;
 
+/**
+ * Where a key's customIds live: each scope has its own namespace (its tags, sorted), so one tenant's customIds
+ * neither collide with nor reveal another's; an admin key writes into the shared namespace "". Container tags
+ * cannot contain spaces (api/schemas.ts), so the joined form is unambiguous.
+ */
+export function customIdNamespace(scope: TagScope | undefined): string {
+  return scope ? [...new Set(scope)].sort().join(" ") : "";
+}
+
 export function inScope(scope: TagScope | undefined): SQL | undefined {
   if (!scope) return undefined;
   return arrayOverlaps(documents.containerTags, [...scope]);

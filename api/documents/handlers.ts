@@ -221,12 +221,6 @@ export function createDocumentHandlers(deps: ApiDeps) {
     if (!before) throw notFound("document");
     const tags = tagsOf(body);
     scope.check(tags);
-    if (body.customId && body.customId !== before.customId) {
-      const holder = await store.findDocument(db, body.customId);
-      if (holder && holder.id !== before.id && holder.customId === body.customId) {
-        throw new store.CustomIdTakenError(body.customId);
-      }
-    }
     const saved = await store.updateDocument(
       db,
       before.id,

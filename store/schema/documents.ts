@@ -44,6 +44,8 @@ export const documents = pgTable(
   {
     id: text("id").primaryKey(),
     customId: text("custom_id"),
+    /** The writer's customId namespace (store/scope.ts customIdNamespace): customIds are unique within one. */
+    customIdNamespace: text("custom_id_namespace").notNull().default(""),
     title: text("title"),
     /** What the content is: text, webpage, ... (set at extraction). */
     type: text("type").notNull().default("text"),
@@ -96,7 +98,11 @@ export const documents = pgTable(
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex("documents_custom_id_key").on(t.customId).where(sql`${t.customId} IS NOT NULL`),
+    uniqueIndex("documents_custom_id_key")
+      .on(t.customIdNamespace, t.customId)
+      .where(sql`${t.customId} IS NOT NULL`),
+    // Lookups by customId within a scope cross namespaces (a tenant reads what an admin or a sync put in its tags).
+    index("documents_custom_id_idx").on(t.customId).where(sql`${t.customId} IS NOT NULL`),
     index("documents_container_tags_gin").using("gin", t.containerTags),
     index("documents_status_idx").on(t.status),
     index("documents_end_user_idx").on(t.endUserId).where(sql`${t.endUserId} IS NOT NULL`),
