@@ -14,7 +14,8 @@ import {
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
 import { buildSyncContext } from "../services/connections.ts";
-import { releaseFiles, storeDocumentFile } from "../services/document-files.ts";
+import { releaseFiles } from "../services/document-files.ts";
+import { saveDocumentForProcessing } from "../services/documents.ts";
 import type { OAuthDeps } from "../services/oauth.ts";
 import {
   type ConnectionRow,
@@ -33,7 +34,7 @@ import {
   updateConnection,
 } from "../store/connections.ts";
 import type { Database } from "../store/db.ts";
-import { ConnectionGoneError, saveDocument } from "../store/documents.ts";
+import { ConnectionGoneError } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { DocumentProcessing } from "../temporal/processing-client.ts";
 import { AUTH_EXPIRED, CONNECTOR_CONFIG, type SyncTrigger, syncScheduleId } from "../workflows/contracts.ts";
@@ -110,45 +111,34 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     itemId: string,
     fetched: FetchedItem,
   ): Promise<{ documentId: string; changed: boolean; created: boolean }> {
-    let source: string;
-    let file: { key: string; name: string | null; mimeType: string | null; size: number } | null = null;
-    if (fetched.file) {
-      const { key, sha256 } = await storeDocumentFile(deps.blobs, fetched.file.bytes, fetched.file.mimeType);
-      source = `file:${sha256}`;
-      file = {
-        key,
-        name: fetched.file.name,
-        mimeType: fetched.file.mimeType ?? null,
-        size: fetched.file.bytes.length,
-      };
-    } else {
-      source = fetched.text ?? "";
-    }
-    const customId = itemCustomId(connection.provider, connection.id, itemId);
-    const saved = await saveDocument(db, {
-      source,
-      file,
-      url: fetched.url ?? null,
-      customId,
-      containerTags: connection.containerTags,
-      metadata: {
-        ...(fetched.metadata ?? {}),
-        source: connection.provider,
+    const { document, process } = await saveDocumentForProcessing(
+      deps,
+      {
+        ...(fetched.file
+          ? {
+              file: {
+                bytes: fetched.file.bytes,
+                name: fetched.file.name,
+                contentType: fetched.file.mimeType ?? null,
+              },
+            }
+          : { source: fetched.text ?? "" }),
+        url: fetched.url ?? null,
+        customId: itemCustomId(connection.provider, connection.id, itemId),
+        containerTags: connection.containerTags,
+        metadata: {
+          ...(fetched.metadata ?? {}),
+          source: connection.provider,
+          connectionId: connection.id,
+          sourceItemId: itemId,
+        },
+        title: fetched.title ?? null,
+        filepath: fetched.filepath ?? null,
         connectionId: connection.id,
-        sourceItemId: itemId,
       },
-      title: fetched.title ?? null,
-      filepath: fetched.filepath ?? null,
-      connectionId: connection.id,
-    }).catch(async (error: unknown) => {
-      // Nothing refers to the bytes just stored.
-      await releaseFiles(deps, [file?.key]);
-      throw error;
-    });
-    const { document, process } = saved;
-    await releaseFiles(deps, [saved.unusedFileKey]);
-    // A page saves many items: one admission pass shortly after takes them together.
-    if (process) deps.processing.submit(200);
+      // A page saves many items: one admission pass shortly after takes them together.
+      { submitAfterMs: 200 },
+    );
     return { documentId: document.id, changed: process, created: document.processingRun === 1 && process };
   }
 

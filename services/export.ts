@@ -13,7 +13,7 @@ import type { Database } from "../store/db.ts";
 import type { MemoryRelation, NewDocumentRow, NewMemoryRow } from "../store/schema/index.ts";
 import { type DocumentStatus, documentStatuses } from "../store/vocabulary.ts";
 import type { DocumentProcessing } from "../temporal/processing-client.ts";
-import { releaseFiles, storeDocumentFile } from "./document-files.ts";
+import { type ImportedDocument, saveImportedDocuments } from "./documents.ts";
 
 export const EXPORT_FORMAT = "memory-service-export";
 export const EXPORT_VERSION = 1;
@@ -350,18 +350,11 @@ export async function importContainerTag(
   await refuseTakenCustomIds(db, newDocs);
 
   const now = new Date();
-  const putKeys: string[] = [];
-  const rows: NewDocumentRow[] = [];
+  const imported: ImportedDocument[] = [];
   for (const { doc, file } of newDocs) {
-    let stored = { fileKey: doc.fileKey, fileSize: doc.fileSize ?? null };
-    if (file) {
-      const { key, size } = await storeDocumentFile(deps.blobs, file, doc.mimeType);
-      putKeys.push(key);
-      stored = { fileKey: key, fileSize: size };
-    }
     const run = await freshRun(deps, doc.id, (doc.processingRun ?? 0) + 1);
     const status: DocumentStatus = "queued";
-    rows.push({
+    const row: NewDocumentRow = {
       id: doc.id,
       customId: doc.customId,
       title: doc.title,
@@ -372,7 +365,9 @@ export async function importContainerTag(
       filepath: doc.filepath,
       entityContext: doc.entityContext,
       endUserId: doc.endUserId,
-      ...stored,
+      // Without the bytes, the key exported (the file may still be in this store); with them, where they go.
+      fileKey: doc.fileKey,
+      fileSize: doc.fileSize ?? null,
       fileName: doc.fileName,
       mimeType: doc.mimeType,
       content: doc.content,
@@ -390,18 +385,13 @@ export async function importContainerTag(
       statusHistory: [{ status, at: now.toISOString(), run }],
       createdAt: new Date(doc.createdAt),
       updatedAt: new Date(doc.updatedAt),
+    };
+    imported.push({
+      row,
+      ...(file ? { file: { bytes: file, contentType: doc.mimeType } } : {}),
     });
   }
-
-  let insertedDocs: { id: string; processingRun: number }[];
-  try {
-    insertedDocs = await store.insertImportedDocuments(db, rows);
-  } catch (error) {
-    await releaseFiles(deps, putKeys);
-    throw error;
-  }
-  // They wait in the store as bulk work; admission starts their workflows as slots free up.
-  if (insertedDocs.length) deps.processing.submit();
+  const insertedDocs = await saveImportedDocuments(deps, imported);
 
   const existingMems = await store.existingIds(
     db,

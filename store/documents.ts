@@ -65,6 +65,11 @@ export interface SaveResult {
    * it, or the copy just written of bytes it already had): the caller releases it.
    */
   unusedFileKey?: string;
+  /**
+   * The run this save replaced while it had not finished (its workflow may be going): the caller stops it.
+   * Its writes are fenced by the run number already; stopping it frees its slot and work sooner.
+   */
+  supersededRun?: number;
 }
 
 /**
@@ -219,8 +224,20 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
       : existing.fileKey && existing.fileKey !== file.fileKey
         ? existing.fileKey
         : undefined;
-    return { document: row as DocumentRow, process: reprocess, unusedFileKey };
+    return {
+      document: row as DocumentRow,
+      process: reprocess,
+      unusedFileKey,
+      ...supersededRunOf(existing, reprocess),
+    };
   });
+}
+
+/** The run a requeue replaces, when it had not finished (see SaveResult.supersededRun). */
+function supersededRunOf(existing: DocumentRow, reprocess: boolean): { supersededRun?: number } {
+  return reprocess && !terminalStatuses.includes(existing.status)
+    ? { supersededRun: existing.processingRun }
+    : {};
 }
 
 function fileColumns(input: NewDocumentInput) {
@@ -348,7 +365,12 @@ function updateDocumentOnce(
       .returning();
     // New content replaces the file too (the document becomes the text or URL given).
     const unusedFileKey = patch.content !== undefined && existing.fileKey ? existing.fileKey : undefined;
-    return { document: row as DocumentRow, process: reprocess, unusedFileKey };
+    return {
+      document: row as DocumentRow,
+      process: reprocess,
+      unusedFileKey,
+      ...supersededRunOf(existing, reprocess),
+    };
   });
 }
 

@@ -1,5 +1,11 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { releaseFiles, storeDocumentFile } from "../../services/document-files.ts";
+import { releaseFiles } from "../../services/document-files.ts";
+import {
+  type DocumentToSave,
+  requeueForProcessing,
+  saveDocumentForProcessing,
+  updateDocumentForProcessing,
+} from "../../services/documents.ts";
 import * as store from "../../store/documents.ts";
 import { FilterError, type FilterNode } from "../../store/filters.ts";
 import { DOCUMENT_PRIORITY } from "../../store/vocabulary.ts";
@@ -15,19 +21,6 @@ export function createDocumentHandlers(deps: ApiDeps) {
   const { db, processing, log } = deps;
 
   /**
-   * Queues a saved run for processing: it waits in the store for admission (temporal/processing-client.ts),
-   * which starts its workflow when a slot is free. The run it replaces, if still going, is stopped.
-   */
-  async function startProcessing(doc: store.DocumentRow, previousRun?: number) {
-    if (previousRun) {
-      await processing
-        .stop({ documentId: doc.id, run: previousRun }, "superseded by a newer version")
-        .catch((err) => log.debug({ err }, "previous run already finished"));
-    }
-    processing.submit();
-  }
-
-  /**
    * The runs of deleted documents stop and their files go. A document a scoped key shares with other tenants
    * only lost that key's tags (store.removeWithinScope): it goes on as it was.
    */
@@ -41,16 +34,14 @@ export function createDocumentHandlers(deps: ApiDeps) {
   }
 
   /** Every write goes through here: the tags are checked against the caller's scope (403 outside it). */
-  async function add(scope: Scope, input: store.NewDocumentInput) {
+  async function add(scope: Scope, input: DocumentToSave) {
     const defaultTags = scope.writeTags(input.containerTags);
-    const before = input.customId ? await store.findDocument(db, input.customId, scope.tags) : undefined;
-    const saved = await store.saveDocument(
-      db,
-      { ...input, defaultTags, url: store.looksLikeUrl(input.source) ? input.source.trim() : null },
-      scope.tags,
+    const url = input.source !== undefined && store.looksLikeUrl(input.source) ? input.source.trim() : null;
+    const saved = await saveDocumentForProcessing(
+      deps,
+      { ...input, defaultTags, url },
+      { scope: scope.tags },
     );
-    await releaseFiles(deps, [saved.unusedFileKey]);
-    if (saved.process) await startProcessing(saved.document, before?.processingRun);
     return { id: saved.document.id, status: saved.document.status };
   }
 
@@ -111,33 +102,23 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const metadata = parseMetadataField(form.metadata);
     // Refused before anything is stored: a tag outside the key's scope stores no bytes.
     scope.check(containerTags);
-    const bytes = Buffer.from(await form.file.arrayBuffer());
     // An empty file is accepted like any other: processing ends it `failed` ("the content is empty"), visibly.
     const declaredMime = form.mimeType || form.file.type || null;
-    const stored = await storeDocumentFile(deps.blobs, bytes, declaredMime);
-    try {
-      const result = await add(scope, {
-        // The hash stands for the content: re-uploading the same bytes under a customId is not a change.
-        source: `file:${stored.sha256}`,
-        priority: DOCUMENT_PRIORITY.interactive,
-        file: {
-          key: stored.key,
-          name: form.file.name || null,
-          mimeType: hintedMime(form.fileType) ?? declaredMime,
-          size: stored.size,
-        },
-        customId: form.customId,
-        containerTags,
-        metadata,
-        filepath: form.filepath,
-        endUserId: form.endUserId,
-      });
-      return c.json(result, 200);
-    } catch (error) {
-      // Refused after all (a customId held outside the scope, say): nothing refers to the bytes.
-      await releaseFiles(deps, [stored.key]);
-      throw error;
-    }
+    const result = await add(scope, {
+      priority: DOCUMENT_PRIORITY.interactive,
+      file: {
+        bytes: Buffer.from(await form.file.arrayBuffer()),
+        name: form.file.name || null,
+        contentType: declaredMime,
+        mimeType: hintedMime(form.fileType) ?? declaredMime,
+      },
+      customId: form.customId,
+      containerTags,
+      metadata,
+      filepath: form.filepath,
+      endUserId: form.endUserId,
+    });
+    return c.json(result, 200);
   };
 
   const listDocuments: RouteHandler<typeof routes.listDocuments, AppEnv> = async (c) => {
@@ -201,15 +182,8 @@ export function createDocumentHandlers(deps: ApiDeps) {
   };
 
   const reprocessDocument: RouteHandler<typeof routes.reprocessDocument, AppEnv> = async (c) => {
-    const scope = c.get("scope");
-    const before = await store.findDocument(db, c.req.valid("param").id, scope.tags);
-    if (!before) throw notFound("document");
-    const row = await store.requeueDocument(db, before.id, scope.tags);
+    const row = await requeueForProcessing(deps, c.req.valid("param").id, { scope: c.get("scope").tags });
     if (!row) throw notFound("document");
-    await startProcessing(
-      row,
-      store.terminalStatuses.includes(before.status) ? undefined : before.processingRun,
-    );
     return c.json({ id: row.id, status: row.status }, 200);
   };
 
@@ -221,8 +195,8 @@ export function createDocumentHandlers(deps: ApiDeps) {
     if (!before) throw notFound("document");
     const tags = tagsOf(body);
     scope.check(tags);
-    const saved = await store.updateDocument(
-      db,
+    const saved = await updateDocumentForProcessing(
+      deps,
       before.id,
       {
         content: body.content,
@@ -232,11 +206,9 @@ export function createDocumentHandlers(deps: ApiDeps) {
         title: body.title,
         filepath: body.filepath,
       },
-      scope.tags,
+      { scope: scope.tags },
     );
     if (!saved) throw notFound("document");
-    await releaseFiles(deps, [saved.unusedFileKey]);
-    if (saved.process) await startProcessing(saved.document, before.processingRun);
     return c.json({ id: saved.document.id, status: saved.document.status }, 200);
   };
 
