@@ -153,13 +153,26 @@ async function saveDocumentOnce(db: Database, input: NewDocumentInput, scope: Ta
       if (!live) throw new ConnectionGoneError(input.connectionId);
     }
     const namespace = customIdNamespace(scope);
-    // The document this customId names for the caller: one within its scope, its own namespace's first.
+    const targetTags = input.containerTags.length ? input.containerTags : (input.defaultTags ?? []);
+    // The document this customId names for the caller: one within its scope, of its own namespace or carrying
+    // one of the tags it writes to (an admin re-adding a tenant's note), its own namespace's first.
     const existing = input.customId
       ? (
           await tx
             .select()
             .from(documents)
-            .where(and(eq(documents.customId, input.customId), inScope(scope)))
+            .where(
+              and(
+                eq(documents.customId, input.customId),
+                inScope(scope),
+                targetTags.length
+                  ? or(
+                      eq(documents.customIdNamespace, namespace),
+                      arrayOverlaps(documents.containerTags, targetTags),
+                    )
+                  : eq(documents.customIdNamespace, namespace),
+              ),
+            )
             .orderBy(...customIdPreference(namespace))
             .limit(1)
             .for("update")

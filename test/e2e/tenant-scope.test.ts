@@ -95,4 +95,68 @@ describe("memory search and the scope of source documents", () => {
     });
     expect(found.results.map((r) => r.documentId)).toContain(second);
   });
+
+  it("gives each tenant its own customIds: the same one used by another tenant changes nothing it sees", async () => {
+    const scoped = async (tag: string) => {
+      const res = await call("POST", "/v3/auth/scoped-key", { containerTag: tag });
+      expect(res.status, res.text).toBe(200);
+      return new Supermemory({ apiKey: res.json.key as string, baseURL: service.url, maxRetries: 0 });
+    };
+    const tenantA = await scoped("ns-a");
+    const tenantB = await scoped("ns-b");
+
+    // What tenant A sees of its customId, as a plain record of every answer it gets.
+    const seenByA = async (round: string) => {
+      const added = await tenantA.documents.add({ content: `A's plan, ${round}`, customId: "plan-1" });
+      const got = await tenantA.documents.get("plan-1");
+      const renamed = await call(
+        "PATCH",
+        `/v3/documents/${added.id}`,
+        { customId: "plan-2" },
+        keyOf(tenantA),
+      );
+      const back = await call("PATCH", `/v3/documents/${added.id}`, { customId: "plan-1" }, keyOf(tenantA));
+      const list = await tenantA.documents.list({ containerTags: ["ns-a"] });
+      return {
+        sameIdOnGet: got.id === added.id,
+        customId: got.customId,
+        renamed: renamed.status,
+        back: back.status,
+        listed: list.memories.map((m) => m.customId),
+        id: added.id,
+      };
+    };
+
+    const alone = await seenByA("first");
+    const { id: bId } = await tenantB.documents.add({ content: "B's plan, secret", customId: "plan-1" });
+    await tenantB.documents.add({ content: "B's second plan", customId: "plan-2" });
+    const beside = await seenByA("first");
+    expect(beside).toEqual(alone);
+    expect(alone).toMatchObject({
+      sameIdOnGet: true,
+      customId: "plan-1",
+      renamed: 200,
+      back: 200,
+    });
+    expect(alone.listed).toEqual(["plan-1"]);
+
+    // B's document is B's: its content, and A's re-add did not touch it; each tenant deletes only its own.
+    expect((await tenantB.documents.get("plan-1")).id).toBe(bId);
+    expect((await tenantB.documents.get("plan-1")).content).toBe("B's plan, secret");
+    await tenantA.documents.delete("plan-1");
+    expect((await tenantB.documents.get("plan-1")).id).toBe(bId);
+    await expect(tenantA.documents.get("plan-1")).rejects.toMatchObject({ status: 404 });
+
+    // Within one namespace a customId still names one document: renaming onto a taken one is a conflict.
+    const { id: first } = await tenantA.documents.add({ content: "one", customId: "own-1" });
+    await tenantA.documents.add({ content: "two", customId: "own-2" });
+    const clash = await call("PATCH", `/v3/documents/${first}`, { customId: "own-2" }, keyOf(tenantA));
+    expect(clash.status).toBe(409);
+    expect(clash.json.error.code).toBe("conflict");
+  });
+
+  /** The bearer key an SDK client was made with, for the calls the SDK does not make. */
+  function keyOf(client: Supermemory): string {
+    return client.apiKey;
+  }
 });

@@ -166,7 +166,9 @@ describe("tenant isolation (property-based)", () => {
     }
     for (const doc of docs) {
       if (doc.tenant === tenant) continue;
-      for (const s of [doc.id, doc.customId]) {
+      // customIds live per tenant: one the caller also uses is its own to see.
+      const ownCustomId = docs.some((d) => d.tenant === tenant && d.customId === doc.customId);
+      for (const s of ownCustomId ? [doc.id] : [doc.id, doc.customId]) {
         if (res.text.includes(s) && !sent.includes(s)) {
           throw new Error(
             `${what}: tenant ${tenant} saw tenant ${doc.tenant}'s ${s}: ${res.text.slice(0, 500)}`,
@@ -192,6 +194,13 @@ describe("tenant isolation (property-based)", () => {
           : resolve({ kind: "customId", n: r.ref.n })
         : resolve(r.ref);
     const foreign = doc !== undefined && doc.tenant !== r.tenant;
+    /** What the reference names for this tenant: by id, that document if its own; by customId, its own of that name. */
+    const target =
+      r.ref.kind === "customId"
+        ? docs.find((d) => d.tenant === r.tenant && d.alive && d.customId === value)
+        : doc && !foreign && doc.alive
+          ? doc
+          : undefined;
     switch (r.op) {
       case "get":
         path = `/v3/documents/${encodeURIComponent(value)}`;
@@ -264,13 +273,13 @@ describe("tenant isolation (property-based)", () => {
 
     // What must have happened, given whose document it was.
     if (["get", "patch", "delete"].includes(r.op)) {
-      if (!doc || foreign || !doc.alive) {
+      if (!target) {
         expect(res.status, `${r.op} ${value}`).toBe(404);
         expect(res.json).toEqual({ error: { code: "not_found", message: "document not found" } });
       } else {
         expect(res.status).toBe(r.op === "delete" ? 204 : 200);
-        if (r.op === "get" && !doc.rewritten) expect(res.text).toContain(doc.marker);
-        if (r.op === "delete") doc.alive = false;
+        if (r.op === "get" && !target.rewritten) expect(res.text).toContain(target.marker);
+        if (r.op === "delete") target.alive = false;
       }
     }
     if (r.op === "list" || r.op === "search") {
@@ -284,23 +293,32 @@ describe("tenant isolation (property-based)", () => {
     }
     if (r.op === "bulkIds") {
       expect(res.status).toBe(200);
-      const refs = [r.ref, ...r.refs].map(resolve);
-      for (const { doc: d } of refs) if (d && d.tenant === r.tenant) d.alive = false;
-      const ownAlive = new Set(
-        refs.filter(({ doc: d }) => d && d.tenant === r.tenant).map(({ doc: d }) => (d as Doc).id),
-      );
+      // Every document of the caller's that an id or a customId in the list names is gone; no other.
+      const values = new Set([r.ref, ...r.refs].map((x) => resolve(x).value));
+      const named = docs.filter((d) => d.tenant === r.tenant && (values.has(d.id) || values.has(d.customId)));
+      const ownAlive = new Set(named.filter((d) => d.alive).map((d) => d.id));
+      for (const d of named) d.alive = false;
       expect(res.json.deletedCount).toBeLessThanOrEqual(ownAlive.size * 2);
     }
     if (r.op === "bulkTags") expect(res.status).toBe(403);
     if (r.op === "addCustomId") {
-      if (doc && foreign && doc.alive) expect(res.status).toBe(409);
-      else expect(res.status).toBe(200);
-      if (doc && (!foreign || !doc.alive)) {
-        // A freed customId (its owner deleted the document) can be taken: the new document is the caller's.
-        doc.tenant = r.tenant;
-        if (!doc.alive || res.json.id !== doc.id) doc.rewritten = true;
-        doc.id = res.json.id;
-        doc.alive = true;
+      // Each tenant has its own customIds: another's never conflicts, and is never touched.
+      expect(res.status).toBe(200);
+      const mine = docs.find((d) => d.tenant === r.tenant && d.alive && d.customId === value);
+      if (mine) {
+        expect(res.json.id).toBe(mine.id);
+        mine.rewritten = true;
+      } else {
+        expect(docs.some((d) => d.id === res.json.id)).toBe(false);
+        docs.push({
+          id: res.json.id,
+          customId: value,
+          tenant: r.tenant,
+          tags: [tagsOf(r.tenant)[0] as string],
+          marker: `overwrite attempt ${r.word}`,
+          alive: true,
+          rewritten: true,
+        });
       }
     }
   }

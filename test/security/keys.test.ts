@@ -171,13 +171,17 @@ describe("scoped keys, rate limits and settings", () => {
         expect(res.json).toEqual({ error: { ...missing.json.error, message: missing.json.error.message } });
       }
     }
-    // Re-using another tenant's customId cannot take its document over.
-    const steal = await call("POST", "/v3/documents", { content: "mine now", customId: "b-1" }, a.key);
-    expect(steal.status).toBe(409);
-    expect(steal.json.error).toMatchObject({ code: "conflict", field: "customId" });
-    expect(JSON.stringify(steal.json)).not.toContain("bravo");
+    // customIds live per tenant: re-using another tenant's makes A's own document, and B's stays B's, untouched.
+    const same = await call("POST", "/v3/documents", { content: "mine now", customId: "b-1" }, a.key);
+    expect(same.status).toBe(200);
+    expect(same.json.id).not.toBe(bDoc.json.id);
+    expect(JSON.stringify(same.json)).not.toContain("bravo");
     const rename = await call("PATCH", `/v3/documents/${own.json.id}`, { customId: "b-1" }, a.key);
-    expect(rename.status).toBe(409);
+    expect(rename.status).toBe(409); // A's own "b-1" holds it now, in A's namespace
+    expect((await call("DELETE", "/v3/documents/b-1", undefined, a.key)).status).toBe(204);
+    const bStill = await call("GET", "/v3/documents/b-1", undefined, b.key);
+    expect(bStill.json).toMatchObject({ id: bDoc.json.id, customId: "b-1" });
+    expect(bStill.text).toContain("bravo private");
     // Moving an own document to a foreign tag is refused.
     const move = await call("PATCH", `/v3/documents/${own.json.id}`, { containerTags: ["tenant-b"] }, a.key);
     expect(move.status).toBe(403);

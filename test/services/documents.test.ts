@@ -15,7 +15,7 @@ import {
   updateDocumentForProcessing,
 } from "../../services/documents.ts";
 import { openMemoryPglite, type Store } from "../../store/db.ts";
-import { CustomIdTakenError, findDocument } from "../../store/documents.ts";
+import { findDocument, SharedDocumentError } from "../../store/documents.ts";
 import { markDone, markFailed } from "../../store/processing.ts";
 import { DOCUMENT_PRIORITY, type NewDocumentRow } from "../../store/schema/index.ts";
 
@@ -138,12 +138,13 @@ describe("saving a document for processing", () => {
   });
 
   it("releases the bytes it stored when the save is refused", async () => {
-    await saveDocumentForProcessing(deps, text("tenant a's", "held-by-a", ["tenant-a"]));
+    // A document two tenants share: tenant b's key may not replace its content (store.SharedDocumentError).
+    await saveDocumentForProcessing(deps, text("shared text", "shared-by-a-and-b", ["tenant-a", "tenant-b"]));
     await expect(
-      saveDocumentForProcessing(deps, file("tenant b's bytes", "held-by-a", ["tenant-b"]), {
+      saveDocumentForProcessing(deps, file("tenant b's bytes", "shared-by-a-and-b", ["tenant-b"]), {
         scope: ["tenant-b"],
       }),
-    ).rejects.toBeInstanceOf(CustomIdTakenError);
+    ).rejects.toBeInstanceOf(SharedDocumentError);
     expect(await storedKeys(deps.blobs)).toEqual([]);
     expect(processing.submits).toHaveLength(1);
   });

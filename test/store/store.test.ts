@@ -87,6 +87,41 @@ describe.each(drivers)("store on %s", (_name, open) => {
     expect(total).toBe(1);
   });
 
+  it("keeps customIds per namespace: each scope its own, admins and syncs the shared one", async () => {
+    const save = (source: string, tags: string[], scope: string[] | null) =>
+      docs.saveDocument(store.db, { source, customId: "ns-note", containerTags: tags, metadata: {} }, scope);
+    const a = await save("tenant a", ["ns-a"], ["ns-a"]);
+    const b = await save("tenant b", ["ns-b"], ["ns-b"]);
+    expect(b.document.id).not.toBe(a.document.id);
+    expect([a, b].map((r) => r.document.customIdNamespace)).toEqual(["ns-a", "ns-b"]);
+    // An admin re-adding it into tenant a's tag updates tenant a's document (and never tenant b's) ...
+    expect((await save("admin into a", ["ns-a"], null)).document.id).toBe(a.document.id);
+    // ... and into a tag of no tenant makes a document of the shared namespace.
+    const shared = await save("admin", ["ns-admin"], null);
+    expect(shared.document.customIdNamespace).toBe("");
+    expect([a.document.id, b.document.id]).not.toContain(shared.document.id);
+    // A lookup finds the caller's own first; an admin's the shared namespace's.
+    expect((await docs.findDocument(store.db, "ns-note", ["ns-a"]))?.id).toBe(a.document.id);
+    expect((await docs.findDocument(store.db, "ns-note", ["ns-b"]))?.id).toBe(b.document.id);
+    expect((await docs.findDocument(store.db, "ns-note", null))?.id).toBe(shared.document.id);
+    await docs.deleteDocument(store.db, a.document.id);
+    expect(await docs.findDocument(store.db, "ns-note", ["ns-a"])).toBeUndefined();
+    // The same scope again updates its own document; a rename onto a customId its namespace holds is refused.
+    expect((await save("tenant b again", ["ns-b"], ["ns-b"])).document.id).toBe(b.document.id);
+    const other = await docs.saveDocument(
+      store.db,
+      { source: "other", customId: "ns-other", containerTags: ["ns-b"], metadata: {} },
+      ["ns-b"],
+    );
+    await expect(
+      docs.updateDocument(store.db, other.document.id, { customId: "ns-note" }, ["ns-b"]),
+    ).rejects.toBeInstanceOf(docs.CustomIdTakenError);
+    expect(
+      (await docs.updateDocument(store.db, other.document.id, { customId: "ns-free" }, ["ns-b"]))?.document
+        .customId,
+    ).toBe("ns-free");
+  });
+
   it("leaves very common terms out of keyword queries, keeping the rarest if nothing else is left", async () => {
     const lexemes = async (text: string, common: string[], frequencies: number[]) => {
       const [row] = await queryRows<{ tsq: string | null }>(
