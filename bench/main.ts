@@ -19,7 +19,7 @@ import { renderReport, summaryLines } from "./lib/report.ts";
 import { revision } from "./lib/revision.ts";
 import { SCIFACT_HEADING } from "./lib/scifact.ts";
 import { SCORES_HEADING } from "./lib/score-distribution.ts";
-import { findSection, replaceSection } from "./lib/sections.ts";
+import { CONNECTIONS_HEADING, findSection, replaceSection } from "./lib/sections.ts";
 import { Cleanup, startTemporal } from "./lib/service.ts";
 import { runSearch, type SearchResult } from "./search.ts";
 
@@ -254,7 +254,7 @@ async function main(): Promise<number> {
   // Sections written by other commands (npm run eval, npm run bench:scale), and the bulk section when
   // this run skipped it, are carried over, not dropped.
   let rendered = renderReport(report);
-  for (const heading of [SCIFACT_HEADING, SCORES_HEADING, SCALE_HEADING, BULK_HEADING]) {
+  for (const heading of [SCIFACT_HEADING, SCORES_HEADING, SCALE_HEADING, BULK_HEADING, CONNECTIONS_HEADING]) {
     const section =
       heading === BULK_HEADING && bulkSection ? bulkSection : previous && findSection(previous, heading);
     if (section) rendered = replaceSection(rendered, heading, section);
