@@ -33,6 +33,11 @@ export function findConnector(provider: string): AnyConnector | undefined {
   return connectors.get(provider);
 }
 
+/** Every connector, in registration order (what is derived from their declarations, e.g. OAuth apps). */
+export function allConnectors(): AnyConnector[] {
+  return [...connectors.values()];
+}
+
 /** Lets connectors release what they keep open (mail sessions) when a worker stops. */
 export async function shutdownConnectors(): Promise<void> {
   await Promise.allSettled([...connectors.values()].map((c) => c.shutdown?.()));
