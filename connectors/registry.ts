@@ -11,8 +11,8 @@ import { s3Connector } from "./s3/index.ts";
 import type { Connector } from "./types.ts";
 import { webCrawlerConnector } from "./web-crawler/index.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: connectors differ in config, secrets and cursor types
-type AnyConnector = Connector<any, any, any>;
+// biome-ignore lint/suspicious/noExplicitAny: connectors differ in config, secrets, cursor and carry types
+type AnyConnector = Connector<any, any, any, any>;
 
 const connectors = new Map<string, AnyConnector>(
   (
