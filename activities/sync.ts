@@ -5,6 +5,7 @@
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import type { BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
+import { InvalidCursorError, parsePageCursor, parseStoredCarry } from "../connectors/checkpoint.ts";
 import {
   ConnectorAuthError,
   ConnectorConfigError,
@@ -154,7 +155,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         const run = await startSyncRun(db, input);
         const ctx = contextFor(connection, connector);
         // What the last complete pass carried (delta tokens, ETags) starts this one.
-        const cursor = await connector.initialCursor(ctx, connection.cursor ?? undefined);
+        const carried = parseStoredCarry(connector, connection.cursor, ctx.log);
+        const cursor = await connector.initialCursor(ctx, carried);
         return { runId: run.id, cursor, listing: connector.listing };
       });
     },
@@ -167,7 +169,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       return translate(async () => {
         const { connection, connector } = await load(input.connectionId);
         const ctx = contextFor(connection, connector);
-        const page = await connector.listPage(ctx, input.cursor);
+        const page = await connector.listPage(ctx, parsePageCursor(connector, input.cursor));
         const counts = emptyCounts();
         const known = await knownItems(
           db,
@@ -304,6 +306,9 @@ async function translate<T>(work: () => Promise<T>): Promise<T> {
       throw ApplicationFailure.create({ type: AUTH_EXPIRED, message: error.message, nonRetryable: true });
     if (error instanceof ConnectorConfigError)
       throw ApplicationFailure.create({ type: CONNECTOR_CONFIG, message: error.message, nonRetryable: true });
+    // A cursor from the workflow's history that the connector no longer accepts fails the same way on every attempt.
+    if (error instanceof InvalidCursorError)
+      throw ApplicationFailure.create({ type: "InvalidCursor", message: error.message, nonRetryable: true });
     if (error instanceof ConnectionGoneError)
       throw ApplicationFailure.create({ type: "ConnectionGone", message: error.message, nonRetryable: true });
     if (error instanceof ConnectorRateLimitError)

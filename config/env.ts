@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { declaredOAuthEnvNames } from "../connectors/oauth-apps.ts";
 import { parseDuration, parseLeadTimes } from "./durations.ts";
 
 const flag = z
@@ -195,15 +196,6 @@ export const envSchema = z.object({
       });
       return z.NEVER;
     }),
-  /** The service's own OAuth apps (a caller's own app comes from /v3/settings when <prefix>CustomKeyEnabled). */
-  GOOGLE_CLIENT_ID: z.string().optional(),
-  GOOGLE_CLIENT_SECRET: z.string().optional(),
-  MICROSOFT_CLIENT_ID: z.string().optional(),
-  MICROSOFT_CLIENT_SECRET: z.string().optional(),
-  NOTION_CLIENT_ID: z.string().optional(),
-  NOTION_CLIENT_SECRET: z.string().optional(),
-  GITHUB_CLIENT_ID: z.string().optional(),
-  GITHUB_CLIENT_SECRET: z.string().optional(),
   /** Key-expiry notices: how long before a key's expiry each notice goes (units s, m, h, d; `off` = none). */
   KEY_EXPIRY_NOTICE_LEAD_TIMES: z
     .string()
@@ -242,9 +234,20 @@ export const envSchema = z.object({
 
 export type Env = z.infer<typeof envSchema>;
 
+/**
+ * The service's own OAuth apps: `<ENV>_CLIENT_ID` and `<ENV>_CLIENT_SECRET` for every app a connector
+ * declares (GOOGLE_, MICROSOFT_, NOTION_, GITHUB_; see connectors/oauth-apps.ts). A caller's own app
+ * comes from /v3/settings when `<prefix>CustomKeyEnabled` is set.
+ */
+export const oauthAppEnvSchema = z.object(
+  Object.fromEntries(declaredOAuthEnvNames().map((name) => [name, z.string().optional()])),
+);
+
 export interface Config extends Env {
   /** Absolute path of DATA_DIR. */
   dataDir: string;
+  /** The OAuth app variables that are set, by name (`GOOGLE_CLIENT_ID` → its value). */
+  oauthAppEnv: Readonly<Record<string, string>>;
 }
 
 export class ConfigError extends Error {}
@@ -253,8 +256,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (`DATABASE_URL=`) means "not set", as in most twelve-factor tools.
   const present = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = envSchema.safeParse(present);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+  const oauthApps = oauthAppEnvSchema.safeParse(present);
+  if (!parsed.success || !oauthApps.success) {
+    const issues = [...(parsed.error?.issues ?? []), ...(oauthApps.error?.issues ?? [])];
+    const lines = issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
   }
   // A client certificate without its key (or the reverse) would silently connect without mutual TLS.
@@ -263,5 +268,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       "Invalid configuration:\n  TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: set both (mutual TLS) or neither",
     );
   }
-  return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
+  const oauthAppEnv = Object.fromEntries(
+    Object.entries(oauthApps.data).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+  return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR), oauthAppEnv };
 }

@@ -11,8 +11,8 @@ import { s3Connector } from "./s3/index.ts";
 import type { Connector } from "./types.ts";
 import { webCrawlerConnector } from "./web-crawler/index.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: connectors differ in config, secrets and cursor types
-type AnyConnector = Connector<any, any, any>;
+// biome-ignore lint/suspicious/noExplicitAny: connectors differ in config, secrets, cursor and carry types
+type AnyConnector = Connector<any, any, any, any>;
 
 const connectors = new Map<string, AnyConnector>(
   (
@@ -31,6 +31,11 @@ const connectors = new Map<string, AnyConnector>(
 
 export function findConnector(provider: string): AnyConnector | undefined {
   return connectors.get(provider);
+}
+
+/** Every connector, in registration order (what is derived from their declarations, e.g. OAuth apps). */
+export function allConnectors(): AnyConnector[] {
+  return [...connectors.values()];
 }
 
 /** Lets connectors release what they keep open (mail sessions) when a worker stops. */

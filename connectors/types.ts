@@ -2,7 +2,9 @@
 // are secret) plus one sync module that lists the source page by page with a typed cursor and fetches
 // items. The engine (workflows/sync-connection.ts, activities/sync.ts) knows connectors only through
 // connectors/registry.ts; it decides what changed by comparing each item's `version` with the one it
-// stored at the last sync, and fetches only changed items.
+// stored at the last sync, and fetches only changed items. A connector's checkpoints (the cursor between
+// pages, the carry between passes) are declared as zod schemas, so the engine parses what it stored or
+// what the workflow hands back before the connector sees it (connectors/checkpoint.ts).
 
 import type { z } from "zod";
 import type { Logger } from "../config/logger.ts";
@@ -38,7 +40,7 @@ export interface FetchedItem {
   children?: (FetchedItem & { id: string })[];
 }
 
-export interface ListPage<Cursor> {
+export interface ListPage<Cursor, Carry = unknown> {
   items: SourceItem[];
   /** Ids the source reports as deleted (delta listings). Full listings leave it out: see `listing`. */
   deleted?: string[];
@@ -51,9 +53,10 @@ export interface ListPage<Cursor> {
   unchanged?: string[];
   /**
    * State for the next pass (ETags, listing times), kept by the engine from the latest page that has
-   * one and handed to `initialCursor` once this pass has completed. Small, plain JSON.
+   * one and handed to `initialCursor` once this pass has completed. Small, plain JSON, of the shape
+   * the connector's `carrySchema` declares.
    */
-  carry?: unknown;
+  carry?: Carry;
 }
 
 /** Network rules for connectors that fetch user-given URLs (the crawler). */
@@ -119,13 +122,20 @@ export interface OAuthSpec {
   tokenAuth: "body" | "basic";
   /** Extra authorize parameters (Google: access_type=offline, prompt=consent; Notion: owner=user). */
   authorizeParams?: Record<string, string>;
-  /** Prefix of the settings keys for a caller's own app: `<prefix>ClientId`, `<prefix>ClientSecret`, `<prefix>CustomKeyEnabled`. */
-  settingsPrefix: "googleDrive" | "notion" | "onedrive" | "github";
-  /** Prefix of the env variables of the service's own app: `<ENV>_CLIENT_ID`, `<ENV>_CLIENT_SECRET`. */
+  /**
+   * Prefix of the settings keys for a caller's own app: `<prefix>ClientId`, `<prefix>ClientSecret`,
+   * `<prefix>CustomKeyEnabled`. /v3/settings accepts these keys for every prefix a connector declares.
+   */
+  settingsPrefix: string;
+  /**
+   * Prefix of the env variables of the service's own app: `<ENV>_CLIENT_ID`, `<ENV>_CLIENT_SECRET`
+   * (config/env.ts reads them for every prefix a connector declares). Connectors of one provider's
+   * app (Gmail and Google Drive) share both prefixes.
+   */
   envPrefix: string;
 }
 
-export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown> {
+export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown, Carry = unknown> {
   /** The slug in `/v3/connections/:provider`. */
   provider: string;
   displayName: string;
@@ -143,11 +153,22 @@ export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown
    */
   listing: "full" | "delta";
   /**
+   * The page checkpoint, as it travels through the workflow's history between pages (plain JSON). The
+   * engine parses the cursor with it before each `listPage`; one that does not parse fails the sync.
+   */
+  cursorSchema: z.ZodType<Cursor>;
+  /**
+   * The state a complete pass hands to the next (`ListPage.carry`), for connectors that carry any. The
+   * engine parses the stored carry with it before `initialCursor`; one that does not parse (its shape
+   * changed in an upgrade) is dropped with a warning, so that pass lists everything.
+   */
+  carrySchema?: z.ZodType<Carry>;
+  /**
    * The cursor a pass starts from ("full"), or the first sync starts from ("delta"). `carried` is the
    * `carry` of the last complete pass, if any.
    */
-  initialCursor(ctx: SyncContext<Config, Secrets>, carried?: unknown): Promise<Cursor> | Cursor;
-  listPage(ctx: SyncContext<Config, Secrets>, cursor: Cursor): Promise<ListPage<Cursor>>;
+  initialCursor(ctx: SyncContext<Config, Secrets>, carried?: Carry): Promise<Cursor> | Cursor;
+  listPage(ctx: SyncContext<Config, Secrets>, cursor: Cursor): Promise<ListPage<Cursor, Carry>>;
   /** The item's content; null when it turned out not to be content (gone, a 404 page): treated as absent. */
   fetchItem(ctx: SyncContext<Config, Secrets>, item: SourceItem): Promise<FetchedItem | null>;
   /** Checks settings and credentials when the connection is created, so mistakes are a 400 at once. */

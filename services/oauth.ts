@@ -6,6 +6,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { ConnectorAuthError } from "../connectors/errors.ts";
+import { oauthAppEnvNames, oauthSettingsKeys } from "../connectors/oauth-apps.ts";
 import type { Connector, OAuthSession, OAuthSpec } from "../connectors/types.ts";
 import { type ConnectionRow, updateConnection, withConnectionLocked } from "../store/connections.ts";
 import type { Database } from "../store/db.ts";
@@ -61,22 +62,23 @@ export async function oauthApp(
   connector: Connector,
 ): Promise<{ clientId: string; clientSecret: string; custom: boolean }> {
   const spec = connector.oauth as OAuthSpec;
+  const keys = oauthSettingsKeys(spec);
   const { values } = await readSettings(deps.db);
-  if (values[`${spec.settingsPrefix}CustomKeyEnabled`] === true) {
-    const clientId = values[`${spec.settingsPrefix}ClientId`];
-    const clientSecret = await readSecret(deps.db, deps.secrets, `${spec.settingsPrefix}ClientSecret`);
+  if (values[keys.customKeyEnabled] === true) {
+    const clientId = values[keys.clientId];
+    const clientSecret = await readSecret(deps.db, deps.secrets, keys.clientSecret);
     if (typeof clientId !== "string" || !clientSecret)
       throw new OAuthSetupError(
-        `${spec.settingsPrefix}CustomKeyEnabled is set but ${spec.settingsPrefix}ClientId or ${spec.settingsPrefix}ClientSecret is missing in /v3/settings`,
+        `${keys.customKeyEnabled} is set but ${keys.clientId} or ${keys.clientSecret} is missing in /v3/settings`,
       );
     return { clientId, clientSecret, custom: true };
   }
-  const env = deps.config as Record<string, unknown>;
-  const clientId = env[`${spec.envPrefix}_CLIENT_ID`];
-  const clientSecret = env[`${spec.envPrefix}_CLIENT_SECRET`];
-  if (typeof clientId !== "string" || typeof clientSecret !== "string")
+  const names = oauthAppEnvNames(spec);
+  const clientId = deps.config.oauthAppEnv?.[names.clientId];
+  const clientSecret = deps.config.oauthAppEnv?.[names.clientSecret];
+  if (clientId === undefined || clientSecret === undefined)
     throw new OAuthSetupError(
-      `no OAuth app for ${connector.provider}: set ${spec.envPrefix}_CLIENT_ID and ${spec.envPrefix}_CLIENT_SECRET, or your own app in /v3/settings (${spec.settingsPrefix}ClientId, ${spec.settingsPrefix}ClientSecret, ${spec.settingsPrefix}CustomKeyEnabled)`,
+      `no OAuth app for ${connector.provider}: set ${names.clientId} and ${names.clientSecret}, or your own app in /v3/settings (${keys.clientId}, ${keys.clientSecret}, ${keys.customKeyEnabled})`,
     );
   return { clientId, clientSecret, custom: false };
 }

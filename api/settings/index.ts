@@ -1,12 +1,16 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { declaredOAuthSettingsPrefixes, oauthSettingsKeys } from "../../connectors/oauth-apps.ts";
 import { readSettings, type StoredSettings, updateSettings } from "../../store/settings.ts";
 import { requireAdmin } from "../auth.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ErrorResponse, errorResponses } from "../schemas.ts";
 import { validationHook } from "../validation.ts";
 
-const PROVIDERS = ["googleDrive", "notion", "onedrive", "github"] as const;
-const SECRET_FIELDS = PROVIDERS.map((p) => `${p}ClientSecret`);
+/** A caller's own OAuth app for each app a connector declares (googleDrive, notion, onedrive, github). */
+const OAUTH_APPS = declaredOAuthSettingsPrefixes().map((settingsPrefix) =>
+  oauthSettingsKeys({ settingsPrefix }),
+);
+const SECRET_FIELDS = OAUTH_APPS.map((keys) => keys.clientSecret);
 
 const AnyJson = z.union([
   z.string(),
@@ -25,9 +29,9 @@ const plainShape = {
   filterPrompt: z.string().max(10_000).nullable().optional(),
   shouldLLMFilter: z.boolean().nullable().optional(),
   ...Object.fromEntries(
-    PROVIDERS.flatMap((p) => [
-      [`${p}CustomKeyEnabled`, z.boolean().nullable().optional()],
-      [`${p}ClientId`, z.string().max(1000).nullable().optional()],
+    OAUTH_APPS.flatMap((keys) => [
+      [keys.customKeyEnabled, z.boolean().nullable().optional()],
+      [keys.clientId, z.string().max(1000).nullable().optional()],
     ]),
   ),
 } as Record<string, z.ZodType>;

@@ -31,7 +31,10 @@ import type { Connector } from "../types.ts";
 import { configureRepositories, parseRepositoryList } from "./repositories.ts";
 import {
   fetchGithubItem,
+  type GithubCarry,
   type GithubCursor,
+  githubCarrySchema,
+  githubCursorSchema,
   githubResources,
   initialGithubCursor,
   listGithubPage,
@@ -83,13 +86,15 @@ export const githubSecretsSchema = z.looseObject({
 });
 export type GithubSecrets = z.infer<typeof githubSecretsSchema>;
 
-export const githubConnector: Connector<GithubConfig, GithubSecrets, GithubCursor> = {
+export const githubConnector: Connector<GithubConfig, GithubSecrets, GithubCursor, GithubCarry> = {
   provider: "github",
   displayName: "GitHub",
   configSchema: githubConfigSchema,
   secretKeys: ["token"],
   secretsSchema: githubSecretsSchema,
   listing: "full",
+  cursorSchema: githubCursorSchema,
+  carrySchema: githubCarrySchema,
   initialCursor: initialGithubCursor,
   listPage: listGithubPage,
   fetchItem: fetchGithubItem,

@@ -11,41 +11,44 @@
 // FULL_ISSUE_PASS_EVERY-th pass lists issues in full and the engine removes what it no longer sees.
 
 import type { Octokit } from "@octokit/rest";
+import { z } from "zod";
 import { ConnectorConfigError } from "../errors.ts";
 import type { FetchedItem, ItemMetadata, ListPage, SourceItem } from "../types.ts";
 import { type GithubContext, githubClient, httpStatus, parseLink, toConnectorError } from "./client.ts";
 import { parseRepositoryList } from "./repositories.ts";
 
-export interface GithubCursor {
+/** State a complete pass hands to the next, per repository. */
+export const githubCarrySchema = z.object({
+  treeEtags: z.record(z.string(), z.string()),
+  /** Server time (Date header) at which the issues listing of the repository began. */
+  issuesListedAt: z.record(z.string(), z.string()),
+  /** Passes since issues were last listed in full. */
+  passesSinceFullIssues: z.number().int().min(0),
+});
+export type GithubCarry = z.infer<typeof githubCarrySchema>;
+
+export const githubCursorSchema = z.object({
   /** The repositories of this pass, fixed at its start so a pass never mixes two settings. */
-  repositories: string[];
+  repositories: z.array(z.string()),
   /** Which of them is being listed. */
-  index: number;
+  index: z.number().int().min(0),
   /**
    * "files": the default branch's tree; "issues": the issues listing (issues and pull requests);
    * "pulls": the pull request listing, used instead when the repository has issues turned off (410).
    */
-  phase: "files" | "issues" | "pulls";
+  phase: z.enum(["files", "issues", "pulls"]),
   /** files: the root tree sha, pinned after the first page so later pages list the same commit. */
-  tree: string | null;
+  tree: z.string().nullable(),
   /** files: how many matching files earlier pages of this tree listed. */
-  offset: number;
+  offset: z.number().int().min(0),
   /** issues/pulls: the next page to ask for (1-based). */
-  page: number;
+  page: z.number().int().min(1),
   /** What the last complete pass learnt (ETags, issue listing times); empty on a first pass. */
-  previous?: GithubCarry;
+  previous: githubCarrySchema.optional(),
   /** What this pass has learnt so far; handed to the engine as `carry` with every page. */
-  learnt?: GithubCarry;
-}
-
-/** State a complete pass hands to the next, per repository. */
-export interface GithubCarry {
-  treeEtags: Record<string, string>;
-  /** Server time (Date header) at which the issues listing of the repository began. */
-  issuesListedAt: Record<string, string>;
-  /** Passes since issues were last listed in full. */
-  passesSinceFullIssues: number;
-}
+  learnt: githubCarrySchema.optional(),
+});
+export type GithubCursor = z.infer<typeof githubCursorSchema>;
 
 /** Issues are listed in full every this many passes, to notice issues deleted on GitHub. */
 const FULL_ISSUE_PASS_EVERY = 24;
@@ -69,8 +72,7 @@ interface FileEntry {
 const README = /^readme(?:\.(?:md|mdx|markdown|txt|rst|adoc|asciidoc|org|textile))?$/i;
 const SYMLINK_MODE = "120000";
 
-export function initialGithubCursor(ctx: GithubContext, carried?: unknown): GithubCursor {
-  const previous = isCarry(carried) ? carried : undefined;
+export function initialGithubCursor(ctx: GithubContext, previous?: GithubCarry): GithubCursor {
   const fullIssues = !previous || previous.passesSinceFullIssues + 1 >= FULL_ISSUE_PASS_EVERY;
   return {
     repositories: parseRepositoryList(ctx.config.repositories).repositories,
@@ -87,15 +89,10 @@ export function initialGithubCursor(ctx: GithubContext, carried?: unknown): Gith
   };
 }
 
-function isCarry(value: unknown): value is GithubCarry {
-  const v = value as GithubCarry | undefined;
-  return Boolean(v && typeof v === "object" && v.treeEtags && v.issuesListedAt);
-}
-
 export async function listGithubPage(
   ctx: GithubContext,
   cursor: GithubCursor,
-): Promise<ListPage<GithubCursor>> {
+): Promise<ListPage<GithubCursor, GithubCarry>> {
   const repository = cursor.repositories[cursor.index];
   if (repository === undefined) return { items: [], next: null, carry: cursor.learnt };
   const ref = splitRepository(repository);
@@ -114,7 +111,7 @@ export async function listGithubPage(
   }
 }
 
-type RepoPage = ListPage<GithubCursor> & { learnt?: GithubCarry };
+type RepoPage = ListPage<GithubCursor, GithubCarry> & { learnt?: GithubCarry };
 
 function learn(cursor: GithubCursor, change: (carry: GithubCarry) => void): GithubCarry {
   const carry: GithubCarry = structuredClone(cursor.learnt ?? emptyCarry());

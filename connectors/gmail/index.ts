@@ -28,6 +28,7 @@ import {
   type MailCursor,
   type MailFetchOptions,
   type MailSelection,
+  mailCursorSchema,
   mailSelectionShape,
   portSetting,
   verifyMail,
@@ -115,6 +116,7 @@ export const gmail: Connector<GmailConfig, GmailSecrets, MailCursor> = {
   secretKeys: ["accessToken", "refreshToken", "clientId", "clientSecret"],
   secretsSchema: gmailSecretsSchema,
   listing: "full",
+  cursorSchema: mailCursorSchema,
   shutdown: closeMailConnections,
   initialCursor: () => initialMailCursor(),
   listPage: (ctx, cursor) =>

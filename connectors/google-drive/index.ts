@@ -35,7 +35,10 @@ import type { Connector, OAuthSpec } from "../types.ts";
 import { DEFAULT_DRIVE_API } from "./client.ts";
 import {
   browseDrive,
+  type DriveCarry,
   type DriveCursor,
+  driveCarrySchema,
+  driveCursorSchema,
   fetchDriveItem,
   initialDriveCursor,
   listDrivePage,
@@ -70,13 +73,17 @@ export const googleDriveOAuth: OAuthSpec = {
   envPrefix: "GOOGLE",
 };
 
-export const googleDriveConnector: Connector<GoogleDriveConfig, GoogleDriveSecrets, DriveCursor> = {
+type GoogleDriveConnector = Connector<GoogleDriveConfig, GoogleDriveSecrets, DriveCursor, DriveCarry>;
+
+export const googleDriveConnector: GoogleDriveConnector = {
   provider: "google-drive",
   displayName: "Google Drive",
   configSchema: googleDriveConfigSchema,
   secretKeys: [],
   secretsSchema: googleDriveSecretsSchema,
   listing: "delta",
+  cursorSchema: driveCursorSchema,
+  carrySchema: driveCarrySchema,
   initialCursor: initialDriveCursor,
   listPage: listDrivePage,
   fetchItem: fetchDriveItem,

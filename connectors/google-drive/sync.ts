@@ -18,6 +18,7 @@
 
 import { createHash } from "node:crypto";
 import type { drive_v3 } from "@googleapis/drive";
+import { z } from "zod";
 import type { FetchedItem, ItemMetadata, ListPage, PickedItem, SourceItem, SyncContext } from "../types.ts";
 import { DriveClient, errorReasons, httpStatus, quote, toConnectorError } from "./client.ts";
 import { FOLDER_MIME, placeFolder, rememberFolder } from "./folders.ts";
@@ -43,44 +44,50 @@ const CHANGE_FIELDS = `nextPageToken,newStartPageToken,changes(changeType,fileId
 const MAX_STEPS_PER_PAGE = 20;
 
 /** Work left in a pass. */
-export type DriveTask =
+const driveTaskSchema = z.discriminatedUnion("op", [
   /** List a folder in scope: its files are items, its subfolders are listed too. */
-  | { op: "add"; id: string; pageToken?: string }
+  z.object({ op: z.literal("add"), id: z.string(), pageToken: z.string().optional() }),
   /** A picked file. */
-  | { op: "file"; id: string }
+  z.object({ op: z.literal("file"), id: z.string() }),
   /** A folder that left the scope: its files are deleted unless still in scope another way. */
-  | { op: "leave"; id: string; pageToken?: string }
+  z.object({ op: z.literal("leave"), id: z.string(), pageToken: z.string().optional() }),
   /** A file picked before but not now: deleted unless still in scope. */
-  | { op: "recheck"; id: string }
+  z.object({ op: z.literal("recheck"), id: z.string() }),
   /** The scope was "full" before: every file not in the new scope is deleted. */
-  | { op: "leaveAll"; pageToken?: string };
+  z.object({ op: z.literal("leaveAll"), pageToken: z.string().optional() }),
+]);
+export type DriveTask = z.infer<typeof driveTaskSchema>;
+
+/** "selected": every folder inside the selection, id → parent id inside it (null: picked itself). */
+const foldersSchema = z.record(z.string(), z.string().nullable());
 
 /** What a completed pass hands to the next (saved by the engine). */
-export interface DriveCarry {
+export const driveCarrySchema = z.object({
   /** Which scope and selection it was made for; another one starts over. */
-  scope: string;
+  scope: z.string(),
   /** changes.list page token to resume from (null: nothing was selected, nothing to follow). */
-  pageToken: string | null;
-  rootId: string | null;
-  /** "selected": every folder inside the selection, id → parent id inside it (null: picked itself). */
-  folders: Record<string, string | null>;
+  pageToken: z.string().nullable(),
+  rootId: z.string().nullable(),
+  folders: foldersSchema,
   /** "selected": the picked files. */
-  files: string[];
-}
+  files: z.array(z.string()),
+});
+export type DriveCarry = z.infer<typeof driveCarrySchema>;
 
-export interface DriveCursor {
-  scope: string;
+export const driveCursorSchema = z.object({
+  scope: z.string(),
   /** "start": take the changes token and root, queue the listing; "sync": work the queue, then changes. */
-  phase: "start" | "sync";
-  pageToken: string | null;
+  phase: z.enum(["start", "sync"]),
+  pageToken: z.string().nullable(),
   /** changes.list answered with newStartPageToken: once the queue is empty the pass is complete. */
-  caughtUp: boolean;
-  rootId: string | null;
-  folders: Record<string, string | null>;
-  tasks: DriveTask[];
+  caughtUp: z.boolean(),
+  rootId: z.string().nullable(),
+  folders: foldersSchema,
+  tasks: z.array(driveTaskSchema),
   /** The carry of another scope, whose leftovers this pass deletes. */
-  previous?: DriveCarry;
-}
+  previous: driveCarrySchema.optional(),
+});
+export type DriveCursor = z.infer<typeof driveCursorSchema>;
 
 interface Scope {
   key: string;
@@ -99,22 +106,8 @@ function scopeOf(ctx: GoogleDriveContext): Scope {
   return { key: `selected:${hash}`, full: false, folders: new Set(folders), files: new Set(files) };
 }
 
-function isCarry(value: unknown): value is DriveCarry {
-  const v = value as DriveCarry | undefined;
-  return Boolean(
-    v &&
-      typeof v === "object" &&
-      typeof v.scope === "string" &&
-      (v.pageToken === null || typeof v.pageToken === "string") &&
-      v.folders &&
-      typeof v.folders === "object" &&
-      Array.isArray(v.files),
-  );
-}
-
-export function initialDriveCursor(ctx: GoogleDriveContext, carried?: unknown): DriveCursor {
+export function initialDriveCursor(ctx: GoogleDriveContext, carry?: DriveCarry): DriveCursor {
   const scope = scopeOf(ctx);
-  const carry = isCarry(carried) ? carried : undefined;
   if (carry && carry.scope === scope.key) {
     return {
       scope: scope.key,
@@ -201,7 +194,7 @@ class Page {
 export async function listDrivePage(
   ctx: GoogleDriveContext,
   input: DriveCursor,
-): Promise<ListPage<DriveCursor>> {
+): Promise<ListPage<DriveCursor, DriveCarry>> {
   const cursor: DriveCursor = structuredClone(input);
   const scope = scopeOf(ctx);
   try {

@@ -43,18 +43,19 @@ export interface MailSelection {
 }
 
 /** Position in one full pass over the selected mailboxes. Plain JSON: the engine stores it between pages. */
-export interface MailCursor {
+export const mailCursorSchema = z.object({
   /** The mailboxes of this pass, resolved from the `mailboxes` setting by the first page; null before. */
-  mailboxes: string[] | null;
+  mailboxes: z.array(z.string()).nullable(),
   /** Index in `mailboxes` of the one being listed. */
-  index: number;
+  index: z.number().int().min(0),
   /** UIDVALIDITY of that mailbox when its listing started; null before its first page. */
-  uidValidity: string | null;
+  uidValidity: z.string().nullable(),
   /** Every UID up to this one has been listed (in that mailbox, under that UIDVALIDITY). */
-  afterUid: number;
+  afterUid: z.number().int().min(0),
   /** Per mailbox listed so far in this pass: its UIDVALIDITY and the highest UID seen. */
-  seen: Record<string, { uidValidity: string; highestUid: number }>;
-}
+  seen: z.record(z.string(), z.object({ uidValidity: z.string(), highestUid: z.number().int().min(0) })),
+});
+export type MailCursor = z.infer<typeof mailCursorSchema>;
 
 export const DEFAULT_PAGE_SIZE = 100;
 /** Gmail's own limit is 25 MB of attachments; base64 makes the message about a third larger. */

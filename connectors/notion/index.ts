@@ -39,6 +39,7 @@ import {
   initialNotionCursor,
   listNotionPage,
   type NotionCursor,
+  notionCursorSchema,
 } from "./sync.ts";
 
 const flatBoolean = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")]);
@@ -72,6 +73,7 @@ export const notionConnector: Connector<NotionConfig, NotionSecrets, NotionCurso
   secretKeys: [],
   secretsSchema: notionSecretsSchema,
   listing: "full",
+  cursorSchema: notionCursorSchema,
   initialCursor: () => initialNotionCursor(),
   listPage: listNotionPage,
   fetchItem: fetchNotionItem,

@@ -25,6 +25,7 @@ import {
   type PageObjectResponse,
   type SearchResponse,
 } from "@notionhq/client";
+import { z } from "zod";
 import type { FetchedItem, ListPage, SourceItem } from "../types.ts";
 import {
   type BlockNode,
@@ -37,13 +38,14 @@ import { NotionApi, type NotionContext, notionStatus } from "./client.ts";
 
 export const DEFAULT_NOTION_API = "https://api.notion.com";
 
-export interface NotionCursor {
-  phase: "pages" | "data_sources";
+export const notionCursorSchema = z.object({
+  phase: z.enum(["pages", "data_sources"]),
   /** Notion's search cursor within the phase; null at its start. */
-  start: string | null;
+  start: z.string().nullable(),
   /** Data source id → `count:sum` digest of the rows (id and title) listed under it so far this pass. */
-  rows: Record<string, string>;
-}
+  rows: z.record(z.string(), z.string()),
+});
+export type NotionCursor = z.infer<typeof notionCursorSchema>;
 
 /** An edit this recent may still be followed by one in the same (rounded) minute. */
 export const SETTLE_MS = 2 * 60_000;

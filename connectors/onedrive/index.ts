@@ -38,7 +38,10 @@ import {
   fetchOnedriveItem,
   initialOnedriveCursor,
   listOnedrivePage,
+  type OnedriveCarry,
   type OnedriveCursor,
+  onedriveCarrySchema,
+  onedriveCursorSchema,
   verifyOnedrive,
 } from "./sync.ts";
 
@@ -69,13 +72,15 @@ export const onedriveOAuth: OAuthSpec = {
   envPrefix: "MICROSOFT",
 };
 
-export const onedriveConnector: Connector<OnedriveConfig, OnedriveSecrets, OnedriveCursor> = {
+export const onedriveConnector: Connector<OnedriveConfig, OnedriveSecrets, OnedriveCursor, OnedriveCarry> = {
   provider: "onedrive",
   displayName: "Microsoft OneDrive",
   configSchema: onedriveConfigSchema,
   secretKeys: [],
   secretsSchema: onedriveSecretsSchema,
   listing: "delta",
+  cursorSchema: onedriveCursorSchema,
+  carrySchema: onedriveCarrySchema,
   initialCursor: initialOnedriveCursor,
   listPage: listOnedrivePage,
   fetchItem: fetchOnedriveItem,

@@ -3,15 +3,17 @@
 // the paths GET gives: the item's (or its parent folder's) path against each picked folder's path, both
 // read at the same time. Results are cached for one listPage call.
 
+import { z } from "zod";
 import { type DriveItem, getItem, type OnedriveContext } from "./graph.ts";
 
-export interface SyncScope {
-  mode: "full" | "selected";
+export const syncScopeSchema = z.object({
+  mode: z.enum(["full", "selected"]),
   /** Folders whose delta is followed: "root" (the whole drive) in full mode, else the picked folders' ids. */
-  roots: string[];
+  roots: z.array(z.string()),
   /** Picked single files (selected mode). */
-  files: string[];
-}
+  files: z.array(z.string()),
+});
+export type SyncScope = z.infer<typeof syncScopeSchema>;
 
 export function desiredScope(ctx: OnedriveContext): SyncScope {
   if (ctx.config.syncScope === "full") return { mode: "full", roots: ["root"], files: [] };

@@ -18,6 +18,7 @@
 // driveItem id and the version its content hash (else cTag, else eTag: see versionOf), so renames and
 // moves do not fetch a file again.
 
+import { z } from "zod";
 import { ConnectorConfigError } from "../errors.ts";
 import type { FetchedItem, ItemMetadata, ListPage, PickedItem, SourceItem } from "../types.ts";
 import {
@@ -31,37 +32,49 @@ import {
   itemPath,
   type OnedriveContext,
 } from "./graph.ts";
-import { desiredScope, drivePath, ScopeCheck, type SyncScope, sameScope } from "./scope.ts";
+import { desiredScope, drivePath, ScopeCheck, type SyncScope, sameScope, syncScopeSchema } from "./scope.ts";
+
+/** Root ("root" or a folder id) → the @odata.deltaLink its last complete enumeration ended with. */
+const deltaLinksSchema = z.record(z.string(), z.string());
 
 /** What a complete pass hands to the next one. */
-export interface OnedriveCarry extends SyncScope {
-  v: 1;
-  /** Root ("root" or a folder id) → the @odata.deltaLink its last complete enumeration ended with. */
-  links: Record<string, string>;
-}
+export const onedriveCarrySchema = syncScopeSchema.extend({
+  v: z.literal(1),
+  links: deltaLinksSchema,
+});
+export type OnedriveCarry = z.infer<typeof onedriveCarrySchema>;
 
-type Step =
-  | { kind: "reconcile" }
+const stepSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("reconcile") }),
   /** url: the nextLink to continue with; null: start from the root's deltaLink (or enumerate it). */
-  | { kind: "delta"; index: number; url: string | null; fresh: boolean }
+  z.object({
+    kind: z.literal("delta"),
+    index: z.number().int().min(0),
+    url: z.string().nullable(),
+    fresh: z.boolean(),
+  }),
   /** The first entry of `walks`; url: its next children page. */
-  | { kind: "walk"; url: string | null }
-  | { kind: "files"; index: number };
+  z.object({ kind: z.literal("walk"), url: z.string().nullable() }),
+  z.object({ kind: z.literal("files"), index: z.number().int().min(0) }),
+]);
+type Step = z.infer<typeof stepSchema>;
 
-interface Walk {
-  folder: string;
+const walkSchema = z.object({
+  folder: z.string(),
   /** add: report its files (it entered the scope); remove: report them deleted (it left). */
-  mode: "add" | "remove";
-}
+  mode: z.enum(["add", "remove"]),
+});
+type Walk = z.infer<typeof walkSchema>;
 
-export interface OnedriveCursor extends SyncScope {
-  v: 1;
-  links: Record<string, string>;
+export const onedriveCursorSchema = syncScopeSchema.extend({
+  v: z.literal(1),
+  links: deltaLinksSchema,
   /** The scope of the last complete pass, until this pass has reconciled the picks with it. */
-  previous: SyncScope | null;
-  step: Step;
-  walks: Walk[];
-}
+  previous: syncScopeSchema.nullable(),
+  step: stepSchema,
+  walks: z.array(walkSchema),
+});
+export type OnedriveCursor = z.infer<typeof onedriveCursorSchema>;
 
 /** Picked single files read per listing page. */
 const FILES_PER_PAGE = 25;
@@ -70,28 +83,13 @@ const ONENOTE = /\.(one|onetoc2|onepkg)$/i;
 /** Content types that say nothing about the bytes: the pipeline sniffs those itself. */
 const GENERIC_TYPES = new Set(["", "application/octet-stream", "binary/octet-stream"]);
 
-function isCarry(value: unknown): value is OnedriveCarry {
-  const v = value as OnedriveCarry | undefined;
-  return Boolean(
-    v &&
-      typeof v === "object" &&
-      v.v === 1 &&
-      (v.mode === "full" || v.mode === "selected") &&
-      Array.isArray(v.roots) &&
-      Array.isArray(v.files) &&
-      v.links &&
-      typeof v.links === "object",
-  );
-}
-
-export function initialOnedriveCursor(ctx: OnedriveContext, carried?: unknown): OnedriveCursor {
+export function initialOnedriveCursor(ctx: OnedriveContext, previous?: OnedriveCarry): OnedriveCursor {
   const scope = desiredScope(ctx);
-  const previous = isCarry(carried) ? carried : undefined;
   const links: Record<string, string> = {};
   if (previous && previous.mode === scope.mode) {
     for (const root of scope.roots) {
       const link = previous.links[root];
-      if (typeof link === "string") links[root] = link;
+      if (link !== undefined) links[root] = link;
     }
   }
   return {
@@ -133,13 +131,13 @@ class PageBuilder {
   }
 
   /** The page; the pass's carry when it is the last one (next null). */
-  page(next: OnedriveCursor | null, cursor: OnedriveCursor): ListPage<OnedriveCursor> {
+  page(next: OnedriveCursor | null, cursor: OnedriveCursor): ListPage<OnedriveCursor, OnedriveCarry> {
     if (this.oversized)
       this.ctx.log.info(
         { skipped: this.oversized, maxFileBytes: this.ctx.config.maxFileBytes },
         "onedrive: files larger than maxFileBytes are not synced",
       );
-    const page: ListPage<OnedriveCursor> = { items: [...this.items.values()], next };
+    const page: ListPage<OnedriveCursor, OnedriveCarry> = { items: [...this.items.values()], next };
     if (this.deleted.size) page.deleted = [...this.deleted];
     if (next === null) page.carry = carryOf(cursor);
     return page;
@@ -200,7 +198,7 @@ function deltaStart(ctx: OnedriveContext, root: string): string {
 export async function listOnedrivePage(
   ctx: OnedriveContext,
   input: OnedriveCursor,
-): Promise<ListPage<OnedriveCursor>> {
+): Promise<ListPage<OnedriveCursor, OnedriveCarry>> {
   const cursor: OnedriveCursor = structuredClone(input);
   const out = new PageBuilder(ctx);
   if (cursor.step.kind === "reconcile") {

@@ -28,7 +28,7 @@
 
 import { z } from "zod";
 import type { Connector } from "../types.ts";
-import { fetchS3Item, listS3Page, type S3Cursor, verifyS3 } from "./sync.ts";
+import { fetchS3Item, listS3Page, type S3Cursor, s3CursorSchema, verifyS3 } from "./sync.ts";
 
 const flatBoolean = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")]);
 
@@ -68,6 +68,7 @@ export const s3Connector: Connector<S3Config, S3Secrets, S3Cursor> = {
   secretKeys: ["accessKeyId", "secretAccessKey", "sessionToken"],
   secretsSchema: s3SecretsSchema,
   listing: "full",
+  cursorSchema: s3CursorSchema,
   initialCursor: () => ({ continuationToken: null }),
   listPage: listS3Page,
   fetchItem: fetchS3Item,

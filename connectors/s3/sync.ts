@@ -5,15 +5,17 @@ import { createHash } from "node:crypto";
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import { type _Object, GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { z } from "zod";
 import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
 import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
 import type { FetchedItem, ListPage, SourceItem, SyncContext } from "../types.ts";
 import type { S3Config, S3Secrets } from "./index.ts";
 
-export interface S3Cursor {
+export const s3CursorSchema = z.object({
   /** NextContinuationToken of the previous page; null at the start of a pass. */
-  continuationToken: string | null;
-}
+  continuationToken: z.string().nullable(),
+});
+export type S3Cursor = z.infer<typeof s3CursorSchema>;
 
 type S3Context = SyncContext<S3Config, S3Secrets>;
 

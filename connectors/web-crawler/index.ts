@@ -25,7 +25,7 @@
 
 import { z } from "zod";
 import type { Connector } from "../types.ts";
-import { type Cursor, fetchItem, initialCursor, listPage, verify } from "./sync.ts";
+import { type Cursor, cursorSchema, fetchItem, initialCursor, listPage, verify } from "./sync.ts";
 import { normalizeUrl } from "./urls.ts";
 
 export const MAX_PAGES_LIMIT = 5000;
@@ -131,6 +131,7 @@ export const webCrawlerConnector: Connector<WebCrawlerConfig, WebCrawlerSecrets,
   secretKeys: [],
   secretsSchema: z.object({}) as unknown as z.ZodType<WebCrawlerSecrets>,
   listing: "full",
+  cursorSchema,
   initialCursor,
   listPage,
   fetchItem,

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { z } from "zod";
 import { htmlToText } from "../../pipeline/html.ts";
 import { FetchRefusedError, isPublicAddress } from "../../pipeline/safe-fetch.ts";
 import { ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
@@ -18,25 +19,27 @@ import { looksBinary, resolveLink, urlKey } from "./urls.ts";
 
 type Ctx = SyncContext<WebCrawlerConfig, WebCrawlerSecrets>;
 
-export interface FrontierEntry {
-  url: string;
+const frontierEntrySchema = z.object({
+  url: z.string(),
   /** Links followed from a start URL or sitemap entry (both 0). */
-  depth: number;
-}
+  depth: z.number().int().min(0),
+});
+export type FrontierEntry = z.infer<typeof frontierEntrySchema>;
 
-export interface Cursor {
-  version: 1;
+export const cursorSchema = z.object({
+  version: z.literal(1),
   /** The first page has checked the start URLs and queued the sitemaps' URLs. */
-  seeded: boolean;
+  seeded: z.boolean(),
   /** Origins links may stay on (sameOrigin): the start URLs' and those they redirect to. */
-  origins: string[];
+  origins: z.array(z.string()),
   /** Breadth-first: fetched from the front, discoveries appended in the order they were found. */
-  frontier: FrontierEntry[];
+  frontier: z.array(frontierEntrySchema),
   /** urlKey of every URL queued, fetched or reached by a redirect in this pass: none is taken twice. */
-  seen: string[];
+  seen: z.array(z.string()),
   /** Items listed so far in this pass, against maxPages. */
-  listed: number;
-}
+  listed: z.number().int().min(0),
+});
+export type Cursor = z.infer<typeof cursorSchema>;
 
 /** URLs fetched per listPage: a page of work stays short, so a checkpoint is never far behind. */
 export const BATCH_SIZE = 20;

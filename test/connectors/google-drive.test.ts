@@ -10,6 +10,7 @@ import {
   googleDriveConfigSchema,
   googleDriveConnector,
 } from "../../connectors/google-drive/index.ts";
+import { driveCarrySchema } from "../../connectors/google-drive/sync.ts";
 import type { FetchedItem, OAuthSession, PickedItem, SyncContext } from "../../connectors/types.ts";
 import { type FakeGoogle, FORM_MIME, startFakeGoogle } from "../support/fake-google.ts";
 
@@ -101,7 +102,7 @@ async function contextFor(
 class Mirror {
   versions = new Map<string, string>();
   docs = new Map<string, FetchedItem>();
-  carry: unknown;
+  carry: DriveCarry | undefined;
 
   /** One sync as the engine runs it: pages until `next` is null, fetch changed items, apply deletions. */
   async sync(ctx: Ctx) {
@@ -134,7 +135,8 @@ class Mirror {
       if (pages > 500) throw new Error("the pass does not end");
     }
     expect(carry, "a completed pass hands over its position").toBeDefined();
-    this.carry = JSON.parse(JSON.stringify(carry));
+    // Stored as JSON, and read back with the connector's schema (which must accept what it wrote).
+    this.carry = driveCarrySchema.parse(JSON.parse(JSON.stringify(carry)));
     return { listed, deleted, fetched, pages };
   }
 

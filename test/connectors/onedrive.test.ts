@@ -9,12 +9,14 @@ import {
 import { downloadItem, getItem, retryAfterMs } from "../../connectors/onedrive/graph.ts";
 import {
   DEFAULT_GRAPH_API,
+  type OnedriveCarry,
   type OnedriveConfig,
   type OnedriveSecrets,
   onedriveConfigSchema,
   onedriveConnector,
   onedriveOAuth,
 } from "../../connectors/onedrive/index.ts";
+import { onedriveCarrySchema } from "../../connectors/onedrive/sync.ts";
 import type {
   FetchedItem,
   OAuthSession,
@@ -126,7 +128,7 @@ interface SyncResult {
  */
 class Engine {
   readonly held = new Map<string, { version: string; doc: FetchedItem }>();
-  carry: unknown;
+  carry: OnedriveCarry | undefined;
 
   async sync(ctx: Ctx): Promise<SyncResult> {
     const result: SyncResult = { fetched: [], deleted: [], listed: [], pages: 0 };
@@ -152,7 +154,8 @@ class Engine {
       cursor = JSON.parse(JSON.stringify(page.next));
       if (result.pages > 500) throw new Error("the pass does not end");
     }
-    if (carry !== undefined) this.carry = JSON.parse(JSON.stringify(carry));
+    // Stored as JSON, and read back with the connector's schema (which must accept what it wrote).
+    if (carry !== undefined) this.carry = onedriveCarrySchema.parse(JSON.parse(JSON.stringify(carry)));
     return result;
   }
 

@@ -16,3 +16,24 @@ describe("configuration durations", () => {
     expect(() => loadConfig({ KEY_EXPIRY_NOTICE_INTERVAL: "soon" })).toThrow(/KEY_EXPIRY_NOTICE_INTERVAL/);
   });
 });
+
+describe("the service's own OAuth apps", () => {
+  it("are read from the env variables each OAuth connector declares, under the names they always had", () => {
+    const env = {
+      GOOGLE_CLIENT_ID: "google-id",
+      GOOGLE_CLIENT_SECRET: "google-secret",
+      MICROSOFT_CLIENT_ID: "microsoft-id",
+      MICROSOFT_CLIENT_SECRET: "microsoft-secret",
+      NOTION_CLIENT_ID: "notion-id",
+      NOTION_CLIENT_SECRET: "notion-secret",
+      GITHUB_CLIENT_ID: "github-id",
+      GITHUB_CLIENT_SECRET: "github-secret",
+    };
+    expect(loadConfig(env).oauthAppEnv).toEqual(env);
+  });
+
+  it("leave out what is unset or empty, and nothing else from the environment", () => {
+    const config = loadConfig({ NOTION_CLIENT_ID: "notion-id", GITHUB_CLIENT_SECRET: "", PORT: "9000" });
+    expect(config.oauthAppEnv).toEqual({ NOTION_CLIENT_ID: "notion-id" });
+  });
+});
