@@ -19,17 +19,8 @@ import { apiKeys, documents } from "../../store/schema/index.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
-
-const EMBEDDING_DIMENSION = 16;
-const space = { model: "test-axes", dimension: EMBEDDING_DIMENSION };
-
-/** A unit vector pointing mostly along one axis: distinct, predictable neighbours for search tests. */
-function axis(i: number, noise = 0): number[] {
-  const v = new Array(EMBEDDING_DIMENSION).fill(noise);
-  v[i] = 1;
-  const norm = Math.hypot(...v);
-  return v.map((x) => x / norm);
-}
+import { memoryCases } from "./cases/memories.ts";
+import { axis, space } from "./cases/support.ts";
 
 const drivers: [string, () => Promise<Store>][] = [
   ["pglite", openMemoryPglite],
@@ -48,6 +39,9 @@ describe.each(drivers)("store on %s", (_name, open) => {
 
   const add = (input: Partial<docs.NewDocumentInput> & { source: string }) =>
     docs.saveDocument(store.db, { containerTags: [], metadata: {}, ...input });
+
+  // The store's other areas, each in a module of its own under ./cases/.
+  describe("memories", () => memoryCases(() => store));
 
   it("creates documents queued at run 1 and upserts by customId", async () => {
     const first = await add({ source: "hello", customId: "c-1", containerTags: ["a"], metadata: { k: "v" } });
