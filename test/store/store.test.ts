@@ -20,9 +20,11 @@ import { apiKeys, documents } from "../../store/schema/index.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
+import { accessCases } from "./cases/access.ts";
 import { memoryCases } from "./cases/memories.ts";
 import { searchCases } from "./cases/search.ts";
 import { axis, space } from "./cases/support.ts";
+import { webhookCases } from "./cases/webhooks.ts";
 
 const drivers: [string, () => Promise<Store>][] = [
   ["pglite", openMemoryPglite],
@@ -41,10 +43,6 @@ describe.each(drivers)("store on %s", (_name, open) => {
 
   const add = (input: Partial<docs.NewDocumentInput> & { source: string }) =>
     docs.saveDocument(store.db, { containerTags: [], metadata: {}, ...input });
-
-  // The store's other areas, each in a module of its own under ./cases/.
-  describe("memories", () => memoryCases(() => store));
-  describe("search", () => searchCases(() => store));
 
   it("creates documents queued at run 1 and upserts by customId", async () => {
     const first = await add({ source: "hello", customId: "c-1", containerTags: ["a"], metadata: { k: "v" } });
@@ -537,6 +535,12 @@ describe.each(drivers)("store on %s", (_name, open) => {
     await store.db.update(apiKeys).set({ disabledAt: new Date() }).where(sql`${apiKeys.id} = ${key.id}`);
     expect(await findActiveKey(store.db, secret)).toBeUndefined();
   });
+
+  // The store's other areas, each in a module of its own under ./cases/.
+  describe("memories", () => memoryCases(() => store));
+  describe("search", () => searchCases(() => store));
+  describe("rate limits, OAuth states, settings and console users", () => accessCases(() => store));
+  describe("webhooks", () => webhookCases(() => store));
 });
 
 describe("a new PostgreSQL database opened by several processes at once", () => {
