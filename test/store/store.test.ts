@@ -21,6 +21,8 @@ import { hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
 import { accessCases } from "./cases/access.ts";
+import { containerCases } from "./cases/containers.ts";
+import { maintenanceCases } from "./cases/maintenance.ts";
 import { memoryCases } from "./cases/memories.ts";
 import { searchCases } from "./cases/search.ts";
 import { axis, space } from "./cases/support.ts";
@@ -541,6 +543,8 @@ describe.each(drivers)("store on %s", (_name, open) => {
   describe("search", () => searchCases(() => store));
   describe("rate limits, OAuth states, settings and console users", () => accessCases(() => store));
   describe("webhooks", () => webhookCases(() => store));
+  describe("container tags, spaces and health", () => containerCases(() => store));
+  describe("re-embedding, key-expiry notices and BM25 statistics", () => maintenanceCases(() => store));
 });
 
 describe("a new PostgreSQL database opened by several processes at once", () => {
