@@ -21,6 +21,7 @@ import { hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
 import { accessCases } from "./cases/access.ts";
+import { connectionCases } from "./cases/connections.ts";
 import { containerCases } from "./cases/containers.ts";
 import { maintenanceCases } from "./cases/maintenance.ts";
 import { memoryCases } from "./cases/memories.ts";
@@ -543,6 +544,7 @@ describe.each(drivers)("store on %s", (_name, open) => {
   describe("search", () => searchCases(() => store));
   describe("rate limits, OAuth states, settings and console users", () => accessCases(() => store));
   describe("webhooks", () => webhookCases(() => store));
+  describe("connections", () => connectionCases(() => store));
   describe("container tags, spaces and health", () => containerCases(() => store));
   describe("re-embedding, key-expiry notices and BM25 statistics", () => maintenanceCases(() => store));
 });
