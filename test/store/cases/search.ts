@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
 import { queryRows } from "../../../store/db.ts";
+import { documentsByIds } from "../../../store/documents.ts";
 import { isStoreUnavailable, storeErrorMessage } from "../../../store/errors.ts";
-import { FilterError } from "../../../store/filters.ts";
+import { checkFilter, FilterError, type FilterNode } from "../../../store/filters.ts";
 import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../../store/search.ts";
 import { ensureVectorIndexes } from "../../../store/vector-index.ts";
-import { axis, processedDocument, type StoreOf, space } from "./support.ts";
+import { addDocument, axis, processedDocument, type StoreOf, space } from "./support.ts";
 
 export function searchCases(store: StoreOf) {
   it("narrows chunk search by file path (exact, or under a folder) and by metadata filter", async () => {
@@ -64,6 +65,29 @@ export function searchCases(store: StoreOf) {
     await expect(found({ filters: { key: "pages", value: "ten", filterType: "numeric" } })).rejects.toThrow(
       FilterError,
     );
+  });
+
+  it("checks a filter without a query, refusing what compiling would refuse", () => {
+    expect(() => checkFilter({ AND: [{ key: "kind", value: "note" }] })).not.toThrow();
+    expect(() => checkFilter({ key: "pages", value: "many", filterType: "numeric" })).toThrow(FilterError);
+    let tooDeep: FilterNode = { key: "k", value: "v" };
+    for (let i = 0; i < 10; i++) tooDeep = { OR: [tooDeep] };
+    expect(() => checkFilter(tooDeep)).toThrow(/deeper/);
+  });
+
+  it("reads the documents of results by id, only within a key's scope when one is given", async () => {
+    const { db } = store();
+    const mine = (
+      await addDocument(db, { source: "scoped mine", containerTags: ["scope-mine", "scope-shared"] })
+    ).document.id;
+    const theirs = (await addDocument(db, { source: "scoped theirs", containerTags: ["scope-theirs"] }))
+      .document.id;
+    const ids = async (scope?: string[] | null) =>
+      (await documentsByIds(db, [mine, theirs, "no-such-document"], scope)).map((d) => d.id).sort();
+    expect(await ids()).toEqual([mine, theirs].sort());
+    expect(await ids(["scope-shared"])).toEqual([mine]);
+    expect(await ids(["scope-nobody"])).toEqual([]);
+    expect(await documentsByIds(db, [])).toEqual([]);
   });
 
   it("fetches the chunks at given positions, to show a match in its context", async () => {
