@@ -140,7 +140,7 @@ export class SearchRequestError extends Error {
 }
 
 /** Refuses a bad metadata filter as the caller's error, before any work (embedding) is done for the request. */
-export function checkFilters(filters: FilterNode | undefined): void {
+export function refuseInvalidFilters(filters: FilterNode | undefined): void {
   if (!filters) return;
   try {
     checkFilter(filters);
@@ -163,7 +163,7 @@ export async function searchDocuments(
 ): Promise<DocumentSearchResponse> {
   const started = performance.now();
   const warnings: string[] = [];
-  checkFilters(request.filters);
+  refuseInvalidFilters(request.filters);
 
   const rewrittenQuery = request.rewriteQuery
     ? await rewriteIfPossible(deps, request.q, warnings)

@@ -12,7 +12,7 @@ import {
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
 import {
-  checkFilters,
+  refuseInvalidFilters,
   rewriteIfPossible,
   type SearchDeps,
   type SearchReport,
@@ -103,7 +103,7 @@ export async function searchMemoriesAndChunks(
 ): Promise<V4Response> {
   const started = performance.now();
   const warnings: string[] = [];
-  checkFilters(request.filters);
+  refuseInvalidFilters(request.filters);
   const space = { model: deps.embedder.model, dimension: deps.embedder.dimension };
 
   const rewrittenQuery = request.rewriteQuery
