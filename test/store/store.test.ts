@@ -542,7 +542,7 @@ describe.each(drivers)("store on %s", (_name, open) => {
   // The store's other areas, each in a module of its own under ./cases/.
   describe("memories", () => memoryCases(() => store));
   describe("search", () => searchCases(() => store));
-  describe("rate limits, OAuth states, settings and console users", () => accessCases(() => store));
+  describe("API keys, rate limits, OAuth states, settings and console users", () => accessCases(() => store));
   describe("webhooks", () => webhookCases(() => store));
   describe("connections", () => connectionCases(() => store));
   describe("container tags, spaces and health", () => containerCases(() => store));

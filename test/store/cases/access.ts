@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { expect, it } from "vitest";
+import * as keys from "../../../store/api-keys.ts";
 import { createConnection } from "../../../store/connections.ts";
 import * as users from "../../../store/console-users.ts";
 import { saveOAuthState, takeOAuthState } from "../../../store/oauth-states.ts";
@@ -104,5 +105,49 @@ export function accessCases(store: StoreOf) {
     expect(b?.equals(a as Buffer)).toBe(true);
     // Kept in a row of its own: the settings the API shows never carry it.
     expect((await readSettings(db)).secretsSet).not.toContain("sessionSecret");
+  });
+
+  it("manages API keys: scoped-only disabling, first disabling kept, edits, usable admins, expiring ones", async () => {
+    const { db } = store();
+    const farFuture = new Date("3000-01-01T00:00:00Z");
+    const admins = await keys.countUsableAdminKeys(db, farFuture);
+    const admin = await keys.createKey(db, { name: "keys-admin", kind: "admin" });
+    const scoped = await keys.createKey(db, {
+      name: "keys-scoped",
+      kind: "scoped",
+      containerTags: ["keys-tag"],
+      expiresAt: new Date("3000-01-01T12:00:00Z"),
+    });
+    expect(await keys.countUsableAdminKeys(db, farFuture)).toBe(admins + 1);
+    expect(await keys.hasAdminKey(db)).toBe(true);
+    expect(await keys.keyExistsForSecret(db, scoped.secret)).toBe(true);
+    expect(await keys.keyExistsForSecret(db, `${scoped.secret}x`)).toBe(false);
+    expect(
+      (await keys.keysExpiringWithin(db, farFuture, new Date("3000-01-02T00:00:00Z"))).map((k) => k.id),
+    ).toEqual([scoped.key.id]);
+
+    expect(
+      await keys.updateKey(db, scoped.key.id, { name: "renamed", contactEmail: "a@example.org" }),
+    ).toMatchObject({
+      name: "renamed",
+      contactEmail: "a@example.org",
+      containerTags: ["keys-tag"],
+    });
+    expect((await keys.updateKey(db, scoped.key.id, {}))?.name).toBe("renamed");
+    expect((await keys.listKeys(db)).map((k) => k.id)).toEqual(
+      expect.arrayContaining([admin.key.id, scoped.key.id]),
+    );
+
+    // Only scoped keys go through disableScopedKey; an admin key is refused there.
+    expect(await keys.disableScopedKey(db, admin.key.id)).toBe(false);
+    expect(await keys.disableScopedKey(db, scoped.key.id)).toBe(true);
+    expect(await keys.disableScopedKey(db, scoped.key.id)).toBe(false);
+    expect(await keys.keysExpiringWithin(db, farFuture, new Date("3000-01-02T00:00:00Z"))).toEqual([]);
+    const disabled = await keys.disableKey(db, admin.key.id);
+    const again = await keys.disableKey(db, admin.key.id);
+    expect(again?.disabledAt?.getTime()).toBe(disabled?.disabledAt?.getTime());
+    expect(await keys.countUsableAdminKeys(db, farFuture)).toBe(admins);
+    expect(await keys.disableKey(db, "no-such-key")).toBeUndefined();
+    expect(await keys.findActiveKey(db, admin.secret)).toBeUndefined();
   });
 }
