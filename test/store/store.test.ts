@@ -25,6 +25,7 @@ import { connectionCases } from "./cases/connections.ts";
 import { containerCases } from "./cases/containers.ts";
 import { maintenanceCases } from "./cases/maintenance.ts";
 import { memoryCases } from "./cases/memories.ts";
+import { processingCases } from "./cases/processing.ts";
 import { searchCases } from "./cases/search.ts";
 import { axis, space } from "./cases/support.ts";
 import { webhookCases } from "./cases/webhooks.ts";
@@ -542,6 +543,7 @@ describe.each(drivers)("store on %s", (_name, open) => {
   // The store's other areas, each in a module of its own under ./cases/.
   describe("memories", () => memoryCases(() => store));
   describe("search", () => searchCases(() => store));
+  describe("processing stages", () => processingCases(() => store));
   describe("API keys, rate limits, OAuth states, settings and console users", () => accessCases(() => store));
   describe("webhooks", () => webhookCases(() => store));
   describe("connections", () => connectionCases(() => store));
