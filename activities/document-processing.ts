@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { ApplicationFailure, Context } from "@temporalio/activity";
-import { DrizzleQueryError } from "drizzle-orm";
 import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import type { CpuPool } from "../pipeline/cpu-pool.ts";
@@ -12,6 +11,7 @@ import { shortTextMemory } from "../pipeline/short-text-memory.ts";
 import { TranscriberUnavailableError } from "../pipeline/transcribe/types.ts";
 import { releaseFiles } from "../services/document-files.ts";
 import type { Database } from "../store/db.ts";
+import { isStoreUnavailable, storeErrorMessage } from "../store/errors.ts";
 import { type ExtractedForTag, memoriesNear, saveExtractedMemories } from "../store/memories.ts";
 import {
   chunksWithoutEmbedding,
@@ -407,32 +407,6 @@ export interface MemoryExtractionSummary {
 /** How long an activity waits out a store outage (PostgreSQL restarting) before giving the attempt up. */
 const STORE_OUTAGE_BUDGET_MS = 2 * 60 * 1000;
 
-/** The store is unreachable (refused, reset, shutting down), as opposed to a query that is wrong. */
-export function isStoreUnavailable(error: unknown): boolean {
-  const cause = error instanceof DrizzleQueryError ? error.cause : error;
-  const e = cause as { code?: string; message?: string } | undefined;
-  if (!e) return false;
-  const codes = [
-    "ECONNREFUSED",
-    "ECONNRESET",
-    "EPIPE",
-    "ETIMEDOUT",
-    "57P01",
-    "57P02",
-    "57P03",
-    "08000",
-    "08001",
-    "08003",
-    "08006",
-  ];
-  return (
-    (typeof e.code === "string" && codes.includes(e.code)) ||
-    /Connection terminated|connection is closed|Client has encountered a connection error/i.test(
-      e.message ?? "",
-    )
-  );
-}
-
 /**
  * Maps domain errors to Temporal failures: bad content and superseded runs must not be retried. A
  * store outage is waited out here (the work is fenced by its run, so doing it again is safe), so a
@@ -482,11 +456,10 @@ async function translateOnce<T>(work: () => Promise<T>): Promise<T> {
       // Endpoint down or answering errors: worth a retry, and the message says which.
       throw ApplicationFailure.create({ type: "LlmUnavailable", message: error.message });
     }
-    if (error instanceof DrizzleQueryError || isStoreUnavailable(error)) {
+    const storeMessage = storeErrorMessage(error);
+    if (storeMessage !== undefined) {
       // The driver's message carries the whole query and its parameters (the document's text): keep only the cause.
-      const clean = new Error(
-        `database error: ${(error instanceof DrizzleQueryError ? (error.cause as Error | undefined)?.message : (error as Error).message) ?? "query failed"}`,
-      );
+      const clean = new Error(storeMessage);
       if (isStoreUnavailable(error)) throw new StoreOutage(clean);
       throw clean;
     }

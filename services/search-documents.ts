@@ -1,12 +1,11 @@
 // Document search (POST /v3/search): one implementation for the REST API and the MCP server.
 
-import { inArray, type SQL, sql } from "drizzle-orm";
 import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { ChatModel } from "../pipeline/llm/chat.ts";
 import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
 import type { Database } from "../store/db.ts";
-import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
-import { type DocumentRow, documents } from "../store/schema/index.ts";
+import { type DocumentRow, documentsByIds } from "../store/documents.ts";
+import { checkFilter, FilterError, type FilterNode } from "../store/filters.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, chunksAt, type Fusion, hybridChunkSearch, type Retrieval } from "../store/search.ts";
 import { RESCORER_MODEL, rescore } from "./rescorer.ts";
@@ -109,12 +108,6 @@ export async function secondStage(
   return { model: RESCORER_MODEL, scores: await rescore(deps.db, query, head) };
 }
 
-/** The caller's `filepath` over documents aliased `d`: exact, or a prefix when it ends in "/" (as in the official API). */
-export function filepathCondition(filepath: string | undefined): SQL | undefined {
-  if (!filepath) return undefined;
-  return filepath.endsWith("/") ? sql`starts_with(d.filepath, ${filepath})` : sql`d.filepath = ${filepath}`;
-}
-
 /**
  * The query as the configured LLM rewrote it, or undefined (with the reason in `warnings`) when there is
  * no LLM or it failed: the search then runs with the query as given rather than failing.
@@ -146,6 +139,17 @@ export class SearchRequestError extends Error {
   }
 }
 
+/** Refuses a bad metadata filter as the caller's error, before any work (embedding) is done for the request. */
+export function refuseInvalidFilters(filters: FilterNode | undefined): void {
+  if (!filters) return;
+  try {
+    checkFilter(filters);
+  } catch (error) {
+    if (error instanceof FilterError) throw new SearchRequestError(error.message, "filters");
+    throw error;
+  }
+}
+
 /** The most matching chunks one document shows (each may bring its neighbours as context). */
 export const MATCHING_CHUNKS_PER_DOCUMENT = 3;
 
@@ -159,7 +163,7 @@ export async function searchDocuments(
 ): Promise<DocumentSearchResponse> {
   const started = performance.now();
   const warnings: string[] = [];
-  const documentFilter = documentCondition(request);
+  refuseInvalidFilters(request.filters);
 
   const rewrittenQuery = request.rewriteQuery
     ? await rewriteIfPossible(deps, request.q, warnings)
@@ -180,7 +184,8 @@ export async function searchDocuments(
     tagMode: request.containerTagsOperator,
     documentId: request.docId,
     endUserId: request.endUserId,
-    documentFilter,
+    filepath: request.filepath,
+    filters: request.filters,
     candidates,
   });
   hits = dedupeByContent(hits);
@@ -232,18 +237,12 @@ export async function searchDocuments(
 
   if (!request.onlyMatchingChunks) await addContext(deps.db, ranked);
   const rows = new Map<string, DocumentRow>();
-  if (ranked.length) {
-    const found = await deps.db
-      .select()
-      .from(documents)
-      .where(
-        inArray(
-          documents.id,
-          ranked.map((r) => r.documentId),
-        ),
-      );
-    for (const row of found) rows.set(row.id, row);
-  }
+  // Unscoped: every ranked document came out of the scoped search above.
+  for (const row of await documentsByIds(
+    deps.db,
+    ranked.map((r) => r.documentId),
+  ))
+    rows.set(row.id, row);
   const results = ranked.flatMap((r): DocumentResult[] => {
     const doc = rows.get(r.documentId);
     if (!doc) return [];
@@ -272,21 +271,6 @@ export async function searchDocuments(
     ...(rewrittenQuery ? { rewrittenQuery } : {}),
     ...(warnings.length ? { warnings } : {}),
   };
-}
-
-function documentCondition(request: DocumentSearchRequest): SQL | undefined {
-  const parts: SQL[] = [];
-  const byPath = filepathCondition(request.filepath);
-  if (byPath) parts.push(byPath);
-  if (request.filters) {
-    try {
-      parts.push(compileFilter(sql`d.metadata`, request.filters));
-    } catch (error) {
-      if (error instanceof FilterError) throw new SearchRequestError(error.message, "filters");
-      throw error;
-    }
-  }
-  return parts.length ? sql.join(parts, sql` AND `) : undefined;
 }
 
 /** Identical chunk text (the same paragraph in two documents) is shown once: its best-ranked copy. */

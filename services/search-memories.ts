@@ -1,18 +1,21 @@
 // POST /v4/search: memories, document chunks, or both. One implementation for REST and MCP.
 
-import { inArray, or, sql } from "drizzle-orm";
-import { documentsByIds } from "../store/documents.ts";
-import { compileFilter, FilterError, type FilterNode } from "../store/filters.ts";
-import { type MemoryHit, memoryVersions, searchMemories } from "../store/memories.ts";
-import { type DocumentRow, type MemoryRow, memories } from "../store/schema/index.ts";
+import { type DocumentRow, documentsByIds } from "../store/documents.ts";
+import type { FilterNode } from "../store/filters.ts";
+import {
+  type MemoryHit,
+  type MemoryRow,
+  memoryVersions,
+  relatedMemories,
+  searchMemories,
+} from "../store/memories.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
 import {
-  filepathCondition,
+  refuseInvalidFilters,
   rewriteIfPossible,
   type SearchDeps,
   type SearchReport,
-  SearchRequestError,
   secondStage,
   summarize,
 } from "./search-documents.ts";
@@ -100,6 +103,7 @@ export async function searchMemoriesAndChunks(
 ): Promise<V4Response> {
   const started = performance.now();
   const warnings: string[] = [];
+  refuseInvalidFilters(request.filters);
   const space = { model: deps.embedder.model, dimension: deps.embedder.dimension };
 
   const rewrittenQuery = request.rewriteQuery
@@ -109,16 +113,6 @@ export async function searchMemoriesAndChunks(
   const keywordText = rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q;
   const [embedding] = await deps.embedder.embed([query], "query", { priority: "query" });
   const candidates = Math.max(50, request.limit * 5);
-
-  const compile = (column: ReturnType<typeof sql>) => {
-    if (!request.filters) return undefined;
-    try {
-      return compileFilter(column, request.filters);
-    } catch (error) {
-      if (error instanceof FilterError) throw new SearchRequestError(error.message, "filters");
-      throw error;
-    }
-  };
 
   const found: Candidate[] = [];
   if (request.searchMode !== "documents") {
@@ -130,7 +124,7 @@ export async function searchMemoriesAndChunks(
       scope,
       includeForgotten: request.include.forgottenMemories,
       endUserId: request.endUserId,
-      memoryFilter: compile(sql`m.metadata`),
+      filters: request.filters,
       candidates,
     });
     for (const h of hits)
@@ -144,9 +138,6 @@ export async function searchMemoriesAndChunks(
       });
   }
   if (request.searchMode !== "memories") {
-    const documentFilter = [compile(sql`d.metadata`), filepathCondition(request.filepath)].filter(
-      (c) => c !== undefined,
-    );
     const hits = await hybridChunkSearch(deps.db, {
       text: keywordText,
       embedding: embedding as number[],
@@ -155,7 +146,8 @@ export async function searchMemoriesAndChunks(
       scope,
       tagMode: "any",
       endUserId: request.endUserId,
-      documentFilter: documentFilter.length ? sql.join(documentFilter, sql` AND `) : undefined,
+      filepath: request.filepath,
+      filters: request.filters,
       candidates,
     });
     // A chunk with a found memory's very text (a short text kept as a memory too) is shown once, as the memory.
@@ -274,8 +266,8 @@ async function relatedContext(deps: SearchDeps, ranked: Candidate[]) {
   const chains = await memoryVersions(deps.db, [...new Set(found.map((m) => m.rootId ?? m.id))]);
   const byRoot = new Map<string, MemoryRow[]>();
   for (const m of chains) byRoot.set(m.rootId ?? m.id, [...(byRoot.get(m.rootId ?? m.id) ?? []), m]);
-  const linked = await relatedRows(
-    deps,
+  const linked = await relatedMemories(
+    deps.db,
     found.map((m) => m.id),
   );
   const out = new Map<string, NonNullable<V4Result["context"]>>();
@@ -305,24 +297,6 @@ async function relatedContext(deps: SearchDeps, ranked: Candidate[]) {
     });
   }
   return out;
-}
-
-/** Memories that extend or derive from the given ones, and those the given ones point at. */
-async function relatedRows(deps: SearchDeps, ids: string[]): Promise<MemoryRow[]> {
-  if (!ids.length) return [];
-  const pointedAt = await deps.db
-    .select({ relatedTo: memories.relatedTo })
-    .from(memories)
-    .where(inArray(memories.id, ids));
-  const targets = pointedAt.flatMap((r) => (r.relatedTo ? [r.relatedTo] : []));
-  return deps.db
-    .select()
-    .from(memories)
-    .where(
-      targets.length
-        ? or(inArray(memories.relatedTo, ids), inArray(memories.id, targets))
-        : inArray(memories.relatedTo, ids),
-    );
 }
 
 const round = (n: number) => Math.round(n * 10_000) / 10_000;

@@ -43,6 +43,15 @@ export function compileFilter(metadata: SQL, node: FilterNode): SQL {
   return walk(node, 1);
 }
 
+/**
+ * Throws FilterError for a filter the store would refuse (nested too deep, too many conditions, a
+ * numeric condition whose value is not a number), without running a query: callers check a request
+ * before doing costly work (embedding the query) for it. Compiling is the check.
+ */
+export function checkFilter(node: FilterNode): void {
+  compileFilter(sql`NULL::jsonb`, node);
+}
+
 function compileCondition(metadata: SQL, c: FilterCondition): SQL {
   const field = sql`(${metadata} -> ${c.key})`;
   const text = sql`(${metadata} ->> ${c.key})`;

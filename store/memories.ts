@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { compileFilter, type FilterNode } from "./filters.ts";
 import { newId } from "./ids.ts";
@@ -299,6 +299,24 @@ export async function memoryVersions(db: Database, rootIds: string[]): Promise<M
     .orderBy(memories.rootId, memories.version);
 }
 
+/** Memories that extend or derive from the given ones, and those the given ones point at. */
+export async function relatedMemories(db: Database, ids: string[]): Promise<MemoryRow[]> {
+  if (!ids.length) return [];
+  const pointedAt = await db
+    .select({ relatedTo: memories.relatedTo })
+    .from(memories)
+    .where(inArray(memories.id, ids));
+  const targets = pointedAt.flatMap((r) => (r.relatedTo ? [r.relatedTo] : []));
+  return db
+    .select()
+    .from(memories)
+    .where(
+      targets.length
+        ? or(inArray(memories.relatedTo, ids), inArray(memories.id, targets))
+        : inArray(memories.relatedTo, ids),
+    );
+}
+
 export interface MemorySearchQuery {
   text: string;
   embedding: number[];
@@ -308,8 +326,8 @@ export interface MemorySearchQuery {
   /** Also forgotten memories and those past forgetAfter. */
   includeForgotten: boolean;
   endUserId?: string;
-  /** A compiled condition over memories aliased `m` (metadata filters). */
-  memoryFilter?: SQL;
+  /** A filter over the memories' metadata (a bad one throws FilterError). */
+  filters?: FilterNode;
   candidates: number;
 }
 
@@ -337,7 +355,7 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
       ? undefined
       : sql`NOT m.is_forgotten AND (m.forget_after IS NULL OR m.forget_after > now())`,
     q.endUserId ? sql`m.end_user_id = ${q.endUserId}` : undefined,
-    q.memoryFilter,
+    q.filters ? compileFilter(sql`m.metadata`, q.filters) : undefined,
   ].filter((c): c is SQL => Boolean(c));
   const where = sql.join(conditions, sql` AND `);
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));

@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
+import { compileFilter, type FilterNode } from "./filters.ts";
 import { commonTerms, keywordQuery } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
@@ -22,8 +23,10 @@ export interface HybridSearchQuery {
   /** The caller's scope: only documents carrying one of these tags (null/undefined: all). */
   scope?: TagScope;
   documentId?: string;
-  /** Extra condition over documents aliased `d` (e.g. a compiled metadata filter). */
-  documentFilter?: SQL;
+  /** Only documents at this path, or under it when it ends in "/" (as in the official API). */
+  filepath?: string;
+  /** A filter over the documents' metadata (a bad one throws FilterError). */
+  filters?: FilterNode;
   /** How many fused chunk candidates to rank before grouping into documents. */
   candidates: number;
 }
@@ -73,6 +76,12 @@ function fusedScore(fusion: Fusion): SQL {
   return sql.raw(`coalesce(1.0 / (${RRF_K} + v.rank), 0) + coalesce(1.0 / (${RRF_K} + k.rank), 0)`);
 }
 
+/** The caller's `filepath` over documents aliased `d`: exact, or a prefix when it ends in "/". */
+function filepathCondition(filepath: string | undefined): SQL | undefined {
+  if (!filepath) return undefined;
+  return filepath.endsWith("/") ? sql`starts_with(d.filepath, ${filepath})` : sql`d.filepath = ${filepath}`;
+}
+
 /**
  * One statement: the nearest chunks by cosine distance (HNSW) and the best keyword matches
  * (GIN + ts_rank_cd, any query term may match) are fused by reciprocal rank.
@@ -97,7 +106,8 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     tags && (q.tagMode === "all" ? sql`d.container_tags @> ${tags}` : sql`d.container_tags && ${tags}`),
     q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
     q.endUserId && sql`d.end_user_id = ${q.endUserId}`,
-    q.documentFilter,
+    filepathCondition(q.filepath),
+    q.filters && compileFilter(sql`d.metadata`, q.filters),
   ].filter((c): c is SQL => Boolean(c));
   const scope = sql.join(conditions, sql` AND `);
   const retrieval = q.retrieval ?? "hybrid";

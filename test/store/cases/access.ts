@@ -1,0 +1,153 @@
+import { randomBytes } from "node:crypto";
+import { expect, it } from "vitest";
+import * as keys from "../../../store/api-keys.ts";
+import { createConnection } from "../../../store/connections.ts";
+import * as users from "../../../store/console-users.ts";
+import { saveOAuthState, takeOAuthState } from "../../../store/oauth-states.ts";
+import { hitRateLimit } from "../../../store/rate-limits.ts";
+import { SecretBox } from "../../../store/secrets.ts";
+import { readSecret, readSettings, updateSettings } from "../../../store/settings.ts";
+import type { StoreOf } from "./support.ts";
+
+export function accessCases(store: StoreOf) {
+  it("counts requests per key in fixed windows, refusing beyond the limit until the next window", async () => {
+    const { db } = store();
+    const window = 60_000;
+    const start = 1_700_000_040_000; // a window boundary
+    const hits = [];
+    for (let i = 0; i < 3; i++) hits.push(await hitRateLimit(db, "rl-key", 2, window, start + i));
+    expect(hits.map((h) => [h.allowed, h.remaining])).toEqual([
+      [true, 1],
+      [true, 0],
+      [false, 0],
+    ]);
+    expect(hits[0]?.resetAt).toBe(start + window);
+    // Another key has its own counter; the next window starts over.
+    expect(await hitRateLimit(db, "rl-other", 2, window, start)).toMatchObject({
+      allowed: true,
+      remaining: 1,
+    });
+    expect(await hitRateLimit(db, "rl-key", 2, window, start + window)).toMatchObject({
+      allowed: true,
+      remaining: 1,
+      resetAt: start + 2 * window,
+    });
+  });
+
+  it("hands out an OAuth state once, and clears abandoned expired ones", async () => {
+    const { db } = store();
+    const connection = await createConnection(db, {
+      provider: "notion",
+      containerTags: ["oauth"],
+      metadata: {},
+      sealedSecrets: null,
+      syncIntervalMinutes: 60,
+    });
+    const state = (name: string, expiresAt: Date) => ({
+      state: name,
+      connectionId: connection.id,
+      codeVerifier: "verifier",
+      redirectUri: "http://localhost/callback",
+      expiresAt,
+    });
+    await saveOAuthState(db, state("oauth-abandoned", new Date(Date.now() - 60_000)));
+    await saveOAuthState(db, state("oauth-live", new Date(Date.now() + 600_000)));
+    expect(await takeOAuthState(db, "oauth-live")).toMatchObject({
+      connectionId: connection.id,
+      codeVerifier: "verifier",
+    });
+    expect(await takeOAuthState(db, "oauth-live")).toBeUndefined();
+    // Saving the live one swept the expired one away.
+    expect(await takeOAuthState(db, "oauth-abandoned")).toBeUndefined();
+  });
+
+  it("merges settings patches, keeping secrets sealed in the row and readable only through the box", async () => {
+    const { db } = store();
+    const box = SecretBox.fromKey(randomBytes(32));
+    const first = await updateSettings(db, box, {
+      values: { llmModel: "small", chunkSize: 512 },
+      secrets: { llmApiKey: "sk-first" },
+    });
+    expect(first).toEqual({ values: { llmModel: "small", chunkSize: 512 }, secretsSet: ["llmApiKey"] });
+    const second = await updateSettings(db, box, {
+      values: { chunkSize: null, language: "fr" },
+      secrets: { llmApiKey: null, ocrKey: "ocr-secret" },
+    });
+    expect(second).toEqual({ values: { llmModel: "small", language: "fr" }, secretsSet: ["ocrKey"] });
+    expect(await readSettings(db)).toEqual(second);
+    expect(await readSecret(db, box, "ocrKey")).toBe("ocr-secret");
+    expect(await readSecret(db, box, "llmApiKey")).toBeUndefined();
+    expect(JSON.stringify(await readSettings(db))).not.toContain("ocr-secret");
+  });
+
+  it("keeps console users by normalised email with hashed passwords, and one shared session key", async () => {
+    const { db } = store();
+    const user = await users.createConsoleUser(db, {
+      email: "  Ada@Example.org ",
+      password: "correct horse",
+    });
+    expect(user.email).toBe("ada@example.org");
+    expect(user.passwordHash).not.toContain("correct horse");
+    expect(await users.verifyPassword("correct horse", user.passwordHash)).toBe(true);
+    expect(await users.verifyPassword("wrong horse", user.passwordHash)).toBe(false);
+    expect((await users.findConsoleUserByEmail(db, "ADA@example.org"))?.id).toBe(user.id);
+    expect((await users.listConsoleUsers(db)).map((u) => u.id)).toContain(user.id);
+    expect(await users.disableConsoleUser(db, user.id)).toBe(true);
+    expect(await users.disableConsoleUser(db, user.id)).toBe(false);
+    expect((await users.findConsoleUser(db, user.id))?.disabledAt).toBeInstanceOf(Date);
+
+    const box = SecretBox.fromKey(randomBytes(32));
+    const [a, b] = await Promise.all([
+      users.consoleSessionSecret(db, box),
+      users.consoleSessionSecret(db, box),
+    ]);
+    expect(a).toHaveLength(32);
+    expect(b?.equals(a as Buffer)).toBe(true);
+    // Kept in a row of its own: the settings the API shows never carry it.
+    expect((await readSettings(db)).secretsSet).not.toContain("sessionSecret");
+  });
+
+  it("manages API keys: scoped-only disabling, first disabling kept, edits, usable admins, expiring ones", async () => {
+    const { db } = store();
+    const farFuture = new Date("3000-01-01T00:00:00Z");
+    const admins = await keys.countUsableAdminKeys(db, farFuture);
+    const admin = await keys.createKey(db, { name: "keys-admin", kind: "admin" });
+    const scoped = await keys.createKey(db, {
+      name: "keys-scoped",
+      kind: "scoped",
+      containerTags: ["keys-tag"],
+      expiresAt: new Date("3000-01-01T12:00:00Z"),
+    });
+    expect(await keys.countUsableAdminKeys(db, farFuture)).toBe(admins + 1);
+    expect(await keys.hasAdminKey(db)).toBe(true);
+    expect(await keys.keyExistsForSecret(db, scoped.secret)).toBe(true);
+    expect(await keys.keyExistsForSecret(db, `${scoped.secret}x`)).toBe(false);
+    expect(
+      (await keys.keysExpiringWithin(db, farFuture, new Date("3000-01-02T00:00:00Z"))).map((k) => k.id),
+    ).toEqual([scoped.key.id]);
+
+    expect(
+      await keys.updateKey(db, scoped.key.id, { name: "renamed", contactEmail: "a@example.org" }),
+    ).toMatchObject({
+      name: "renamed",
+      contactEmail: "a@example.org",
+      containerTags: ["keys-tag"],
+    });
+    expect((await keys.updateKey(db, scoped.key.id, {}))?.name).toBe("renamed");
+    expect((await keys.listKeys(db)).map((k) => k.id)).toEqual(
+      expect.arrayContaining([admin.key.id, scoped.key.id]),
+    );
+
+    // Only scoped keys go through disableScopedKey; an admin key is refused there.
+    expect(await keys.disableScopedKey(db, admin.key.id)).toBe(false);
+    expect(await keys.disableScopedKey(db, scoped.key.id)).toBe(true);
+    expect(await keys.disableScopedKey(db, scoped.key.id)).toBe(false);
+    expect(await keys.keysExpiringWithin(db, farFuture, new Date("3000-01-02T00:00:00Z"))).toEqual([]);
+    const disabled = await keys.disableKey(db, admin.key.id);
+    const again = await keys.disableKey(db, admin.key.id);
+    expect(again?.disabledAt?.getTime()).toBe(disabled?.disabledAt?.getTime());
+    expect(await keys.countUsableAdminKeys(db, farFuture)).toBe(admins);
+    expect(await keys.disableKey(db, "no-such-key")).toBeUndefined();
+    expect(await keys.findActiveKey(db, admin.secret)).toBeUndefined();
+  });
+}

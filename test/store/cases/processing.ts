@@ -1,0 +1,104 @@
+import { expect, it } from "vitest";
+import { documentChunks, findDocument } from "../../../store/documents.ts";
+import { latestMemories } from "../../../store/memories.ts";
+import * as processing from "../../../store/processing.ts";
+import { addDocument, axis, type StoreOf, space } from "./support.ts";
+
+export function processingCases(store: StoreOf) {
+  it("enters each stage once, never moves a finished run back, and fences a replaced run", async () => {
+    const { db } = store();
+    const { document } = await addDocument(db, {
+      source: "stages",
+      customId: "proc-stages",
+      containerTags: ["proc-stages"],
+    });
+    const ref = { documentId: document.id, run: document.processingRun };
+    expect((await processing.enterStage(db, ref, "extracting")).status).toBe("extracting");
+    // A retried activity enters the same stage again: recorded once.
+    await processing.enterStage(db, ref, "extracting");
+    await processing.saveIdentified(db, ref, {
+      type: "pdf",
+      mimeType: "application/pdf",
+      stored: { key: "proc-file", size: 3, name: "a.pdf" },
+    });
+    expect(await processing.loadRun(db, ref)).toMatchObject({
+      type: "pdf",
+      fileKey: "proc-file",
+      fileName: "a.pdf",
+    });
+    await processing.markDone(db, ref, space.model);
+    // A step that runs again after its run was marked done leaves the run done.
+    expect((await processing.enterStage(db, ref, "chunking")).status).toBe("done");
+    const history = (await processing.loadRun(db, ref)).statusHistory.filter((e) => e.run === ref.run);
+    expect(history.filter((e) => e.status === "extracting")).toHaveLength(1);
+    expect(history.map((e) => e.status)).not.toContain("chunking");
+
+    // The document is edited: a new run replaces this one, whose writes are refused from now on.
+    const edited = await addDocument(db, {
+      source: "stages, edited",
+      customId: "proc-stages",
+      containerTags: ["proc-stages"],
+    });
+    expect(edited.document.processingRun).toBe(ref.run + 1);
+    const stale = ref;
+    await expect(processing.loadRun(db, stale)).rejects.toBeInstanceOf(processing.SupersededRunError);
+    await expect(processing.enterStage(db, stale, "extracting")).rejects.toBeInstanceOf(
+      processing.SupersededRunError,
+    );
+    await expect(
+      processing.saveIdentified(db, stale, { type: "text", mimeType: "text/plain" }),
+    ).rejects.toBeInstanceOf(processing.SupersededRunError);
+  });
+
+  it("saves a processed text in one go: row, stages, embedded chunks, and its word-for-word memory once", async () => {
+    const { db } = store();
+    const { document } = await addDocument(db, {
+      source: "Short note.",
+      title: "Given title",
+      containerTags: ["proc-short"],
+    });
+    const ref = { documentId: document.id, run: document.processingRun };
+    const result = {
+      identified: { type: "text", mimeType: "text/plain" },
+      extracted: { content: "Short note.", title: "Extracted title", type: "text", contentHash: "hash-1" },
+      pieces: [{ content: "Short note.", position: 0, embedding: axis(13) }],
+      model: { name: space.model, dimension: space.dimension },
+      stages: [
+        { status: "chunking" as const, at: new Date() },
+        { status: "embedding" as const, at: new Date() },
+        { status: "done" as const, at: new Date() },
+      ],
+      memory: {
+        content: "Short note.",
+        isStatic: false,
+        containerTags: ["proc-short"],
+        endUserId: null,
+        metadata: {},
+      },
+    };
+    await processing.saveProcessedText(db, ref, result);
+    // Saved again (a retried activity): the chunks and the memory are replaced, not doubled.
+    await processing.saveProcessedText(db, ref, result);
+    const saved = await findDocument(db, document.id);
+    // A title the caller gave wins over the extracted one.
+    expect(saved).toMatchObject({
+      status: "done",
+      title: "Given title",
+      contentHash: "hash-1",
+      embeddingModel: space.model,
+    });
+    expect(saved?.memoryExtraction).toMatchObject({ run: ref.run, status: "done", memories: 1 });
+    expect(saved?.statusHistory.map((e) => e.status)).toEqual(
+      expect.arrayContaining(["chunking", "embedding", "done"]),
+    );
+    expect(
+      (await documentChunks(db, document.id)).map((c) => [c.position, c.content, c.embeddingModel]),
+    ).toEqual([[0, "Short note.", space.model]]);
+    expect((await latestMemories(db, "proc-short")).map((m) => [m.content, m.sourceDocumentId])).toEqual([
+      ["Short note.", document.id],
+    ]);
+    await expect(
+      processing.saveProcessedText(db, { ...ref, run: ref.run + 1 }, result),
+    ).rejects.toBeInstanceOf(processing.SupersededRunError);
+  });
+}

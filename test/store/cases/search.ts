@@ -1,0 +1,130 @@
+import { sql } from "drizzle-orm";
+import { expect, it } from "vitest";
+import { queryRows } from "../../../store/db.ts";
+import { documentsByIds } from "../../../store/documents.ts";
+import { isStoreUnavailable, storeErrorMessage } from "../../../store/errors.ts";
+import { checkFilter, FilterError, type FilterNode } from "../../../store/filters.ts";
+import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../../store/search.ts";
+import { ensureVectorIndexes } from "../../../store/vector-index.ts";
+import { addDocument, axis, processedDocument, type StoreOf, space } from "./support.ts";
+
+export function searchCases(store: StoreOf) {
+  it("narrows chunk search by file path (exact, or under a folder) and by metadata filter", async () => {
+    const { db } = store();
+    await ensureVectorIndexes(db, space);
+    const tag = "search-paths";
+    const inDocs = await processedDocument(
+      db,
+      { source: "a", containerTags: [tag], filepath: "/docs/guide.md", metadata: { lang: "en", pages: 3 } },
+      ["the guide to otters"],
+      [9],
+    );
+    const inNested = await processedDocument(
+      db,
+      {
+        source: "b",
+        containerTags: [tag],
+        filepath: "/docs/deep/notes.md",
+        metadata: { lang: "fr", pages: 30 },
+      },
+      ["notes on otters"],
+      [9],
+    );
+    const elsewhere = await processedDocument(
+      db,
+      { source: "c", containerTags: [tag], filepath: "/docsx/other.md", metadata: { lang: "en", pages: 1 } },
+      ["other otters"],
+      [9],
+    );
+    const found = async (q: Partial<HybridSearchQuery>) =>
+      new Set(
+        (
+          await hybridChunkSearch(db, {
+            text: "otters",
+            embedding: axis(9),
+            space,
+            containerTags: [tag],
+            tagMode: "any",
+            candidates: 10,
+            ...q,
+          })
+        ).map((h) => h.documentId),
+      );
+    expect(await found({})).toEqual(new Set([inDocs, inNested, elsewhere]));
+    expect(await found({ filepath: "/docs/guide.md" })).toEqual(new Set([inDocs]));
+    // A trailing "/" is a folder: everything under it, and not a sibling that merely shares the prefix.
+    expect(await found({ filepath: "/docs/" })).toEqual(new Set([inDocs, inNested]));
+    expect(await found({ filepath: "/docs" })).toEqual(new Set());
+    expect(await found({ filters: { key: "lang", value: "en" } })).toEqual(new Set([inDocs, elsewhere]));
+    expect(
+      await found({
+        filepath: "/docs/",
+        filters: { key: "pages", value: "10", filterType: "numeric", numericOperator: "<" },
+      }),
+    ).toEqual(new Set([inDocs]));
+    await expect(found({ filters: { key: "pages", value: "ten", filterType: "numeric" } })).rejects.toThrow(
+      FilterError,
+    );
+  });
+
+  it("checks a filter without a query, refusing what compiling would refuse", () => {
+    expect(() => checkFilter({ AND: [{ key: "kind", value: "note" }] })).not.toThrow();
+    expect(() => checkFilter({ key: "pages", value: "many", filterType: "numeric" })).toThrow(FilterError);
+    let tooDeep: FilterNode = { key: "k", value: "v" };
+    for (let i = 0; i < 10; i++) tooDeep = { OR: [tooDeep] };
+    expect(() => checkFilter(tooDeep)).toThrow(/deeper/);
+  });
+
+  it("reads the documents of results by id, only within a key's scope when one is given", async () => {
+    const { db } = store();
+    const mine = (
+      await addDocument(db, { source: "scoped mine", containerTags: ["scope-mine", "scope-shared"] })
+    ).document.id;
+    const theirs = (await addDocument(db, { source: "scoped theirs", containerTags: ["scope-theirs"] }))
+      .document.id;
+    const ids = async (scope?: string[] | null) =>
+      (await documentsByIds(db, [mine, theirs, "no-such-document"], scope)).map((d) => d.id).sort();
+    expect(await ids()).toEqual([mine, theirs].sort());
+    expect(await ids(["scope-shared"])).toEqual([mine]);
+    expect(await ids(["scope-nobody"])).toEqual([]);
+    expect(await documentsByIds(db, [])).toEqual([]);
+  });
+
+  it("fetches the chunks at given positions, to show a match in its context", async () => {
+    const { db } = store();
+    await ensureVectorIndexes(db, space);
+    const id = await processedDocument(
+      db,
+      { source: "context", containerTags: ["search-context"] },
+      ["first part", "second part", "third part"],
+      [10, 11, 12],
+    );
+    const around = await chunksAt(db, [
+      { documentId: id, position: 0 },
+      { documentId: id, position: 2 },
+      { documentId: id, position: 7 },
+      { documentId: "no-such-document", position: 1 },
+    ]);
+    expect(around.map((c) => [c.position, c.content]).sort()).toEqual([
+      [0, "first part"],
+      [2, "third part"],
+    ]);
+    expect(await chunksAt(db, [])).toEqual([]);
+  });
+
+  it("reports a failed query by its cause only, never with the query's parameters", async () => {
+    const { db } = store();
+    const documentText = "a private sentence from a document";
+    const failure = await queryRows(db, sql`SELECT ${documentText} AS t FROM no_such_table`).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(Error);
+    const message = storeErrorMessage(failure);
+    expect(message).toMatch(/^database error: .*no_such_table/);
+    expect(message).not.toContain(documentText);
+    // A wrong query is not the store being away: retrying it would not help.
+    expect(isStoreUnavailable(failure)).toBe(false);
+    expect(storeErrorMessage(new Error("not from the store"))).toBeUndefined();
+  });
+}
