@@ -1,7 +1,6 @@
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { declaredOAuthEnvNames } from "../connectors/oauth-apps.ts";
 import { parseDuration, parseLeadTimes } from "./durations.ts";
 
 const flag = z
@@ -235,13 +234,13 @@ export const envSchema = z.object({
 export type Env = z.infer<typeof envSchema>;
 
 /**
- * The service's own OAuth apps: `<ENV>_CLIENT_ID` and `<ENV>_CLIENT_SECRET` for every app a connector
- * declares (GOOGLE_, MICROSOFT_, NOTION_, GITHUB_; see connectors/oauth-apps.ts). A caller's own app
- * comes from /v3/settings when `<prefix>CustomKeyEnabled` is set.
+ * The service's own OAuth apps: `<PREFIX>_CLIENT_ID` and `<PREFIX>_CLIENT_SECRET` of every app a connector
+ * declares (connectors/oauth-apps.ts names them: GOOGLE_, MICROSOFT_, NOTION_, GITHUB_). They are read by their
+ * shape, so config/ holds no list of providers (a new one is its folder and its registry line) and imports none;
+ * services/oauth.ts looks up the names its connector declares. A caller's own app comes from /v3/settings when
+ * `<prefix>CustomKeyEnabled` is set.
  */
-export const oauthAppEnvSchema = z.object(
-  Object.fromEntries(declaredOAuthEnvNames().map((name) => [name, z.string().optional()])),
-);
+const OAUTH_APP_VARIABLE = /^[A-Z][A-Z0-9]*_CLIENT_(ID|SECRET)$/;
 
 export interface Config extends Env {
   /** Absolute path of DATA_DIR. */
@@ -256,9 +255,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (`DATABASE_URL=`) means "not set", as in most twelve-factor tools.
   const present = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = envSchema.safeParse(present);
-  const oauthApps = oauthAppEnvSchema.safeParse(present);
-  if (!parsed.success || !oauthApps.success) {
-    const issues = [...(parsed.error?.issues ?? []), ...(oauthApps.error?.issues ?? [])];
+  if (!parsed.success) {
+    const issues = parsed.error.issues;
     const lines = issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
   }
@@ -269,7 +267,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const oauthAppEnv = Object.fromEntries(
-    Object.entries(oauthApps.data).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    Object.entries(present).filter((entry): entry is [string, string] => OAUTH_APP_VARIABLE.test(entry[0])),
   );
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR), oauthAppEnv };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../config/env.ts";
+import { declaredOAuthEnvNames } from "../../connectors/oauth-apps.ts";
 
 describe("configuration durations", () => {
   it("reads durations as milliseconds, off where a schedule can be switched off, and refuses the rest", () => {
@@ -29,6 +30,12 @@ describe("the service's own OAuth apps", () => {
       GITHUB_CLIENT_ID: "github-id",
       GITHUB_CLIENT_SECRET: "github-secret",
     };
+    expect(loadConfig(env).oauthAppEnv).toEqual(env);
+  });
+
+  it("include every app a connector declares (config/ reads them by their shape, knowing no provider)", () => {
+    const env = Object.fromEntries(declaredOAuthEnvNames().map((name) => [name, `value of ${name}`]));
+    expect(Object.keys(env).length).toBeGreaterThanOrEqual(8);
     expect(loadConfig(env).oauthAppEnv).toEqual(env);
   });
 
