@@ -154,6 +154,15 @@ export const envSchema = z.object({
    * container tags and connections, as runs finish.
    */
   MAX_DOCUMENTS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(32),
+  /**
+   * The embedded store's buffer pool (PostgreSQL's shared_buffers, e.g. "32MB"). PGlite's memory grows to hold
+   * it and never gives it back, so it is a floor of the daemon's RSS once the data outgrows it; the OS caches the
+   * data files besides. Unset: PGlite's default (128MB). Ignored with DATABASE_URL.
+   */
+  PGLITE_SHARED_BUFFERS: z
+    .string()
+    .regex(/^\d+(kB|MB|GB)$/, 'a size such as "32MB"')
+    .optional(),
   /** Activities at a time on the heavy queue (OCR, transcription). */
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),

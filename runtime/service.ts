@@ -56,7 +56,11 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     stops.length = 0;
   };
   try {
-    const store = await openStore({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
+    const store = await openStore({
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.dataDir,
+      pgliteSharedBuffers: config.PGLITE_SHARED_BUFFERS,
+    });
     stops.push(() => store.close());
 
     let temporalAddress = config.TEMPORAL_ADDRESS;

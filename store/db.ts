@@ -34,7 +34,7 @@ export class StoreLockedError extends Error {}
  * Embedded PGlite under `<dataDir>/pglite`. PGlite itself does not lock its directory, and two
  * processes writing one directory corrupt it, so we take an exclusive lock first.
  */
-export async function openPglite(dataDir: string): Promise<Store> {
+export async function openPglite(dataDir: string, opts: { sharedBuffers?: string } = {}): Promise<Store> {
   const dir = path.join(dataDir, "pglite");
   mkdirSync(dir, { recursive: true });
   let release: () => Promise<void>;
@@ -47,7 +47,13 @@ export async function openPglite(dataDir: string): Promise<Store> {
     );
   }
   try {
-    const client = await PGlite.create(dir, { extensions: { vector } });
+    const client = await PGlite.create(dir, {
+      extensions: { vector },
+      // PGlite's memory is WebAssembly's, which grows and never shrinks: its buffer pool, once filled, stays.
+      startParams: opts.sharedBuffers
+        ? [...PGlite.defaultStartParams, "-c", `shared_buffers=${opts.sharedBuffers}`]
+        : undefined,
+    });
     const { db, background } = gatedDatabases(client);
     await migratePglite(db, { migrationsFolder });
     return {
@@ -122,8 +128,15 @@ async function migrateExclusively(url: string, migrate: () => Promise<void>): Pr
   }
 }
 
-export function openStore(opts: { databaseUrl?: string; dataDir: string }): Promise<Store> {
-  return opts.databaseUrl ? openPostgres(opts.databaseUrl) : openPglite(opts.dataDir);
+export function openStore(opts: {
+  databaseUrl?: string;
+  dataDir: string;
+  /** PGlite's buffer pool (PostgreSQL's shared_buffers), e.g. "32MB"; PGlite's own default when unset. */
+  pgliteSharedBuffers?: string;
+}): Promise<Store> {
+  return opts.databaseUrl
+    ? openPostgres(opts.databaseUrl)
+    : openPglite(opts.dataDir, { sharedBuffers: opts.pgliteSharedBuffers });
 }
 
 /** Raw SQL rows, the same for both drivers (each returns an object with `rows`). */
