@@ -38,7 +38,8 @@ import type { Database } from "../store/db.ts";
 import { ConnectionGoneError } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { DocumentProcessing } from "../temporal/processing-client.ts";
-import { AUTH_EXPIRED, CONNECTOR_CONFIG, type SyncTrigger, syncScheduleId } from "../workflows/contracts.ts";
+import type { ConnectionSyncs } from "../temporal/sync-client.ts";
+import { AUTH_EXPIRED, CONNECTOR_CONFIG, type SyncTrigger } from "../workflows/contracts.ts";
 import { emitWebhookEvent } from "./webhooks.ts";
 
 export interface SyncActivityDeps {
@@ -49,6 +50,8 @@ export interface SyncActivityDeps {
   secrets: SecretBox;
   /** Starts the processDocument workflow of each new or changed document. */
   processing: DocumentProcessing;
+  /** A connection's schedule, paused when its credentials are refused. */
+  syncs: Pick<ConnectionSyncs, "pauseSchedule">;
   network: NetworkPolicy;
   log: Logger;
 }
@@ -246,9 +249,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         // Credentials the source refused stay refused: stop scheduling work until someone reconnects.
         if (input.status === "auth_expired") {
           await updateConnection(db, input.connectionId, { status: "auth_expired" });
-          await Context.current()
-            .client.schedule.getHandle(syncScheduleId(input.connectionId))
-            .pause("the source refused the credentials")
+          await deps.syncs
+            .pauseSchedule(input.connectionId, "the source refused the credentials")
             .catch((err: unknown) => deps.log.warn({ err }, "could not pause the sync schedule"));
         }
         await emitWebhookEvent(deps, { ...input, event: "connection.sync" });

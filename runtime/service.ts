@@ -171,7 +171,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
               : undefined,
           admission: processing,
         },
-        sync: { config, db: store.background, blobs, secrets, processing, network, log },
+        sync: { config, db: store.background, blobs, secrets, processing, syncs, network, log },
         keyNotices: { config, db: store.background, log },
       };
       // One process serves both queues by default; WORKER_QUEUES splits them across processes.

@@ -63,6 +63,15 @@ export class ConnectionSyncs {
     }
   }
 
+  /** Stops the schedule starting syncs (credentials refused) until the connection is scheduled again. */
+  async pauseSchedule(connectionId: string, reason: string): Promise<void> {
+    try {
+      await this.client.schedule.getHandle(syncScheduleId(connectionId)).pause(reason);
+    } catch (error) {
+      if (!(error instanceof ScheduleNotFoundError)) throw error;
+    }
+  }
+
   /** Whether the schedule exists, and its interval (for status and tests). */
   async describeSchedule(connectionId: string): Promise<{ everyMs: number } | undefined> {
     try {

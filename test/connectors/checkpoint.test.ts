@@ -21,6 +21,7 @@ import { createConnection, updateConnection } from "../../store/connections.ts";
 import { openMemoryPglite, type Store } from "../../store/db.ts";
 import { SecretBox } from "../../store/secrets.ts";
 import { DocumentProcessing } from "../../temporal/processing-client.ts";
+import { ConnectionSyncs } from "../../temporal/sync-client.ts";
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -127,6 +128,7 @@ describe("the sync activities with stored checkpoints", () => {
       blobs: createDiskBlobStore(path.join(dataDir, "files")),
       secrets: SecretBox.fromKey(Buffer.alloc(32, 7)),
       processing: new DocumentProcessing(client, "documents", store.db, { maxInFlight: 1 }),
+      syncs: new ConnectionSyncs(client, "documents"),
       network: { allowPrivateNetwork: false, timeoutMs: 1000, maxBytes: 1_000_000 },
       log: logs.log,
     });
