@@ -16,7 +16,7 @@ import {
   isConnectorError,
 } from "../errors.ts";
 import type { SyncContext } from "../types.ts";
-import type { GithubConfig, GithubSecrets } from "./index.ts";
+import type { GithubConfig, GithubSecrets } from "./settings.ts";
 
 export type GithubContext = SyncContext<GithubConfig, GithubSecrets>;
 

@@ -14,15 +14,7 @@
  * Listing is "delta" (connectors/google-drive/sync.ts): the first sync lists everything in scope, later
  * ones follow the changes API from the page token the last completed sync handed over as `carry`.
  *
- * Settings (the create call's `metadata`):
- * - `syncScope` (default "selected"): "selected" syncs the files and folders (recursively) picked in the
- *   hosted picker (`SyncContext.selection`; nothing while none are picked); "full" syncs all of My Drive
- *   (not files merely shared with the account). Changing the scope or the selection makes the next
- *   sync list the new scope and delete what only the old one held.
- * - `maxFileBytes` (default 50 MiB): larger files are skipped (logged), not synced; Google Docs, Sheets
- *   and Slides have no size and are exported whatever it is (Google caps exports at 10 MB).
- * - `pageSize` (default 100, at most 1000): files or changes per Drive listing request, and items per
- *   page at which a listing page stops; small values are for tests.
+ * Settings (`syncScope`, `maxFileBytes`, `pageSize`): see settings.ts.
  *
  * Secrets: none of its own. The OAuth tokens are the engine's (consent flow with the spec below; the
  * caller's own OAuth app from the settings `googleDriveClientId`/`googleDriveClientSecret` when
@@ -30,9 +22,14 @@
  * The API root is `https://www.googleapis.com` unless CONNECTOR_ENDPOINTS names another.
  */
 
-import { z } from "zod";
 import type { Connector, OAuthSpec } from "../types.ts";
 import { DEFAULT_DRIVE_API } from "./client.ts";
+import {
+  type GoogleDriveConfig,
+  type GoogleDriveSecrets,
+  googleDriveConfigSchema,
+  googleDriveSecretsSchema,
+} from "./settings.ts";
 import {
   browseDrive,
   type DriveCarry,
@@ -44,21 +41,6 @@ import {
   listDrivePage,
   verifyDrive,
 } from "./sync.ts";
-
-export const googleDriveConfigSchema = z.object({
-  syncScope: z.enum(["full", "selected"]).default("selected"),
-  maxFileBytes: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(50 * 1024 * 1024),
-  pageSize: z.coerce.number().int().min(1).max(1000).default(100),
-});
-export type GoogleDriveConfig = z.infer<typeof googleDriveConfigSchema>;
-
-/** The engine keeps the OAuth tokens; nothing secret is given at creation. */
-export const googleDriveSecretsSchema = z.object({}).passthrough();
-export type GoogleDriveSecrets = z.infer<typeof googleDriveSecretsSchema>;
 
 export const googleDriveOAuth: OAuthSpec = {
   authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",

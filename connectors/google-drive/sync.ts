@@ -22,7 +22,7 @@ import { z } from "zod";
 import type { FetchedItem, ItemMetadata, ListPage, PickedItem, SourceItem, SyncContext } from "../types.ts";
 import { DriveClient, errorReasons, httpStatus, quote, toConnectorError } from "./client.ts";
 import { FOLDER_MIME, placeFolder, rememberFolder } from "./folders.ts";
-import type { GoogleDriveConfig } from "./index.ts";
+import type { GoogleDriveConfig } from "./settings.ts";
 
 export type GoogleDriveContext = SyncContext<GoogleDriveConfig, unknown>;
 type DriveFile = drive_v3.Schema$File;

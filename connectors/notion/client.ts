@@ -7,7 +7,7 @@
 import { APIErrorCode, Client, isNotionClientError, type Logger, LogLevel } from "@notionhq/client";
 import { ConnectorAuthError, ConnectorRateLimitError, retryAfterHeaderMs } from "../errors.ts";
 import type { SyncContext } from "../types.ts";
-import type { NotionConfig, NotionSecrets } from "./index.ts";
+import type { NotionConfig, NotionSecrets } from "./settings.ts";
 
 export type NotionContext = SyncContext<NotionConfig, NotionSecrets>;
 

@@ -18,11 +18,7 @@
  * metadata: `lastEditedTime`, `parentType` (workspace, page_id, data_source_id, block_id...), `notionId`,
  * `objectType` (page | data_source), and `rowCount` for databases.
  *
- * Settings (the create call's `metadata`):
- * - `includeDatabases` (default true): sync databases (their row pages and one document per data
- *   source). false: only pages that are not database rows.
- * - `pageSize` (default 100, Notion's maximum; 1-100): page size of search, block-children and database
- *   queries (small values are for tests).
+ * Settings (`includeDatabases`, `pageSize`): see settings.ts.
  *
  * Credentials: OAuth only (public integration). The engine runs the consent flow and keeps the tokens;
  * nothing secret goes in metadata. The service's own app comes from `NOTION_CLIENT_ID` /
@@ -31,8 +27,13 @@
  * refresh token. A 401 gets one refresh and one retry; after that the connection is auth_expired.
  */
 
-import { z } from "zod";
 import type { Connector, OAuthSpec } from "../types.ts";
+import {
+  type NotionConfig,
+  type NotionSecrets,
+  notionConfigSchema,
+  notionSecretsSchema,
+} from "./settings.ts";
 import {
   DEFAULT_NOTION_API,
   fetchNotionItem,
@@ -41,18 +42,6 @@ import {
   type NotionCursor,
   notionCursorSchema,
 } from "./sync.ts";
-
-const flatBoolean = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")]);
-
-export const notionConfigSchema = z.object({
-  pageSize: z.coerce.number().int().min(1).max(100).default(100),
-  includeDatabases: flatBoolean.default(true),
-});
-export type NotionConfig = z.infer<typeof notionConfigSchema>;
-
-/** Tokens are the engine's (ctx.oauth): nothing secret is taken from metadata. */
-export const notionSecretsSchema = z.object({}).passthrough();
-export type NotionSecrets = z.infer<typeof notionSecretsSchema>;
 
 export const notionOAuth: OAuthSpec = {
   authorizeUrl: "https://api.notion.com/v1/oauth/authorize",

@@ -4,7 +4,7 @@
 
 import { ConnectorAuthError, ConnectorRateLimitError, retryAfterHeaderMs } from "../errors.ts";
 import type { SyncContext } from "../types.ts";
-import type { OnedriveConfig, OnedriveSecrets } from "./index.ts";
+import type { OnedriveConfig, OnedriveSecrets } from "./settings.ts";
 
 export type OnedriveContext = SyncContext<OnedriveConfig, OnedriveSecrets>;
 

@@ -13,15 +13,7 @@
  * folder); later ones ask only for what changed since the deltaLink the previous sync ended with, and
  * deleted files (or files moved out of the picked folders) are removed.
  *
- * Settings (the create call's `metadata`):
- * - `syncScope` (default "selected"): "full" syncs the whole drive; "selected" syncs only what was ticked
- *   in the hosted picker: the picked files, and everything under the picked folders. With nothing picked
- *   a sync lists nothing. Changing the picks later removes the documents of what is no longer picked.
- * - `maxFileBytes` (default 100 MiB, at most 1 GiB): larger files are skipped (logged), not synced; a file
- *   that grows past it loses its document.
- * - `pageSize` (default 200, 1 to 1000): items per Graph request (`$top`) for delta, children and browse.
- *
- * Secrets: none of the caller's; the OAuth tokens are kept sealed by the engine.
+ * Settings (`syncScope`, `maxFileBytes`, `pageSize`) and secrets (none of the caller's): see settings.ts.
  *
  * OAuth app: the service's own (`MICROSOFT_CLIENT_ID`, `MICROSOFT_CLIENT_SECRET`) or the caller's, set in
  * /v3/settings (`onedriveClientId`, `onedriveClientSecret`, `onedriveCustomKeyEnabled`). The app is a
@@ -30,9 +22,14 @@
  * (`<PUBLIC_URL>/v3/connections/oauth/callback`) as a Web redirect URI.
  */
 
-import { z } from "zod";
 import type { Connector, OAuthSpec } from "../types.ts";
 import { DEFAULT_GRAPH_API } from "./graph.ts";
+import {
+  type OnedriveConfig,
+  type OnedriveSecrets,
+  onedriveConfigSchema,
+  onedriveSecretsSchema,
+} from "./settings.ts";
 import {
   browseOnedrive,
   fetchOnedriveItem,
@@ -44,22 +41,6 @@ import {
   onedriveCursorSchema,
   verifyOnedrive,
 } from "./sync.ts";
-
-export const onedriveConfigSchema = z.object({
-  syncScope: z.enum(["full", "selected"]).default("selected"),
-  maxFileBytes: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(1024 * 1024 * 1024)
-    .default(100 * 1024 * 1024),
-  pageSize: z.coerce.number().int().min(1).max(1000).default(200),
-});
-export type OnedriveConfig = z.infer<typeof onedriveConfigSchema>;
-
-/** The engine keeps the OAuth tokens; the connection itself has no secret settings. */
-export const onedriveSecretsSchema = z.looseObject({});
-export type OnedriveSecrets = z.infer<typeof onedriveSecretsSchema>;
 
 export const onedriveOAuth: OAuthSpec = {
   authorizeUrl: "https://login.microsoftonline.com/common/oauth2/v2.0/authorize",

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
 import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
 import type { FetchedItem, ListPage, SourceItem, SyncContext } from "../types.ts";
-import type { S3Config, S3Secrets } from "./index.ts";
+import type { S3Config, S3Secrets } from "./settings.ts";
 
 export const s3CursorSchema = z.object({
   /** NextContinuationToken of the previous page; null at the start of a pass. */

@@ -13,7 +13,7 @@ import { ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
 import type { FetchedItem, ListPage, NetworkPolicy, SourceItem, SyncContext } from "../types.ts";
 import type { Outcome } from "./crawl.ts";
 import { fetchPage, isHtmlType } from "./http.ts";
-import type { WebCrawlerConfig, WebCrawlerSecrets } from "./index.ts";
+import type { WebCrawlerConfig, WebCrawlerSecrets } from "./settings.ts";
 import type { RobotsRules } from "./site.ts";
 import { looksBinary, resolveLink, urlKey } from "./urls.ts";
 

@@ -5,14 +5,13 @@ import {
   ConnectorConfigError,
   ConnectorRateLimitError,
 } from "../../connectors/errors.ts";
+import { type GithubCursor, githubConnector } from "../../connectors/github/index.ts";
 import {
   type GithubConfig,
-  type GithubCursor,
   type GithubSecrets,
   githubConfigSchema,
-  githubConnector,
   githubSecretsSchema,
-} from "../../connectors/github/index.ts";
+} from "../../connectors/github/settings.ts";
 import type { SourceItem, SyncContext } from "../../connectors/types.ts";
 import { type FakeGitHub, startFakeGitHub } from "../support/fake-github.ts";
 

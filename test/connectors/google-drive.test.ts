@@ -5,11 +5,13 @@ import { ConnectorAuthError, ConnectorRateLimitError } from "../../connectors/er
 import {
   type DriveCarry,
   type DriveCursor,
+  googleDriveConnector,
+} from "../../connectors/google-drive/index.ts";
+import {
   type GoogleDriveConfig,
   type GoogleDriveSecrets,
   googleDriveConfigSchema,
-  googleDriveConnector,
-} from "../../connectors/google-drive/index.ts";
+} from "../../connectors/google-drive/settings.ts";
 import { driveCarrySchema } from "../../connectors/google-drive/sync.ts";
 import type { FetchedItem, OAuthSession, PickedItem, SyncContext } from "../../connectors/types.ts";
 import { type FakeGoogle, FORM_MIME, startFakeGoogle } from "../support/fake-google.ts";

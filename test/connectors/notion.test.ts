@@ -6,14 +6,12 @@ import {
   blocksToMarkdown,
   richTextToMarkdown,
 } from "../../connectors/notion/blocks-to-text.ts";
+import { type NotionCursor, notionConnector, notionOAuth } from "../../connectors/notion/index.ts";
 import {
   type NotionConfig,
-  type NotionCursor,
   type NotionSecrets,
   notionConfigSchema,
-  notionConnector,
-  notionOAuth,
-} from "../../connectors/notion/index.ts";
+} from "../../connectors/notion/settings.ts";
 import { addRow, editVersion, SETTLE_MS } from "../../connectors/notion/sync.ts";
 import type { OAuthSession, SourceItem, SyncContext } from "../../connectors/types.ts";
 import { FAKE_NOTION_VERSION, type FakeNotion, startFakeNotion } from "../support/fake-notion.ts";

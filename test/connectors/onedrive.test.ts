@@ -10,12 +10,14 @@ import { downloadItem, getItem, retryAfterMs } from "../../connectors/onedrive/g
 import {
   DEFAULT_GRAPH_API,
   type OnedriveCarry,
-  type OnedriveConfig,
-  type OnedriveSecrets,
-  onedriveConfigSchema,
   onedriveConnector,
   onedriveOAuth,
 } from "../../connectors/onedrive/index.ts";
+import {
+  type OnedriveConfig,
+  type OnedriveSecrets,
+  onedriveConfigSchema,
+} from "../../connectors/onedrive/settings.ts";
 import { onedriveCarrySchema } from "../../connectors/onedrive/sync.ts";
 import type {
   FetchedItem,

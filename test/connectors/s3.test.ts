@@ -9,7 +9,8 @@ import {
   ConnectorConfigError,
   ConnectorRateLimitError,
 } from "../../connectors/errors.ts";
-import { type S3Config, type S3Secrets, s3Connector } from "../../connectors/s3/index.ts";
+import { s3Connector } from "../../connectors/s3/index.ts";
+import type { S3Config, S3Secrets } from "../../connectors/s3/settings.ts";
 import type { S3Cursor } from "../../connectors/s3/sync.ts";
 import type { SourceItem, SyncContext } from "../../connectors/types.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";

@@ -4,13 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectorConfigError, ConnectorRateLimitError } from "../../connectors/errors.ts";
 import type { ListPage, SourceItem, SyncContext } from "../../connectors/types.ts";
 import { GuardedHttpClient } from "../../connectors/web-crawler/http.ts";
+import { webCrawlerConnector as connector } from "../../connectors/web-crawler/index.ts";
 import {
-  webCrawlerConnector as connector,
   splitStartUrls,
   type WebCrawlerConfig,
   type WebCrawlerSecrets,
   webCrawlerConfigSchema,
-} from "../../connectors/web-crawler/index.ts";
+} from "../../connectors/web-crawler/settings.ts";
 import { type Cursor, crawlPage } from "../../connectors/web-crawler/sync.ts";
 import { FetchRefusedError } from "../../pipeline/safe-fetch.ts";
 import {
