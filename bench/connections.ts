@@ -5,7 +5,8 @@
 // single adds are timed first on the idle service, then while the big connection's first sync is queued
 // ahead of them; then the big connection is deleted with its documents, and that is timed too.
 // Writes the "Connections side by side" section of docs/benchmarks.md.
-// Usage: npm run bench:connections -- [--big 10000] [--small 20] [--changes 5] [--adds 5] [--backlog 2000] [--out FILE]
+// Usage: npm run bench:connections -- [--big 10000] [--small 20] [--changes 5] [--adds 5] [--backlog 2000]
+//        [--in-flight <MAX_DOCUMENTS_IN_FLIGHT>] [--env KEY=VALUE ...] [--out FILE]
 
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -71,6 +72,8 @@ interface Options {
   backlog: number;
   threads: number;
   inFlight: number;
+  /** More service settings (`--env KEY=VALUE`), applied last. */
+  env: Record<string, string>;
 }
 
 async function putAll(s3: S3TestServer, bucket: string, texts: string[], prefix: string, at = 0) {
@@ -150,7 +153,11 @@ async function run(options: Options, cleanup: Cleanup): Promise<ConnectionsResul
     threads: options.threads,
     embeddingModel: resolveDefaultEmbedder().name,
     logLevel: "warn",
-    extraEnv: { ALLOW_PRIVATE_NETWORK: "true", MAX_DOCUMENTS_IN_FLIGHT: String(options.inFlight) },
+    extraEnv: {
+      ALLOW_PRIVATE_NETWORK: "true",
+      MAX_DOCUMENTS_IN_FLIGHT: String(options.inFlight),
+      ...options.env,
+    },
   });
   const rss = rssSampler({ service: service.pid, temporal: service.temporalPid });
   const api = jsonClient({
@@ -255,7 +262,11 @@ function render(r: ConnectionsResult, meta: { started: Date; command: string; re
     "",
     `Measured ${meta.started.toISOString().slice(0, 10)} on ${m.cpu} (${m.cores} cores, ${m.memory}, Node ${m.node}), revision ${meta.revision}, with \`${meta.command}\`.`,
     `The embedded default (\`main.ts\` as a child process, PGlite, its own Temporal dev server), \`MAX_DOCUMENTS_IN_FLIGHT=${o.inFlight}\`,`,
-    `\`EMBEDDING_THREADS=${o.threads}\`; a real S3-compatible server (s3rver) on loopback. Connection "archive" holds ${o.big.toLocaleString("en")}`,
+    `\`EMBEDDING_THREADS=${o.threads}\`${Object.entries(o.env)
+      .map(([k, v]) => `, \`${k}=${v}\``)
+      .join(
+        "",
+      )}; a real S3-compatible server (s3rver) on loopback. Connection "archive" holds ${o.big.toLocaleString("en")}`,
     `200-word texts, connection "desk" ${o.small}. The desk's incremental sync (${o.changes} new files, then \`POST /v3/connections/:id/sync\`)`,
     `and ${o.adds} single \`POST /v3/documents\` adds are timed on the idle service, then again once the archive's first sync`,
     `has saved ${o.backlog.toLocaleString("en")} documents that wait for a slot.`,
@@ -296,6 +307,7 @@ async function main(): Promise<number> {
       adds: { type: "string" },
       backlog: { type: "string" },
       "in-flight": { type: "string" },
+      env: { type: "string", multiple: true },
       out: { type: "string" },
     },
     strict: true,
@@ -314,6 +326,13 @@ async function main(): Promise<number> {
     backlog: int(values.backlog, 2_000),
     threads: config.EMBEDDING_THREADS,
     inFlight: int(values["in-flight"], config.MAX_DOCUMENTS_IN_FLIGHT),
+    env: Object.fromEntries(
+      (values.env ?? []).map((kv) => {
+        const eq = kv.indexOf("=");
+        if (eq < 1) throw new Error(`--env takes KEY=VALUE, got "${kv}"`);
+        return [kv.slice(0, eq), kv.slice(eq + 1)];
+      }),
+    ),
   };
   const out = path.resolve(root, values.out ?? "docs/benchmarks.md");
   const cleanup = new Cleanup();
