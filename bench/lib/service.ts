@@ -88,6 +88,10 @@ export async function startBenchService(
     MEMORY_ADMIN_KEY: apiKey,
     EMBEDDING_THREADS: String(opts.threads),
     ...(opts.embeddingModel ? { EMBEDDING_MODEL: opts.embeddingModel } : {}),
+    // The embedded store's buffer pool, for comparing sizes (PGLITE_SHARED_BUFFERS=32MB npm run bench ...).
+    ...(process.env.PGLITE_SHARED_BUFFERS
+      ? { PGLITE_SHARED_BUFFERS: process.env.PGLITE_SHARED_BUFFERS }
+      : {}),
     LOG_LEVEL: "warn",
   });
   const service = await startService(config, createLogger("warn"), ["api", "worker"]);
