@@ -9,6 +9,7 @@ describe("configuration durations", () => {
     expect(defaults.FILE_SWEEP_GRACE).toBe(3600_000);
     expect(defaults.KEY_EXPIRY_NOTICE_INTERVAL).toBe(3600_000);
     expect(defaults.METRICS_PUBLIC).toBe(false);
+    expect(defaults.PGLITE_SHARED_BUFFERS).toBe("32MB");
     const set = loadConfig({ FILE_SWEEP_INTERVAL: "off", FILE_SWEEP_GRACE: "10m", METRICS_PUBLIC: "true" });
     expect(set.FILE_SWEEP_INTERVAL).toBe(0);
     expect(set.FILE_SWEEP_GRACE).toBe(600_000);
