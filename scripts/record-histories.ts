@@ -8,7 +8,7 @@
  * The workflows/ directory of <rev> (default HEAD: committed code only, so a recording can be repeated) is
  * bundled on its own, run on a throwaway Temporal dev server with the stand-in activities of
  * scripts/history-scenarios.ts, and each run's history is written to
- * test/fixtures/histories/<label>/<workflow file>-<scenario>.json. --workflows limits the recording to
+ * test/workflows/histories/<label>/<workflow file>-<scenario>.json. --workflows limits the recording to
  * some workflow types; by default every type the commit's workflows/index.ts exports is recorded.
  */
 import { execFileSync } from "node:child_process";
@@ -25,7 +25,7 @@ import { heavyQueueOf } from "../workflows/contracts.ts";
 import { type HistoryScenario, historyScenarios } from "./history-scenarios.ts";
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
-const historiesDir = join(repoRoot, "test", "fixtures", "histories");
+const historiesDir = join(repoRoot, "test", "workflows", "histories");
 /** Worker and client identities are written into histories: a fixed one keeps host names and pids out. */
 const identity = "history-recorder";
 

@@ -18,7 +18,7 @@ import * as workflows from "../../workflows/index.ts";
 
 type History = temporal.api.history.v1.IHistory;
 
-const historiesDir = fileURLToPath(new URL("../fixtures/histories", import.meta.url));
+const historiesDir = fileURLToPath(new URL("./histories", import.meta.url));
 const workflowsDir = fileURLToPath(new URL("../../workflows", import.meta.url));
 
 interface RecordedHistory {
