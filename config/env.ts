@@ -98,6 +98,12 @@ export const envSchema = z.object({
   EMBEDDING_NICE: z.coerce.number().int().min(0).max(19).default(10),
   /** Extra embedding threads for search queries, then interactive work in small tasks (own model copy each); 0 = none. */
   EMBEDDING_QUERY_THREADS: z.coerce.number().int().min(0).max(16).default(1),
+  /**
+   * V8's heap growth between full collections, in percent (0 = V8's own, which lets the main heap reach about
+   * three times its live size first). Measured on a 2,000-document import: the main heap swung between 120 and
+   * 340 MB of mostly garbage; at 30 the peak resident memory fell from 1,434 to 1,289 MiB for the same CPU.
+   */
+  V8_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(400).default(30),
   /** Most texts per task handed to an embedding thread; concurrent calls are coalesced up to this. */
   EMBEDDING_BATCH_TEXTS: z.coerce.number().int().min(1).max(256).default(16),
   /** OpenAI-compatible chat endpoint (…/v1) for query rewriting and memory extraction; unset = no LLM. */

@@ -1,3 +1,4 @@
+import { setFlagsFromString } from "node:v8";
 import { ConfigError, loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
 import { type Role, startService } from "./service.ts";
@@ -15,6 +16,9 @@ export async function runFromCommandLine(roles: Role[]): Promise<void> {
     throw error;
   }
   const log = createLogger(config.LOG_LEVEL);
+  // Before anything big is allocated; V8 reads the factor at every full collection, in every isolate.
+  if (config.V8_HEAP_GROWING_PERCENT > 0)
+    setFlagsFromString(`--heap-growing-percent=${config.V8_HEAP_GROWING_PERCENT}`);
   if (roles.length === 1 && !config.DATABASE_URL) {
     log.warn(
       "running the API or the worker alone needs DATABASE_URL (PGlite is owned by one process); use `npm start` otherwise",
