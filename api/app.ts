@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { pingStore } from "../store/health.ts";
 import { bearerAuth, endpointGuard } from "./auth.ts";
+import { clientOriginMiddleware, createAuthFailures } from "./auth-throttle.ts";
 import { bodyKindFor, tooLargeMessage } from "./body-limit.ts";
 import { connectionBrowserApp } from "./connections/browser.ts";
 import { connectionsApp } from "./connections/index.ts";
@@ -32,6 +33,7 @@ export function createApp(deps: ApiDeps) {
 
   // First, so its duration and log line cover every other middleware and the error handler.
   app.use("*", observability.middleware);
+  app.use("*", clientOriginMiddleware(deps.config));
   app.onError((err, c) => renderError(err, c, requestLog(c, deps.log)));
   // An error may be answered before the request body was read; the server then drops the rest and
   // the socket. Saying so lets keep-alive clients open a new connection instead of reusing a dead one.
@@ -68,9 +70,10 @@ export function createApp(deps: ApiDeps) {
   // Reached by people's browsers (OAuth callback, hosted picker): authenticated by state and link tokens, not keys.
   app.route("/v3/connections", connectionBrowserApp(deps));
   // The web console: its static files, and signing in (a session cookie the API then accepts as an admin).
+  const authFailures = createAuthFailures(deps.db, deps.config);
   const consoleSessions = createConsoleSessions(deps);
   app.route("/", consoleStaticApp());
-  app.route("/v3/console", consoleSessionApp(deps, consoleSessions));
+  app.route("/v3/console", consoleSessionApp(deps, consoleSessions, authFailures));
 
   const api = new OpenAPIHono<AppEnv>();
   const limit = (maxSize: number) =>
@@ -87,7 +90,7 @@ export function createApp(deps: ApiDeps) {
   api.use("*", (c, next) => sizeChecks[bodyKindFor(c.req.path)](c, next));
   api.use(
     "*",
-    bearerAuth(deps.db, (c) => consoleSessions.authenticate(c)),
+    bearerAuth(deps.db, authFailures, (c) => consoleSessions.authenticate(c)),
   );
   api.use("*", rateLimit(deps.db, deps.config));
   api.use("*", endpointGuard());
@@ -108,7 +111,7 @@ export function createApp(deps: ApiDeps) {
   api.route("/v3/webhooks", webhooksApp(deps));
   // The memory server for AI assistants (MCP, Streamable HTTP); same keys, scopes and limits.
   api.route("/mcp", mcpApp(deps));
-  api.route("/v3/console", consoleAdminApp(deps, consoleSessions));
+  api.route("/v3/console", consoleAdminApp(deps, consoleSessions, authFailures));
   app.route("/", api);
   return app;
 }

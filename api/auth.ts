@@ -2,10 +2,11 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { type ApiKeyRow, findActiveKey } from "../store/api-keys.ts";
 import type { Database } from "../store/db.ts";
+import type { AuthFailures, ClientEnv } from "./auth-throttle.ts";
 import { ApiError } from "./errors.ts";
 import { endpointAllowed, SCOPED_KEY_ENDPOINTS, Scope } from "./scope.ts";
 
-export type AuthEnv = { Variables: { apiKey: ApiKeyRow; scope: Scope } };
+export type AuthEnv = { Variables: { apiKey: ApiKeyRow; scope: Scope } & ClientEnv["Variables"] };
 
 /**
  * Authenticates a request by its console session cookie (api/console/session.ts): the admin identity,
@@ -14,11 +15,12 @@ export type AuthEnv = { Variables: { apiKey: ApiKeyRow; scope: Scope } };
 export type SessionAuth = (c: Context) => Promise<ApiKeyRow | undefined>;
 
 /**
- * Every request carries `Authorization: Bearer <key>`; unknown, disabled or expired keys get 401.
+ * Every request carries `Authorization: Bearer <key>`; unknown, disabled or expired keys get 401, and an
+ * address that sent too many of them gets 429 for a while (api/auth-throttle.ts).
  * A scoped key may only call its allowed endpoints (403 otherwise) and only inside its container
  * tags: the `scope` set here is what every handler applies to its store queries.
  */
-export function bearerAuth(db: Database, session?: SessionAuth) {
+export function bearerAuth(db: Database, failures: AuthFailures, session?: SessionAuth) {
   return createMiddleware<AuthEnv>(async (c, next) => {
     // The web console: no Authorization header, a session cookie instead (an admin identity).
     const fromSession = !c.req.header("authorization") && session ? await session(c) : undefined;
@@ -32,8 +34,13 @@ export function bearerAuth(db: Database, session?: SessionAuth) {
     if (!match?.[1]) {
       throw new ApiError(401, "unauthorized", "missing bearer token: send 'Authorization: Bearer <API key>'");
     }
+    await failures.refuseIfBlocked(c);
     const key = await findActiveKey(db, match[1]);
-    if (!key) throw new ApiError(401, "unauthorized", "invalid, expired or disabled API key");
+    if (!key)
+      throw await failures.record(
+        c,
+        new ApiError(401, "unauthorized", "invalid, expired or disabled API key"),
+      );
     c.set("apiKey", key);
     c.set("scope", key.kind === "admin" ? Scope.all : new Scope(key.containerTags));
     await next();

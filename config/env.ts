@@ -74,6 +74,16 @@ export const envSchema = z.object({
   /** Requests per window for admin keys; 0 = unlimited (scoped keys carry their own limit). */
   ADMIN_RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
   ADMIN_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
+  /**
+   * Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed: addresses and CIDR blocks,
+   * comma-separated (e.g. `127.0.0.1,10.0.0.0/8`). Empty: a request's address is its socket's peer.
+   */
+  TRUST_PROXY: z.string().default(""),
+  /** Failed authentications (bad bearer keys, wrong sign-ins) per client address per window; then 429. 0 = off. */
+  AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).max(1_000_000).default(50),
+  AUTH_FAILURE_WINDOW_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(300_000),
+  /** Console sign-in attempts per client address per AUTH_FAILURE_WINDOW_MS, whatever the outcome; 0 = off. */
+  SIGN_IN_ADDRESS_LIMIT: z.coerce.number().int().min(0).max(1_000_000).default(60),
   /** 32 bytes, base64 or hex: encrypts connector secrets in settings. Unset → DATA_DIR/encryption-key. */
   MEMORY_ENCRYPTION_KEY: z.string().optional(),
   ALLOW_PRIVATE_NETWORK: flag,

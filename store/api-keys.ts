@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { and, desc, eq, gt, isNull, lte, or } from "drizzle-orm";
+import { endConsoleSessionsOf } from "./console-sessions.ts";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import { type ApiKeyKind, type ApiKeyRow, apiKeys } from "./schema/index.ts";
@@ -114,6 +115,8 @@ export async function disableKey(db: Database, id: string): Promise<ApiKeyRow | 
     .set({ disabledAt: new Date() })
     .where(and(eq(apiKeys.id, id), isNull(apiKeys.disabledAt)))
     .returning();
+  // Console sessions signed in with this key end with it (resolving one also re-checks the key).
+  await endConsoleSessionsOf(db, "key", id);
   return row ?? (await findKey(db, id));
 }
 

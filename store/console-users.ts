@@ -1,5 +1,6 @@
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from "node:crypto";
 import { and, asc, eq, isNull } from "drizzle-orm";
+import { endConsoleSessionsOf } from "./console-sessions.ts";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
 import { type ConsoleUserRow, consoleUsers } from "./schema/console-users.ts";
@@ -14,9 +15,44 @@ const KEY_LENGTH = 32;
 /** Room for the largest parameters we accept from a stored hash (128 * N * r bytes, plus slack). */
 const MAX_MEM = 256 * 1024 * 1024;
 
+/** Refused at once: as many password hashes as allowed are running and as many again are waiting. */
+export class PasswordHashBusy extends Error {
+  constructor() {
+    super("too many password checks at once; try again in a moment");
+  }
+}
+
+/**
+ * Each hash takes 32 MiB and a core for ~100 ms, and sign-in needs no key: unbounded, a burst of anonymous
+ * sign-ins would take every core and that memory times the burst. Two run at once (the cores of the small
+ * machine this runs on by default), sixteen wait, the rest are refused before hashing.
+ */
+const HASH_SLOTS = { running: 2, waiting: 16 } as const;
+let hashesRunning = 0;
+const hashesWaiting: (() => void)[] = [];
+
+async function inHashSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (hashesRunning < HASH_SLOTS.running) hashesRunning++;
+  else {
+    if (hashesWaiting.length >= HASH_SLOTS.waiting) throw new PasswordHashBusy();
+    // The slot is handed over by the hash that ends, so `hashesRunning` already counts this one.
+    await new Promise<void>((resolve) => hashesWaiting.push(resolve));
+  }
+  try {
+    return await work();
+  } finally {
+    const next = hashesWaiting.shift();
+    if (next) next();
+    else hashesRunning--;
+  }
+}
+
 function scryptAsync(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))),
+  return inHashSlot(
+    () =>
+      new Promise((resolve, reject) =>
+        scrypt(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))),
+      ),
   );
 }
 
@@ -41,7 +77,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
       maxmem: MAX_MEM,
     });
     return timingSafeEqual(actual, expected);
-  } catch {
+  } catch (error) {
+    if (error instanceof PasswordHashBusy) throw error;
     return false;
   }
 }
@@ -83,13 +120,14 @@ export async function findConsoleUserByEmail(
   return row;
 }
 
-/** Disables a user at once (their sessions stop working on the next request); false if none active. */
+/** Disables a user at once (their sessions end with it); false if none active. */
 export async function disableConsoleUser(db: Database, id: string): Promise<boolean> {
   const rows = await db
     .update(consoleUsers)
     .set({ disabledAt: new Date() })
     .where(and(eq(consoleUsers.id, id), isNull(consoleUsers.disabledAt)))
     .returning({ id: consoleUsers.id });
+  await endConsoleSessionsOf(db, "user", id);
   return rows.length > 0;
 }
 

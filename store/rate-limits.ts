@@ -39,3 +39,28 @@ export async function hitRateLimit(
     allowed: count <= max,
   };
 }
+
+/**
+ * How many hits `keyId` has in the window `now` falls in, without counting one: for limits that only failures
+ * count against but every attempt must check first.
+ */
+export async function readRateLimit(
+  db: Database,
+  keyId: string,
+  max: number,
+  windowMs: number,
+  now = Date.now(),
+): Promise<RateLimitState> {
+  const windowStart = now - (now % windowMs);
+  const [row] = await queryRows(
+    db,
+    sql`SELECT count FROM rate_limits WHERE key_id = ${keyId} AND window_start = ${windowStart}`,
+  );
+  const count = Number(row?.count ?? 0);
+  return {
+    limit: max,
+    remaining: Math.max(0, max - count),
+    resetAt: windowStart + windowMs,
+    allowed: count < max,
+  };
+}

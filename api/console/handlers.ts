@@ -4,6 +4,7 @@ import { deleteCookie, setCookie } from "hono/cookie";
 import { findActiveKey } from "../../store/api-keys.ts";
 import * as users from "../../store/console-users.ts";
 import { hitRateLimit } from "../../store/rate-limits.ts";
+import { type AuthFailures, throttleSignInAddress } from "../auth-throttle.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
 import type * as routes from "./routes.ts";
@@ -33,7 +34,29 @@ function presentSession(identity: Pick<SessionIdentity, "claims" | "csrfToken" |
 /** A hash to compare against when the email is unknown, so both cases take as long. */
 let decoyHash: Promise<string> | undefined;
 
-export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions) {
+function decoy(): Promise<string> {
+  if (!decoyHash) {
+    decoyHash = users.hashPassword("decoy password for unknown emails");
+    // A refused hash (too many at once) is tried again by the next sign-in rather than kept.
+    decoyHash.catch(() => {
+      decoyHash = undefined;
+    });
+  }
+  return decoyHash;
+}
+
+/** Password checks are bounded (store/console-users.ts); a refused one is the server's load, not the client's fault. */
+async function hashing<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof users.PasswordHashBusy)
+      throw new ApiError(503, "busy", error.message, undefined, { "Retry-After": "1" });
+    throw error;
+  }
+}
+
+export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions, failures: AuthFailures) {
   async function throttle(subject: string) {
     const state = await hitRateLimit(
       deps.db,
@@ -51,15 +74,22 @@ export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions) 
 
   async function startSession(c: Context, kind: "key" | "user", sub: string) {
     const { cookie, claims } = await sessions.issue(kind, sub);
-    setCookie(c, SESSION_COOKIE, cookie, sessions.cookieOptions(Math.floor(SESSION_TTL_MS / 1000)));
+    setCookie(c, SESSION_COOKIE, cookie, sessions.cookieOptions(c, Math.floor(SESSION_TTL_MS / 1000)));
     return { claims, csrfToken: await sessions.csrfToken(claims) };
   }
 
   const signIn: RouteHandler<typeof routes.signIn, AppEnv> = async (c) => {
     const body = c.req.valid("json");
+    // Per address first, before any key lookup or password hash, then the address's failed authentications.
+    await throttleSignInAddress(c, deps.db, deps.config);
+    await failures.refuseIfBlocked(c);
     if ("apiKey" in body) {
       const key = await findActiveKey(deps.db, body.apiKey);
-      if (!key) throw new ApiError(401, "unauthorized", "invalid, expired or disabled API key");
+      if (!key)
+        throw await failures.record(
+          c,
+          new ApiError(401, "unauthorized", "invalid, expired or disabled API key"),
+        );
       if (key.kind !== "admin")
         throw new ApiError(403, "forbidden", "only an admin key can sign in to the console");
       const session = await startSession(c, "key", key.id);
@@ -71,10 +101,11 @@ export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions) 
     const email = users.normaliseEmail(body.email);
     await throttle(`user:${email}`);
     const user = await users.findConsoleUserByEmail(deps.db, email);
-    decoyHash ??= users.hashPassword("decoy password for unknown emails");
-    const ok = await users.verifyPassword(body.password, user?.passwordHash ?? (await decoyHash));
+    const ok = await hashing(async () =>
+      users.verifyPassword(body.password, user?.passwordHash ?? (await decoy())),
+    );
     if (!user || !ok || user.disabledAt) {
-      throw new ApiError(401, "unauthorized", "wrong email or password");
+      throw await failures.record(c, new ApiError(401, "unauthorized", "wrong email or password"));
     }
     const session = await startSession(c, "user", user.id);
     return c.json(
@@ -93,7 +124,8 @@ export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions) 
   };
 
   const signOut: RouteHandler<typeof routes.signOut, AppEnv> = async (c) => {
-    deleteCookie(c, SESSION_COOKIE, sessions.cookieOptions(0));
+    await sessions.end(c);
+    deleteCookie(c, SESSION_COOKIE, sessions.cookieOptions(c, 0));
     return c.json({ success: true as const }, 200);
   };
 
@@ -102,7 +134,7 @@ export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions) 
     if (await users.findConsoleUserByEmail(deps.db, body.email)) {
       throw new ApiError(409, "conflict", "a console user with this email exists", "email");
     }
-    return c.json(presentUser(await users.createConsoleUser(deps.db, body)), 200);
+    return c.json(presentUser(await hashing(() => users.createConsoleUser(deps.db, body))), 200);
   };
 
   const listUsers: RouteHandler<typeof routes.listUsers, AppEnv> = async (c) => {

@@ -2,6 +2,11 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { type ApiKeyRow, findKey } from "../../store/api-keys.ts";
+import {
+  consoleSessionIsLive,
+  createConsoleSession,
+  endConsoleSession,
+} from "../../store/console-sessions.ts";
 import { consoleSessionSecret, findConsoleUser } from "../../store/console-users.ts";
 import type { Database } from "../../store/db.ts";
 import type { SecretBox } from "../../store/secrets.ts";
@@ -41,7 +46,7 @@ export class ConsoleSessions {
   constructor(
     private readonly db: Database,
     private readonly box: SecretBox,
-    private readonly opts: { sessionSecret?: string; secureCookie: () => boolean },
+    private readonly opts: { sessionSecret?: string; secureCookie: (c: Context) => boolean },
   ) {}
 
   private key(): Promise<Buffer> {
@@ -72,6 +77,13 @@ export class ConsoleSessions {
 
   async issue(kind: SessionClaims["kind"], sub: string): Promise<{ cookie: string; claims: SessionClaims }> {
     const claims: SessionClaims = { sid: b64(randomBytes(18)), kind, sub, exp: Date.now() + SESSION_TTL_MS };
+    // The row is what makes the session good: signing out or disabling deletes it, whatever copies of the cookie exist.
+    await createConsoleSession(this.db, {
+      id: claims.sid,
+      kind,
+      subject: sub,
+      expiresAt: new Date(claims.exp),
+    });
     const payload = b64(Buffer.from(JSON.stringify(claims)));
     return { cookie: `${payload}.${await this.mac(`session:${payload}`)}`, claims };
   }
@@ -96,19 +108,20 @@ export class ConsoleSessions {
     return claims;
   }
 
-  cookieOptions(maxAgeSeconds: number) {
+  /** `Secure` whenever the request came over https (directly, or to a trusted proxy), or PUBLIC_URL is https. */
+  cookieOptions(c: Context, maxAgeSeconds: number) {
     return {
       path: "/",
       httpOnly: true,
       sameSite: "Strict" as const,
-      secure: this.opts.secureCookie(),
+      secure: this.opts.secureCookie(c),
       maxAge: maxAgeSeconds,
     };
   }
 
   /**
-   * Who a cookie's session is, re-checked against the database on every request: an admin key that
-   * was disabled or expired, or a console user who was disabled, ends the session at once.
+   * Who a cookie's session is, re-checked against the database on every request: a session signed out, an
+   * admin key that was disabled or expired, or a console user who was disabled, ends it at once.
    */
   async identify(c: Context): Promise<SessionIdentity | undefined> {
     const raw = getCookie(c, SESSION_COOKIE);
@@ -120,7 +133,14 @@ export class ConsoleSessions {
     return identity;
   }
 
+  /** Sign-out: the cookie's session ends on the server, so a copy of the cookie no longer works either. */
+  async end(c: Context): Promise<void> {
+    const claims = await this.verify(getCookie(c, SESSION_COOKIE));
+    if (claims) await endConsoleSession(this.db, claims.sid);
+  }
+
   private async resolve(claims: SessionClaims): Promise<SessionIdentity | undefined> {
+    if (!(await consoleSessionIsLive(this.db, claims.sid, claims.kind, claims.sub))) return undefined;
     const csrfToken = await this.csrfToken(claims);
     if (claims.kind === "key") {
       const key = await findKey(this.db, claims.sub);

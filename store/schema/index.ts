@@ -2,6 +2,7 @@ export * from "./api-keys.ts";
 export * from "./chunks.ts";
 export * from "./connection-items.ts";
 export * from "./connections.ts";
+export * from "./console-sessions.ts";
 export * from "./console-users.ts";
 export * from "./documents.ts";
 export * from "./key-expiry-notices.ts";

@@ -2,14 +2,105 @@ import { randomBytes } from "node:crypto";
 import { expect, it } from "vitest";
 import * as keys from "../../../store/api-keys.ts";
 import { createConnection } from "../../../store/connections.ts";
+import * as sessions from "../../../store/console-sessions.ts";
 import * as users from "../../../store/console-users.ts";
 import { saveOAuthState, takeOAuthState } from "../../../store/oauth-states.ts";
-import { hitRateLimit } from "../../../store/rate-limits.ts";
+import { hitRateLimit, readRateLimit } from "../../../store/rate-limits.ts";
 import { SecretBox } from "../../../store/secrets.ts";
 import { readSecret, readSettings, updateSettings } from "../../../store/settings.ts";
 import type { StoreOf } from "./support.ts";
 
 export function accessCases(store: StoreOf) {
+  it("reads a window's count without counting, for limits only failures count against", async () => {
+    const { db } = store();
+    const window = 60_000;
+    const start = 1_700_000_100_000; // a window boundary
+    expect(await readRateLimit(db, "rl-read", 2, window, start)).toMatchObject({
+      allowed: true,
+      remaining: 2,
+    });
+    await hitRateLimit(db, "rl-read", 2, window, start);
+    await hitRateLimit(db, "rl-read", 2, window, start + 1);
+    // Reading twice counts nothing: the count stays at the limit, which is no longer allowed.
+    for (let i = 0; i < 2; i++)
+      expect(await readRateLimit(db, "rl-read", 2, window, start + 2)).toMatchObject({
+        allowed: false,
+        remaining: 0,
+        resetAt: start + window,
+      });
+    // The next window reads as empty.
+    expect(await readRateLimit(db, "rl-read", 2, window, start + window)).toMatchObject({
+      allowed: true,
+      remaining: 2,
+    });
+  });
+
+  it("keeps console sessions until sign-out, expiry, or their user or key is disabled", async () => {
+    const { db } = store();
+    const suffix = randomBytes(4).toString("hex");
+    const hour = 3_600_000;
+    const user = await users.createConsoleUser(db, {
+      email: `s-${suffix}@example.com`,
+      password: "long passphrase here",
+    });
+    const admin = await keys.createKey(db, { name: `session-admin-${suffix}`, kind: "admin" });
+    const later = new Date(Date.now() + hour);
+    await sessions.createConsoleSession(db, {
+      id: `a-${suffix}`,
+      kind: "user",
+      subject: user.id,
+      expiresAt: later,
+    });
+    await sessions.createConsoleSession(db, {
+      id: `b-${suffix}`,
+      kind: "user",
+      subject: user.id,
+      expiresAt: later,
+    });
+    await sessions.createConsoleSession(db, {
+      id: `k-${suffix}`,
+      kind: "key",
+      subject: admin.key.id,
+      expiresAt: later,
+    });
+    expect(await sessions.consoleSessionIsLive(db, `a-${suffix}`, "user", user.id)).toBe(true);
+    // The id alone is not enough: it must be the same subject, and not past its end.
+    expect(await sessions.consoleSessionIsLive(db, `a-${suffix}`, "key", user.id)).toBe(false);
+    expect(await sessions.consoleSessionIsLive(db, `a-${suffix}`, "user", "someone-else")).toBe(false);
+    expect(
+      await sessions.consoleSessionIsLive(
+        db,
+        `a-${suffix}`,
+        "user",
+        user.id,
+        new Date(Date.now() + 2 * hour),
+      ),
+    ).toBe(false);
+    // Sign-out ends one session; disabling the user ends the rest; disabling the key ends its own.
+    await sessions.endConsoleSession(db, `a-${suffix}`);
+    expect(await sessions.consoleSessionIsLive(db, `a-${suffix}`, "user", user.id)).toBe(false);
+    expect(await sessions.consoleSessionIsLive(db, `b-${suffix}`, "user", user.id)).toBe(true);
+    expect(await users.disableConsoleUser(db, user.id)).toBe(true);
+    expect(await sessions.consoleSessionIsLive(db, `b-${suffix}`, "user", user.id)).toBe(false);
+    expect(await sessions.consoleSessionIsLive(db, `k-${suffix}`, "key", admin.key.id)).toBe(true);
+    await keys.disableKey(db, admin.key.id);
+    expect(await sessions.consoleSessionIsLive(db, `k-${suffix}`, "key", admin.key.id)).toBe(false);
+    // A session already past its end is dropped when the next one is recorded.
+    await sessions.createConsoleSession(db, {
+      id: `old-${suffix}`,
+      kind: "user",
+      subject: "x",
+      expiresAt: new Date(Date.now() - 1),
+    });
+    await sessions.createConsoleSession(db, {
+      id: `new-${suffix}`,
+      kind: "user",
+      subject: "x",
+      expiresAt: later,
+    });
+    expect(await sessions.endConsoleSessionsOf(db, "user", "x")).toBe(1);
+  });
+
   it("counts requests per key in fixed windows, refusing beyond the limit until the next window", async () => {
     const { db } = store();
     const window = 60_000;
