@@ -220,7 +220,8 @@ function readDirectory(b: Buffer, kind: string, limits: ZipLimits): Map<string, 
     const name = b.toString("utf8", nameStart, extraStart);
     if (declaredSize === MAX32 || compressedSize === MAX32 || localOffset === MAX32) {
       // The zip64 extra field holds, in this order, only the sizes that did not fit in 32 bits.
-      for (let e = extraStart; e + 4 <= extraStart + extraLength; ) {
+      let e = extraStart;
+      while (e + 4 <= extraStart + extraLength) {
         const id = b.readUInt16LE(e);
         const length = b.readUInt16LE(e + 2);
         if (id === 1) {
