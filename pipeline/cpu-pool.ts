@@ -38,7 +38,10 @@ export const CPU_THREAD_MEMORY_MB = 256;
 /** The code of a worker thread that was ended for passing its heap limit. */
 const OUT_OF_MEMORY = new Set(["ERR_WORKER_OUT_OF_MEMORY"]);
 
-export function createCpuPool(threads = 1, { memoryMb = CPU_THREAD_MEMORY_MB }: CpuPoolOptions = {}): CpuPool {
+export function createCpuPool(
+  threads = 1,
+  { memoryMb = CPU_THREAD_MEMORY_MB }: CpuPoolOptions = {},
+): CpuPool {
   const pool = new Piscina({
     filename,
     minThreads: 1,

@@ -333,7 +333,10 @@ export const extractDocx: Extractor = async (
     html = result.value;
   } catch (error) {
     if (error instanceof UnprocessableContentError) throw error;
-    throw zip.breach ?? new UnprocessableContentError(`the file is not a readable .docx document: ${messageOf(error)}`);
+    throw (
+      zip.breach ??
+      new UnprocessableContentError(`the file is not a readable .docx document: ${messageOf(error)}`)
+    );
   }
   // A cap hit inside mammoth fails the document even if mammoth carried on without that part.
   if (zip.breach) throw zip.breach;

@@ -193,7 +193,7 @@ export const extractEmail = (async (
       `the e-mail message has ${mail.attachments.length} attachments, past the cap of ${MAX_MAIL_ATTACHMENTS}`,
     );
   }
-  const attachmentBytes = mail.attachments.reduce((sum, a) => sum + (a.content.length), 0);
+  const attachmentBytes = mail.attachments.reduce((sum, a) => sum + a.content.length, 0);
   if (attachmentBytes > MAX_MAIL_ATTACHMENT_BYTES) {
     throw new UnprocessableContentError(
       `the e-mail message's attachments decode past the cap of ${MAX_MAIL_ATTACHMENT_BYTES / MiB} MiB together`,

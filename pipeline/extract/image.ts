@@ -12,7 +12,13 @@
  */
 import { exifFacts } from "./exif.ts";
 import { inspectImage, type Ocr, sharedOcr } from "./ocr.ts";
-import { type ExtractContext, type Extractor, type ScalarMetadata, type Segment, UnprocessableContentError } from "./types.ts";
+import {
+  type ExtractContext,
+  type Extractor,
+  type ScalarMetadata,
+  type Segment,
+  UnprocessableContentError,
+} from "./types.ts";
 
 /** A TIFF with more pages than this is refused (each page is decoded and read by OCR on its own). */
 export const MAX_IMAGE_PAGES = 1_000;

@@ -94,7 +94,8 @@ export async function findStreamBomb(
     if (at >= 3 && bytes.subarray(at - 3, at).equals(END)) continue; // "endstream"
     // Like pdf.js, the data starts after the end of the keyword's line (CR, LF or CR LF).
     let start = at + STREAM.length;
-    while (start < bytes.length && start - at < 256 && bytes[start] !== 0x0d && bytes[start] !== 0x0a) start++;
+    while (start < bytes.length && start - at < 256 && bytes[start] !== 0x0d && bytes[start] !== 0x0a)
+      start++;
     if (bytes[start] === 0x0d) start++;
     if (bytes[start] === 0x0a) start++;
     if (!isZlibHeader(bytes[start], bytes[start + 1])) continue;

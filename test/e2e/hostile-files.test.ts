@@ -34,7 +34,9 @@ describe("hostile uploads", () => {
       (await client.documents.uploadFile({ file: await toFile(bytes, name), containerTag: "hostile" })).id;
     const ids = await Promise.all(hostile.map(([name, bytes]) => upload(name, bytes)));
     const normal = await upload("simple.docx", readFileSync(`${FIXTURES_DIR}/docx/simple.docx`));
-    const docs = await Promise.all(ids.map((id) => untilProcessed((i) => client.documents.get(i), id, 300_000)));
+    const docs = await Promise.all(
+      ids.map((id) => untilProcessed((i) => client.documents.get(i), id, 300_000)),
+    );
     for (const [i, doc] of docs.entries()) {
       const [name, , reason] = hostile[i] as [string, Buffer, RegExp];
       expect(doc.status, name).toBe("failed");

@@ -135,7 +135,12 @@ function normalDocuments(): Normal[] {
   const mail = fixture("email/fake-email.eml");
   return [
     { name: "simple.docx", type: "docx", bytes: fixture("docx/simple.docx"), text: "favorite things" },
-    { name: "all-number-table.pdf", type: "pdf", bytes: fixture("pdf/all-number-table.pdf"), text: "1200.01" },
+    {
+      name: "all-number-table.pdf",
+      type: "pdf",
+      bytes: fixture("pdf/all-number-table.pdf"),
+      text: "1200.01",
+    },
     { name: "fake-power-point.pptx", type: "pptx", bytes: fixture("pptx/fake-power-point.pptx"), text: "" },
     { name: "fake-email.eml", type: "email", bytes: mail, text: "" },
     // A mail cut short is still a mail: it is read as far as it goes.
@@ -186,9 +191,21 @@ describe("a hostile file fails alone (CPU pool, default limits)", () => {
     const normalRuns: Promise<unknown>[] = [];
     for (let i = 0; i < Math.max(corpus.length, normals.length); i++) {
       const h = corpus[i];
-      if (h) hostileRuns.push(pool.extract(h.type, { bytes: h.bytes, filename: h.name }).then(() => null, (e: unknown) => e));
+      if (h)
+        hostileRuns.push(
+          pool.extract(h.type, { bytes: h.bytes, filename: h.name }).then(
+            () => null,
+            (e: unknown) => e,
+          ),
+        );
       const n = normals[i % normals.length];
-      if (n) normalRuns.push(pool.extract(n.type, { bytes: n.bytes, filename: n.name }).then((r) => r, (e: unknown) => e));
+      if (n)
+        normalRuns.push(
+          pool.extract(n.type, { bytes: n.bytes, filename: n.name }).then(
+            (r) => r,
+            (e: unknown) => e,
+          ),
+        );
     }
     const [errors, results] = await Promise.all([Promise.all(hostileRuns), Promise.all(normalRuns)]);
     const peak = rss.stop();
@@ -214,7 +231,9 @@ describe("a hostile file fails alone (CPU pool, default limits)", () => {
       expect(text(segments), n?.name).toContain(n?.text ?? "");
     }
     const rise = peak - before;
-    console.log(`RSS ${Math.round(before / MiB)} MiB before, peak ${Math.round(peak / MiB)} MiB (+${Math.round(rise / MiB)} MiB)`);
+    console.log(
+      `RSS ${Math.round(before / MiB)} MiB before, peak ${Math.round(peak / MiB)} MiB (+${Math.round(rise / MiB)} MiB)`,
+    );
     expect(rise).toBeLessThan(RSS_BUDGET);
 
     // And the pool goes on serving.

@@ -90,7 +90,10 @@ export function docxWith(document: ZipPart): Buffer {
 export function manyParagraphsDocx(paragraphs: number): Buffer {
   const body = "<w:p><w:r><w:t>x</w:t></w:r></w:p>".repeat(paragraphs);
   return docxWith(
-    part("word/document.xml", `<?xml version="1.0"?><w:document xmlns:w="${W}"><w:body>${body}</w:body></w:document>`),
+    part(
+      "word/document.xml",
+      `<?xml version="1.0"?><w:document xmlns:w="${W}"><w:body>${body}</w:body></w:document>`,
+    ),
   );
 }
 
@@ -169,7 +172,10 @@ export function nestedMultipartMail(levels: number): Buffer {
 
 /** One multipart with `parts` tiny parts. */
 export function manyPartsMail(parts: number): Buffer {
-  const body = Array.from({ length: parts }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`);
+  const body = Array.from(
+    { length: parts },
+    (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`,
+  );
   return Buffer.from(
     `${MAIL_HEAD}Subject: many parts\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${body.join("")}--b--\r\n`,
   );
