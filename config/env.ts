@@ -183,6 +183,17 @@ export const envSchema = z.object({
   /** Activities at a time on the heavy queue (OCR, transcription). */
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * Each CPU thread's heap limit in MB: a file whose parse needs more fails (unprocessable) and only its
+   * thread is replaced; 0 = V8's own limit.
+   */
+  CPU_THREAD_MEMORY_MB: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(16_384)
+    .refine((mb) => mb === 0 || mb >= 64, "0 (V8's own limit) or at least 64")
+    .default(256),
   FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
   /** GET /metrics accepts `Authorization: Bearer <METRICS_TOKEN>` (Prometheus: `authorization.credentials`), or an admin key. */
   METRICS_TOKEN: z.string().min(16).optional(),

@@ -24,13 +24,33 @@ export interface CpuPool {
   close(): Promise<void>;
 }
 
-export function createCpuPool(threads = 1): CpuPool {
+export interface CpuPoolOptions {
+  /**
+   * Each thread's V8 heap limit in MB (its old generation). A parse that needs more ends that thread
+   * alone (piscina starts another), and its file fails as unprocessable; 0 = V8's own limit.
+   */
+  memoryMb?: number;
+}
+
+/** The default heap limit of a CPU thread: enough for any document a person wrote, not for a bomb. */
+export const CPU_THREAD_MEMORY_MB = 256;
+
+/** The code of a worker thread that was ended for passing its heap limit. */
+const OUT_OF_MEMORY = new Set(["ERR_WORKER_OUT_OF_MEMORY"]);
+
+export function createCpuPool(
+  threads = 1,
+  { memoryMb = CPU_THREAD_MEMORY_MB }: CpuPoolOptions = {},
+): CpuPool {
   const pool = new Piscina({
     filename,
     minThreads: 1,
     maxThreads: threads,
     idleTimeout: 60_000,
     execArgv: threadExecArgv(filename),
+    // One task per thread (piscina's default), so a thread that dies took only its own file with it.
+    concurrentTasksPerWorker: 1,
+    ...(memoryMb > 0 ? { resourceLimits: { maxOldGenerationSizeMb: memoryMb } } : {}),
   });
   // A thread that dies outside a task must not take the process down; piscina replaces it.
   pool.on("error", (error) => console.error("cpu thread failed:", error));
@@ -39,10 +59,21 @@ export function createCpuPool(threads = 1): CpuPool {
   return {
     chunkSegments: (segments, opts) => run({ op: "chunkSegments", segments, ...opts }),
     async extract(type, input, signal) {
-      const result = await run<ExtractResult | { unprocessable: string }>(
-        { op: "extract", type, bytes: input.bytes, filename: input.filename, mimeType: input.mimeType },
-        signal,
-      );
+      let result: ExtractResult | { unprocessable: string };
+      try {
+        result = await run<ExtractResult | { unprocessable: string }>(
+          { op: "extract", type, bytes: input.bytes, filename: input.filename, mimeType: input.mimeType },
+          signal,
+        );
+      } catch (error) {
+        if (OUT_OF_MEMORY.has((error as NodeJS.ErrnoException).code ?? "")) {
+          // Only this file was in the thread: it is what needed the memory, and would again.
+          throw new UnprocessableContentError(
+            `the ${type} file needs more memory to parse than the extraction thread's limit of ${memoryMb} MB`,
+          );
+        }
+        throw error;
+      }
       if ("unprocessable" in result) throw new UnprocessableContentError(result.unprocessable);
       return result;
     },

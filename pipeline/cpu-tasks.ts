@@ -54,6 +54,11 @@ export default async function run(task: CpuTask) {
       } catch (error) {
         // Error classes do not survive the trip between threads: send "bad content" back as data.
         if (error instanceof UnprocessableContentError) return { unprocessable: error.message };
+        // Parsing bytes already in memory ran out of stack: structure nested past what any parser
+        // here can follow, which a retry would only meet again.
+        if (error instanceof RangeError && /call stack size/i.test(error.message)) {
+          return { unprocessable: `the ${task.type} file is nested too deeply to parse (${error.message})` };
+        }
         throw error;
       }
     }

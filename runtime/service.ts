@@ -128,7 +128,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       sweepStaleTempDirs(["memory-media-", "memory-speech-"])
         .then((removed) => removed && log.info({ removed }, "removed temp dirs left by a killed worker"))
         .catch((err) => log.warn({ err }, "could not sweep old temp dirs"));
-      const cpu = createCpuPool(config.CPU_THREADS);
+      const cpu = createCpuPool(config.CPU_THREADS, { memoryMb: config.CPU_THREAD_MEMORY_MB });
       stops.push(() => cpu.close());
       const media = createMediaExtractors({
         transcriber: createConfiguredTranscriber(config),

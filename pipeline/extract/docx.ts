@@ -3,7 +3,6 @@
 // top-level section so chunks can carry the section's heading.
 
 import { XMLParser } from "fast-xml-parser";
-import JSZip from "jszip";
 import { parseHTML } from "linkedom";
 import mammoth from "mammoth";
 import { sectionLevel } from "./text.ts";
@@ -16,43 +15,57 @@ import type {
   Segment,
 } from "./types.ts";
 import { UnprocessableContentError } from "./types.ts";
+import { ZipArchive, type ZipLimits } from "./zip.ts";
 
-/** Declared uncompressed size above which an Office file is refused (a zip bomb, or nothing a person wrote). */
-const MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024;
 /** Compound File Binary: legacy .doc/.ppt, and also any password-protected (encrypted) .docx/.pptx. */
 const CFB_MAGIC = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
 
 /**
  * Opens an Office Open XML package. Anything that is not a readable zip is UnprocessableContentError
  * with a reason a person can act on; `kind` names the format in that reason (".docx", ".pptx").
+ * Parts are inflated when read, within the caps of `ZIP_LIMITS` (per part and for the whole
+ * archive, counted on the bytes really produced, whatever sizes the archive declares).
  */
-export async function openOfficeZip(bytes: Buffer, kind: string): Promise<JSZip> {
+export async function openOfficeZip(bytes: Buffer, kind: string, limits?: ZipLimits): Promise<ZipArchive> {
   if (bytes.length === 0) throw new UnprocessableContentError(`the file is empty, not a ${kind} document`);
   if (bytes.subarray(0, 8).equals(CFB_MAGIC)) {
     throw new UnprocessableContentError(
       `the file is password-protected or in the old binary Office format, not a ${kind} document`,
     );
   }
-  let zip: JSZip;
   try {
-    zip = await JSZip.loadAsync(bytes);
+    return new ZipArchive(bytes, kind, limits);
   } catch (error) {
+    if (error instanceof UnprocessableContentError) throw error;
     throw new UnprocessableContentError(
       `the file is not a valid ${kind} document: it is not a readable zip archive (${messageOf(error)})`,
     );
   }
-  let total = 0;
-  for (const file of Object.values(zip.files)) {
-    // JSZip keeps the central directory's sizes on an internal field; absent, the check is skipped.
-    const size = (file as unknown as { _data?: { uncompressedSize?: number } })._data?.uncompressedSize;
-    if (typeof size === "number" && size > 0) total += size;
-  }
-  if (total > MAX_UNCOMPRESSED_BYTES) {
-    throw new UnprocessableContentError(
-      `the ${kind} document is too large: ${Math.round(total / 1024 / 1024)} MiB once decompressed`,
-    );
-  }
-  return zip;
+}
+
+/**
+ * The package as mammoth's own zip interface (`{ file }` input), so mammoth reads parts through the
+ * caps instead of opening the bytes again with JSZip.
+ */
+function mammothFile(zip: ZipArchive) {
+  const written = new Map<string, string | Uint8Array>();
+  return {
+    exists: (name: string) => written.has(name) || zip.has(name),
+    read: async (name: string, encoding?: string) => {
+      const own = written.get(name);
+      const bytes = typeof own === "string" ? Buffer.from(own) : (own ?? zip.read(name));
+      if (bytes === undefined) throw new Error(`the part ${name} is not in the package`);
+      if (encoding === "base64") return Buffer.from(bytes).toString("base64");
+      if (encoding) return new TextDecoder(encoding).decode(bytes);
+      return bytes;
+    },
+    write: (name: string, contents: string | Uint8Array) => {
+      written.set(name, contents);
+    },
+    toArrayBuffer: async () => {
+      throw new Error("the package is read-only here");
+    },
+  };
 }
 
 export function messageOf(error: unknown): string {
@@ -68,7 +81,7 @@ const coreParser = new XMLParser({
 });
 
 /** docProps/core.xml: the title, author and dates Office keeps about the file (non-empty ones only). */
-export async function readCoreProperties(zip: JSZip): Promise<ScalarMetadata> {
+export async function readCoreProperties(zip: ZipArchive): Promise<ScalarMetadata> {
   const xml = await zip.file("docProps/core.xml")?.async("string");
   if (!xml) return {};
   let props: Record<string, unknown>;
@@ -309,7 +322,8 @@ export const extractDocx: Extractor = async (
   let html: string;
   try {
     const result = await mammoth.convertToHtml(
-      { buffer: input.bytes },
+      // mammoth also takes `{ file }`, an opened package (lib/unzip.js); its typings only list buffer and path.
+      { file: mammothFile(zip) } as unknown as { buffer: Buffer },
       {
         styleMap: STYLE_MAP,
         // Images are not text; the default would inline every one of them as a base64 data URI.
@@ -318,8 +332,14 @@ export const extractDocx: Extractor = async (
     );
     html = result.value;
   } catch (error) {
-    throw new UnprocessableContentError(`the file is not a readable .docx document: ${messageOf(error)}`);
+    if (error instanceof UnprocessableContentError) throw error;
+    throw (
+      zip.breach ??
+      new UnprocessableContentError(`the file is not a readable .docx document: ${messageOf(error)}`)
+    );
   }
+  // A cap hit inside mammoth fails the document even if mammoth carried on without that part.
+  if (zip.breach) throw zip.breach;
   ctx.signal.throwIfAborted();
   ctx.heartbeat({ step: "text" });
 

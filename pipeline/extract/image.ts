@@ -12,7 +12,16 @@
  */
 import { exifFacts } from "./exif.ts";
 import { inspectImage, type Ocr, sharedOcr } from "./ocr.ts";
-import type { ExtractContext, Extractor, ScalarMetadata, Segment } from "./types.ts";
+import {
+  type ExtractContext,
+  type Extractor,
+  type ScalarMetadata,
+  type Segment,
+  UnprocessableContentError,
+} from "./types.ts";
+
+/** A TIFF with more pages than this is refused (each page is decoded and read by OCR on its own). */
+export const MAX_IMAGE_PAGES = 1_000;
 
 export interface ImageExtractorOptions {
   /** The OCR engine; the process-wide shared one by default. */
@@ -29,6 +38,11 @@ export function createImageExtractor({ ocr = sharedOcr }: ImageExtractorOptions 
     const info = await inspectImage(input.bytes);
     // Only TIFF pages are separate documents pages; GIF and WebP frames are animation.
     const pages = info.format === "tiff" ? info.pages : 1;
+    if (pages > MAX_IMAGE_PAGES) {
+      throw new UnprocessableContentError(
+        `the TIFF image has ${pages} pages, past the cap of ${MAX_IMAGE_PAGES} pages per image`,
+      );
+    }
     const segments: Segment[] = [];
     let confidenceSum = 0;
     for (let page = 0; page < pages; page++) {

@@ -143,7 +143,9 @@ export async function inspectImage(bytes: Buffer): Promise<ImageInfo> {
   if (format === "bmp") return { format, ...readBmpHeader(bytes), pages: 1 };
   let meta: Metadata;
   try {
-    meta = await sharp(bytes).metadata();
+    // Only the header is read here: sharp's own pixel limit would refuse a huge image as "corrupt"
+    // before the size check below could say what is wrong with it.
+    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
   } catch (err) {
     throw undecodable(format, err);
   }

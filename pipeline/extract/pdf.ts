@@ -11,11 +11,17 @@
  * Offline: fonts, CMaps, ICC profiles and the JPX/colour WASM decoders are read from pdfjs-dist's own
  * folders on disk; pdf.js in Node runs its parser in-process (no worker script to load). Note that
  * parsing and rendering therefore run on the calling thread; OCR runs in tesseract's worker thread.
+ *
+ * Caps, so a hostile PDF fails with a reason instead of taking the machine's memory: every compressed
+ * stream is checked before pdf.js opens the file (pdf-streams.ts, MAX_PDF_STREAM_BYTES), images past
+ * MAX_IMAGE_PIXELS are not decoded, and a document past MAX_PDF_PAGES pages or MAX_PDF_TEXT_CHARS
+ * characters of text is refused.
  */
 import { createRequire } from "node:module";
 import path from "node:path";
 import { getDocument, type PDFDocumentProxy, type PDFPageProxy } from "pdfjs-dist/legacy/build/pdf.mjs";
-import { type Ocr, sharedOcr } from "./ocr.ts";
+import { MAX_IMAGE_PIXELS, type Ocr, sharedOcr } from "./ocr.ts";
+import { findStreamBomb } from "./pdf-streams.ts";
 import {
   type ExtractContext,
   type Extractor,
@@ -33,6 +39,13 @@ export const MIN_TEXT_LAYER_CHARS = 50;
 /** OCR renders at 300 dpi by default (tesseract's sweet spot), fewer if the page is huge. */
 const OCR_DPI = 300;
 const MAX_RENDER_PIXELS = 16_000_000;
+const MiB = 1024 * 1024;
+/** Most bytes one compressed stream may inflate to (a 60-megapixel CMYK image fits). */
+export const MAX_PDF_STREAM_BYTES = 256 * MiB;
+/** More pages than this is refused (each page is read, and OCR'd when it has no text layer). */
+export const MAX_PDF_PAGES = 10_000;
+/** Most characters of text taken from one PDF, all pages together. */
+export const MAX_PDF_TEXT_CHARS = 50_000_000;
 
 /** pdf.js error classes that mean the file itself is at fault (they cross the worker boundary by name). */
 const PDF_FILE_ERRORS = new Set([
@@ -120,8 +133,14 @@ async function renderPage(doc: PDFDocumentProxy, page: PDFPageProxy, dpi: number
   }
 }
 
-async function openPdf(bytes: Buffer): Promise<PDFDocumentProxy> {
+async function openPdf(bytes: Buffer, signal: AbortSignal): Promise<PDFDocumentProxy> {
   if (bytes.length === 0) throw new UnprocessableContentError("the PDF file is empty");
+  const bomb = await findStreamBomb(bytes, MAX_PDF_STREAM_BYTES, signal);
+  if (bomb !== null) {
+    throw new UnprocessableContentError(
+      `the PDF has a compressed stream (at byte ${bomb}) that inflates past the ${MAX_PDF_STREAM_BYTES / MiB} MiB cap per stream`,
+    );
+  }
   const task = getDocument({
     // pdf.js may take over the buffer it is given: hand it a copy.
     data: new Uint8Array(bytes),
@@ -134,6 +153,8 @@ async function openPdf(bytes: Buffer): Promise<PDFDocumentProxy> {
     isEvalSupported: false,
     useSystemFonts: false,
     enableXfa: false,
+    // Larger images are not decoded (a page that needs one for OCR renders without it).
+    maxImageSize: MAX_IMAGE_PIXELS,
     verbosity: 0,
   });
   try {
@@ -185,11 +206,26 @@ export function createPdfExtractor({
 }: PdfExtractorOptions = {}): Extractor {
   return async (input, ctx: ExtractContext) => {
     throwIfAborted(ctx.signal);
-    const doc = await openPdf(input.bytes);
+    const doc = await openPdf(input.bytes, ctx.signal);
     try {
       const { title, author } = await readTitleAndAuthor(doc);
       const pages = doc.numPages;
+      if (pages > MAX_PDF_PAGES) {
+        throw new UnprocessableContentError(
+          `the PDF has ${pages} pages, past the cap of ${MAX_PDF_PAGES} pages per document`,
+        );
+      }
       const segments: Segment[] = [];
+      let chars = 0;
+      const keep = (segment: Segment) => {
+        chars += segment.text.length;
+        if (chars > MAX_PDF_TEXT_CHARS) {
+          throw new UnprocessableContentError(
+            `the PDF's text runs past the cap of ${MAX_PDF_TEXT_CHARS.toLocaleString("en-US")} characters per document (at page ${segment.page})`,
+          );
+        }
+        segments.push(segment);
+      };
       let ocrPages = 0;
       let failedPages = 0;
       let firstFailure: unknown = null;
@@ -201,7 +237,7 @@ export function createPdfExtractor({
           page = await doc.getPage(n);
           const text = await pageText(page);
           if (!forceOcr && nonBlankLength(text) >= MIN_TEXT_LAYER_CHARS) {
-            segments.push({ page: n, text });
+            keep({ page: n, text });
             continue;
           }
           throwIfAborted(ctx.signal);
@@ -212,17 +248,17 @@ export function createPdfExtractor({
           // Keep whichever has more text: a scan with a stray text stamp gets its OCR, while a short
           // page of real text keeps its exact text layer when OCR finds nothing more.
           if (forceOcr || nonBlankLength(ocrText) > nonBlankLength(text)) {
-            segments.push({ page: n, source: "ocr", text: ocrText });
+            keep({ page: n, source: "ocr", text: ocrText });
             ocrPages++;
           } else {
-            segments.push({ page: n, text });
+            keep({ page: n, text });
           }
         } catch (err) {
           // A damaged page loses its own text only; anything else (abort, OCR engine) stops the document.
           if (!toUnprocessable(err)) throw err;
           firstFailure ??= err;
           failedPages++;
-          segments.push({ page: n, text: "" });
+          keep({ page: n, text: "" });
         } finally {
           page?.cleanup();
         }

@@ -1,10 +1,10 @@
-// PowerPoint presentations: read the package with JSZip and the slide XML with fast-xml-parser.
+// PowerPoint presentations: read the package with ZipArchive (zip.ts: parts inflated within caps) and
+// the slide XML with fast-xml-parser.
 // Slides come in presentation order (ppt/presentation.xml's slide list, resolved through its
 // relationships), each slide's text in reading order, and speaker notes as segments of their own.
 
 import { posix } from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
-import type JSZip from "jszip";
 import { openOfficeZip, readCoreProperties } from "./docx.ts";
 import type {
   ExtractContext,
@@ -15,6 +15,7 @@ import type {
   Segment,
 } from "./types.ts";
 import { UnprocessableContentError } from "./types.ts";
+import type { ZipArchive } from "./zip.ts";
 
 /** A parsed XML element in fast-xml-parser's ordered form: `{ [tag]: children, ":@"?: attributes }`. */
 type XNode = Record<string, unknown>;
@@ -79,7 +80,7 @@ function textContent(node: XNode): string {
 }
 
 /** A package part, parsed. Missing or malformed parts are UnprocessableContentError naming the part. */
-async function readXml(zip: JSZip, part: string, what: string): Promise<XNode> {
+async function readXml(zip: ZipArchive, part: string, what: string): Promise<XNode> {
   const xml = await zip.file(part)?.async("string");
   if (xml === undefined)
     throw new UnprocessableContentError(`the presentation is damaged: ${what} (${part}) is missing`);
@@ -103,7 +104,7 @@ interface Relationship {
 }
 
 /** The relationships of `part`, keyed by id, with targets resolved to package paths. */
-async function readRels(zip: JSZip, part: string): Promise<Map<string, Relationship>> {
+async function readRels(zip: ZipArchive, part: string): Promise<Map<string, Relationship>> {
   const relsPath = posix.join(posix.dirname(part), "_rels", `${posix.basename(part)}.rels`);
   const rels = new Map<string, Relationship>();
   if (!zip.file(relsPath)) return rels;
@@ -269,7 +270,7 @@ interface Block {
 }
 
 interface SlideContext {
-  zip: JSZip;
+  zip: ZipArchive;
   rels: Map<string, Relationship>;
   layout?: PlaceholderPositions;
   master?: PlaceholderPositions;
@@ -368,7 +369,7 @@ function notesText(root: XNode): string {
 }
 
 /** The slide parts in presentation order, via p:sldIdLst and the presentation's relationships. */
-async function slideParts(zip: JSZip, presentationPart: string, presentation: XNode): Promise<string[]> {
+async function slideParts(zip: ZipArchive, presentationPart: string, presentation: XNode): Promise<string[]> {
   const rels = await readRels(zip, presentationPart);
   const parts: string[] = [];
   for (const sldId of kids(child(presentation, "p:sldIdLst"))) {
@@ -384,7 +385,7 @@ async function slideParts(zip: JSZip, presentationPart: string, presentation: XN
   return parts;
 }
 
-async function presentationPartOf(zip: JSZip): Promise<string> {
+async function presentationPartOf(zip: ZipArchive): Promise<string> {
   const rels = await readRels(zip, "");
   const target = relOfType(rels, REL_OFFICE_DOCUMENT)?.target;
   if (target && zip.file(target)) return target;
