@@ -41,6 +41,8 @@ describe("hostile uploads", () => {
       const [name, , reason] = hostile[i] as [string, Buffer, RegExp];
       expect(doc.status, name).toBe("failed");
       expect(doc.errorReason ?? "", name).toMatch(reason);
+      // Non-retryable: failed on the first try, not after the activity's retries ran out.
+      expect(doc.errorReason ?? "", name).not.toMatch(/gave up after retries/);
     }
     const done = await untilProcessed((i) => client.documents.get(i), normal, 300_000);
     expect(done.status, done.errorReason ?? "").toBe("done");
