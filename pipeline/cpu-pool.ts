@@ -36,7 +36,7 @@ export interface CpuPoolOptions {
 export const CPU_THREAD_MEMORY_MB = 256;
 
 /** The code of a worker thread that was ended for passing its heap limit. */
-const OUT_OF_MEMORY = new Set(["ERR_WORKER_OUT_OF_MEMORY"]);
+const OUT_OF_MEMORY = "ERR_WORKER_OUT_OF_MEMORY";
 
 export function createCpuPool(
   threads = 1,
@@ -66,7 +66,7 @@ export function createCpuPool(
           signal,
         );
       } catch (error) {
-        if (OUT_OF_MEMORY.has((error as NodeJS.ErrnoException).code ?? "")) {
+        if ((error as NodeJS.ErrnoException).code === OUT_OF_MEMORY) {
           // Only this file was in the thread: it is what needed the memory, and would again.
           throw new UnprocessableContentError(
             `the ${type} file needs more memory to parse than the extraction thread's limit of ${memoryMb} MB`,
