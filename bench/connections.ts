@@ -4,16 +4,10 @@
 // process with its own Temporal dev server and PGlite). The small connection's incremental sync and a few
 // single adds are timed first on the idle service, then while the big connection's first sync is queued
 // ahead of them; then the big connection is deleted with its documents, and that is timed too.
-// Writes the "Connections side by side" section of docs/benchmarks.md.
-// Usage: npm run bench:connections -- [--big 10000] [--small 20] [--changes 5] [--adds 5] [--backlog 2000]
-//        [--in-flight <MAX_DOCUMENTS_IN_FLIGHT>] [--env KEY=VALUE ...] [--out FILE]
+// The scenario `connections` of bench/main.ts (`npm run bench -- --with connections`, or `npm run bench:connections`);
+// bench/lib/connections-report.ts renders it.
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import { loadConfig } from "../config/env.ts";
 import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type S3TestServer, startS3Server } from "../test/support/s3-server.ts";
 import { bulkDocuments, tenantDocuments } from "./lib/bulk-docs.ts";
@@ -22,13 +16,9 @@ import { startServiceProcess } from "./lib/daemon.ts";
 import { type JsonClient, jsonClient } from "./lib/http.ts";
 import { rssSampler } from "./lib/proc.ts";
 import { log } from "./lib/progress.ts";
-import { machine } from "./lib/report.ts";
-import { revision } from "./lib/revision.ts";
-import { CONNECTIONS_HEADING, findSection, replaceSection } from "./lib/sections.ts";
-import { Cleanup } from "./lib/service.ts";
+import type { Cleanup } from "./lib/service.ts";
 import { ms, type Summary, summarize } from "./lib/stats.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BIG_TAG = "bench-archive";
 const SMALL_TAG = "bench-desk";
 const ADD_TAG = "bench-api-adds";
@@ -50,8 +40,8 @@ interface Phase {
   bigWaiting: number;
 }
 
-interface ConnectionsResult {
-  options: Options;
+export interface ConnectionsResult {
+  options: ConnectionsOptions;
   firstSmallSyncMs: number;
   idle: Phase;
   during: Phase;
@@ -64,7 +54,7 @@ interface ConnectionsResult {
   peakRssMiB: number;
 }
 
-interface Options {
+export interface ConnectionsOptions {
   big: number;
   small: number;
   changes: number;
@@ -140,7 +130,10 @@ async function singleAdds(api: JsonClient, texts: string[]): Promise<Summary> {
   );
 }
 
-async function run(options: Options, cleanup: Cleanup): Promise<ConnectionsResult> {
+export async function runConnections(
+  options: ConnectionsOptions,
+  cleanup: Cleanup,
+): Promise<ConnectionsResult> {
   const corpus = readCorpus();
   log(`S3 server: ${options.big} objects in "archive", ${options.small} in "desk"`);
   const s3 = await startS3Server({ buckets: ["archive", "desk"] });
@@ -250,122 +243,3 @@ async function run(options: Options, cleanup: Cleanup): Promise<ConnectionsResul
     peakRssMiB: peak.service / 2 ** 20,
   };
 }
-
-function render(r: ConnectionsResult, meta: { started: Date; command: string; revision: string }): string {
-  const o = r.options;
-  const row = (what: string, idle: string, during: string, ratio: string) =>
-    `| ${what} | ${idle} | ${during} | ${ratio} |`;
-  const x = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}×` : "—");
-  const m = machine();
-  return [
-    CONNECTIONS_HEADING,
-    "",
-    `Measured ${meta.started.toISOString().slice(0, 10)} on ${m.cpu} (${m.cores} cores, ${m.memory}, Node ${m.node}), revision ${meta.revision}, with \`${meta.command}\`.`,
-    `The embedded default (\`main.ts\` as a child process, PGlite, its own Temporal dev server), \`MAX_DOCUMENTS_IN_FLIGHT=${o.inFlight}\`,`,
-    `\`EMBEDDING_THREADS=${o.threads}\`${Object.entries(o.env)
-      .map(([k, v]) => `, \`${k}=${v}\``)
-      .join(
-        "",
-      )}; a real S3-compatible server (s3rver) on loopback. Connection "archive" holds ${o.big.toLocaleString("en")}`,
-    `200-word texts, connection "desk" ${o.small}. The desk's incremental sync (${o.changes} new files, then \`POST /v3/connections/:id/sync\`)`,
-    `and ${o.adds} single \`POST /v3/documents\` adds are timed on the idle service, then again once the archive's first sync`,
-    `has saved ${o.backlog.toLocaleString("en")} documents that wait for a slot.`,
-    "",
-    "| | idle | during the archive's first sync | ratio |",
-    "|---|---|---|---|",
-    row(
-      `desk incremental sync, ${o.changes} files: request → all done`,
-      ms(r.idle.syncMs),
-      ms(r.during.syncMs),
-      x(r.during.syncMs, r.idle.syncMs),
-    ),
-    row(
-      `single add, queued → done: p50 / max of ${o.adds}`,
-      `${ms(r.idle.addToDone.p50)} / ${ms(r.idle.addToDone.max)}`,
-      `${ms(r.during.addToDone.p50)} / ${ms(r.during.addToDone.max)}`,
-      x(r.during.addToDone.p50, r.idle.addToDone.p50),
-    ),
-    row("archive documents waiting ahead of them", "0", r.during.bigWaiting.toLocaleString("en"), ""),
-    "",
-    `- The desk's first sync of ${o.small} files took ${ms(r.firstSmallSyncMs)} on the idle service.`,
-    `- When the phases ended, ${ms(r.bigElapsedMs)} into its first sync, the archive had saved ${r.bigSaved.toLocaleString("en")} of`,
-    `  ${o.big.toLocaleString("en")} files and finished (done or failed) ${r.bigDone.toLocaleString("en")}.`,
-    `- Deleting the archive connection with its documents: ${ms(r.deleteMs)}; ${r.leftAfterDelete} of its documents left 5 s later.`,
-    `- The daemon's peak RSS over the run: ${Math.round(r.peakRssMiB)} MiB.`,
-    "",
-  ].join("\n");
-}
-
-async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      big: { type: "string" },
-      small: { type: "string" },
-      changes: { type: "string" },
-      adds: { type: "string" },
-      backlog: { type: "string" },
-      "in-flight": { type: "string" },
-      env: { type: "string", multiple: true },
-      out: { type: "string" },
-    },
-    strict: true,
-  });
-  const int = (v: string | undefined, fallback: number) => {
-    const n = v === undefined ? fallback : Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`expected a positive integer, got "${v}"`);
-    return n;
-  };
-  const config = loadConfig({});
-  const options: Options = {
-    big: int(values.big, 10_000),
-    small: int(values.small, 20),
-    changes: int(values.changes, 5),
-    adds: int(values.adds, 5),
-    backlog: int(values.backlog, 2_000),
-    threads: config.EMBEDDING_THREADS,
-    inFlight: int(values["in-flight"], config.MAX_DOCUMENTS_IN_FLIGHT),
-    env: Object.fromEntries(
-      (values.env ?? []).map((kv) => {
-        const eq = kv.indexOf("=");
-        if (eq < 1) throw new Error(`--env takes KEY=VALUE, got "${kv}"`);
-        return [kv.slice(0, eq), kv.slice(eq + 1)];
-      }),
-    ),
-  };
-  const out = path.resolve(root, values.out ?? "docs/benchmarks.md");
-  const cleanup = new Cleanup();
-  cleanup.exitOnSignals(log);
-  const started = new Date();
-  const rev = revision();
-  let result: ConnectionsResult;
-  try {
-    result = await run(options, cleanup);
-  } finally {
-    await cleanup.runAll();
-  }
-  const section = render(result, {
-    started,
-    command: `npm run bench:connections${argv.length ? ` -- ${argv.join(" ")}` : ""}`,
-    revision: rev,
-  });
-  process.stdout.write(`\n${section}\n`);
-  const previous = existsSync(out) ? readFileSync(out, "utf8") : "# Benchmarks\n";
-  writeFileSync(
-    out,
-    findSection(previous, CONNECTIONS_HEADING)
-      ? replaceSection(previous, CONNECTIONS_HEADING, section)
-      : `${previous.trimEnd()}\n\n${section}`,
-  );
-  log(`wrote the "${CONNECTIONS_HEADING.slice(3)}" section of ${path.relative(process.cwd(), out) || out}`);
-  return 0;
-}
-
-main().then(
-  (code) => process.exit(code),
-  (error) => {
-    process.stderr.write(`bench:connections failed: ${(error as Error).stack ?? error}\n`);
-    process.exit(1);
-  },
-);

@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/env.ts";
 import { cacheDir } from "../config/paths.ts";
@@ -330,7 +330,7 @@ async function evaluateMode(api: Api, mode: Mode, queries: JudgedQuery[]): Promi
 // ---------------------------------------------------------------------------------------------
 // Report
 
-interface EvalReport {
+export interface EvalReport {
   started: Date;
   command: string;
   revision: string;
@@ -383,7 +383,7 @@ function machineLine(): string {
   return `${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}`;
 }
 
-function renderSection(r: EvalReport): string {
+export function renderSection(r: EvalReport): string {
   const m = machine();
   const lines = [
     HEADING,
@@ -450,6 +450,7 @@ async function main(): Promise<number> {
       threads: { type: "string" },
       reset: { type: "boolean", default: false },
       scores: { type: "boolean", default: false },
+      "result-json": { type: "string" }, // bench/main.ts (scenario `eval`) stores this run's figures from here
       out: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -541,9 +542,10 @@ async function main(): Promise<number> {
     process.stdout.write(`\npublished nDCG@10 for orientation: ${PUBLISHED}\n\n`);
     let current = existsSync(out) ? readFileSync(out, "utf8") : "";
     if (results.length) current = replaceSection(current, HEADING, renderSection(report));
+    let spreads: Spread[] | undefined;
     if (values.scores) {
       log("scores: SciFact test queries on /v3/search and /v4/search, then short facts on /v4/search");
-      const spreads = await scifactSpreads(api, TAG, queries);
+      spreads = await scifactSpreads(api, TAG, queries);
       const memoryTag = `scores-memories-${Date.now()}`;
       spreads.push(await memorySpread(api, memoryTag, (ids) => waitAllDone(api, ids)));
       // /v4 reports a calibrated cosine (services/similarity.ts): the raw cosines beside it show what it changed.
@@ -553,8 +555,10 @@ async function main(): Promise<number> {
       process.stdout.write(`\n${table.join("\n")}\n\n`);
       current = replaceSection(current, SCORES_HEADING, renderScores(report, spreads, table));
     }
-    writeFileSync(out, current);
-    log(`wrote ${path.relative(process.cwd(), out) || out}`);
+    // docs/benchmarks.md is rendered from stored runs (`npm run bench -- --only eval`); --out FILE still writes a copy.
+    if (values["result-json"]) writeFileSync(values["result-json"], JSON.stringify({ report, spreads }));
+    else if (values.out) writeFileSync(out, current);
+    if (values["result-json"] || values.out) log(`wrote ${values["result-json"] ?? out}`);
   } finally {
     await cleanup.runAll();
   }
@@ -562,7 +566,7 @@ async function main(): Promise<number> {
 }
 
 /** What clients filter on: 0.6 from assistant toolkits, 0.5 as a looser choice, 0.7 as a stricter one. */
-const SCORE_THRESHOLDS = [0.5, 0.6, 0.7];
+export const SCORE_THRESHOLDS = [0.5, 0.6, 0.7];
 
 async function waitAllDone(api: Api, ids: string[]): Promise<void> {
   const started = performance.now();
@@ -593,7 +597,7 @@ function rawCosines(s: Spread, model: string): Spread {
   };
 }
 
-function renderScores(r: EvalReport, spreads: Spread[], table: string[]): string {
+export function renderScores(r: EvalReport, spreads: Spread[], table: string[]): string {
   const memories = spreads.find((s) => s.top1);
   return [
     SCORES_HEADING,
@@ -614,10 +618,11 @@ function renderScores(r: EvalReport, spreads: Spread[], table: string[]): string
   ].join("\n");
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error) => {
-    process.stderr.write(`eval failed: ${(error as Error).stack ?? error}\n`);
-    process.exit(1);
-  },
-);
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
+  main().then(
+    (code) => process.exit(code),
+    (error) => {
+      process.stderr.write(`eval failed: ${(error as Error).stack ?? error}\n`);
+      process.exit(1);
+    },
+  );

@@ -1,267 +1,189 @@
-// Benchmark of the embedded default (PGlite in a temp DATA_DIR, a Temporal dev server started here,
-// the real worker and API in this process): ingestion throughput and search latency. Prints the
-// figures and writes docs/benchmarks.md. Usage: npm run bench -- [--docs N] [--chunks N] [--searches N]
-// [--threads N] [--skip-ingest] [--skip-search] [--skip-bulk | --bulk-only] [--out FILE] (--help lists all)
+// The benchmark, one command: runs the chosen scenarios (bench/scenarios.ts), stores the run as one JSON file
+// (bench/results/<UTC time>-<commit>.json: header + each scenario's options and result), then renders all of
+// docs/benchmarks.md from that file (bench/lib/page.ts). `npm run bench -- --help` lists the options.
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/env.ts";
-import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
-import { BULK_SCENARIOS, type BulkResult, type BulkScenario, runBulk } from "./bulk.ts";
-import { type ExtractionResult, runExtractionBench } from "./extraction.ts";
-import { type IngestResult, runIngest } from "./ingest.ts";
-import { BULK_HEADING, bulkSummaryLines, renderBulkSection } from "./lib/bulk-report.ts";
+import type { Abstract } from "./lib/corpus.ts";
 import { readCorpus, readQueries, SCIFACT_DIR } from "./lib/corpus.ts";
+import { renderPage } from "./lib/page.ts";
 import { log } from "./lib/progress.ts";
-import { renderReport, summaryLines } from "./lib/report.ts";
-import { revision } from "./lib/revision.ts";
-import { SCIFACT_HEADING } from "./lib/scifact.ts";
-import { SCORES_HEADING } from "./lib/score-distribution.ts";
-import { CONNECTIONS_HEADING, findSection, replaceSection } from "./lib/sections.ts";
+import {
+  liveMachine,
+  loadNow,
+  PAGE,
+  RESULT_FORMAT,
+  ROOT,
+  type RunFile,
+  readHistory,
+  writeRunFile,
+} from "./lib/results.ts";
+import { revisionInfo, revisionLabel } from "./lib/revision.ts";
 import { Cleanup, startTemporal } from "./lib/service.ts";
-import { runSearch, type SearchResult } from "./search.ts";
+import {
+  type ArgSpec,
+  type ArgValues,
+  SCENARIOS,
+  type ScenarioContext,
+  scenario,
+  selectScenarios,
+} from "./scenarios.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const SHARED_ARGS: Record<string, ArgSpec> = {
+  with: { type: "string" },
+  only: { type: "string" },
+  skip: { type: "string" },
+  all: { type: "boolean" },
+  threads: { type: "string" },
+  out: { type: "string" },
+  "no-page": { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  // Older spellings, still accepted.
+  "skip-ingest": { type: "boolean" },
+  "skip-search": { type: "boolean" },
+  "skip-extraction": { type: "boolean" },
+  "skip-bulk": { type: "boolean" },
+  "bulk-only": { type: "boolean" },
+};
 
-function positive(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${value}"`);
-  return n;
+function help(): string {
+  const names = SCENARIOS.map((s) => s.name);
+  const lines = [
+    "npm run bench -- [--with a,b | --all | --only a,b] [--skip a,b] [--threads N] [scenario options]",
+    "",
+    `Scenarios (${names.join(", ")}); a plain run takes the default ones:`,
+    ...SCENARIOS.map((s) => `  ${s.name.padEnd(12)}${s.inDefault ? "(default) " : ""}${s.about}`),
+    "",
+    "  --with a,b       add scenarios to the default set        --all        every scenario",
+    "  --only a,b       exactly these scenarios                 --skip a,b   leave these out",
+    "  --threads N      EMBEDDING_THREADS for the in-process service and the embedder baselines (default: the service's)",
+    "  --out FILE       render the page there instead of docs/benchmarks.md   --no-page   store the result file only",
+    "  (older spellings: --skip-ingest, --skip-search, --skip-extraction, --skip-bulk, --bulk-only)",
+    "",
+    "Each run writes bench/results/<UTC time>-<commit>[-dirty].json, then renders docs/benchmarks.md from it;",
+    "`npm run bench:page -- [file]` renders the page again from a stored run (default: the newest) without running anything.",
+    "",
+    "Scenario options:",
+  ];
+  for (const s of SCENARIOS) lines.push(`  ${s.name}:`, ...s.help.map((h) => `    ${h}`));
+  return `${lines.join("\n")}\n`;
 }
-
-function nonNegative(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number ≥ 0, got "${value}"`);
-  return n;
-}
-
-/** Sections of the report that other commands write: kept when this run does not produce them. */
-const SCALE_HEADING = "## At scale: separate processes, concurrent load, daemon memory";
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      docs: { type: "string" },
-      chunks: { type: "string" },
-      embedder: { type: "string" },
-      searches: { type: "string" },
-      threads: { type: "string" },
-      "skip-ingest": { type: "boolean", default: false },
-      "skip-search": { type: "boolean", default: false },
-      "skip-extraction": { type: "boolean", default: false },
-      "skip-bulk": { type: "boolean", default: false },
-      "bulk-only": { type: "boolean", default: false },
-      "bulk-sizes": { type: "string" },
-      "bulk-scenarios": { type: "string" },
-      "bulk-load-size": { type: "string" },
-      "bulk-load-every": { type: "string" },
-      "bulk-tenant-docs": { type: "string" },
-      "bulk-tenant-after": { type: "string" },
-      "bulk-backlog": { type: "string" },
-      "bulk-backlog-watch": { type: "string" },
-      "bulk-drain": { type: "string" },
-      "bulk-embedder-docs": { type: "string" },
-      "bulk-in-flight": { type: "string" },
-      "bulk-singles-size": { type: "string" },
-      "bulk-singles-in-flight": { type: "string" },
-      "bulk-timeout": { type: "string" },
-      "bulk-stall": { type: "string" },
-      "bulk-log-level": { type: "string" },
-      "bulk-env": { type: "string", multiple: true },
-      out: { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(
-      "npm run bench -- [--docs 200] [--chunks 10000[,100000]] [--searches 200] [--threads <EMBEDDING_THREADS default>]\n" +
-        "                 [--embedder bge-small|use-lite (default: the service's default)]\n" +
-        "                 [--skip-ingest] [--skip-search] [--skip-extraction] [--out docs/benchmarks.md]\n" +
-        "                 [--skip-bulk | --bulk-only] [bulk options below]\n" +
-        "\n" +
-        'Bulk imports (the section "## Bulk imports"; part of every run unless --skip-bulk; --bulk-only runs only it and\n' +
-        "rewrites only that section of the report). The service runs as a child process (main.ts) with its own Temporal\n" +
-        "dev server, a fresh pair per import:\n" +
-        "  --bulk-scenarios rates,load,tenant,backlog   which parts (default: all)\n" +
-        "       rates   : one import per --bulk-sizes, timed to the last done, next to the embedder alone\n" +
-        "       singles : --bulk-singles-size documents, each its own POST /v3/documents, --bulk-singles-in-flight at once\n" +
-        "                 (default 1000 and 4: what `npm run cli -- add <folder>` and an SDK loop send)\n" +
-        "       load    : /v3/search, /v4/search and a memory add every --bulk-load-every s during the --bulk-load-size import\n" +
-        "       tenant  : a --bulk-tenant-docs import by another tag --bulk-tenant-after s into that import\n" +
-        "       backlog : --bulk-backlog documents submitted at once, RSS watched --bulk-backlog-watch s, then deleted\n" +
-        "  --bulk-sizes 200,2000,5000      import sizes (20000 works too: the corpus repeats with a suffix)\n" +
-        "  --bulk-load-size N              the import with interactive load and the tenant (default 2000 if in the sizes, else the largest)\n" +
-        "  --bulk-load-every 2             seconds between requests of each interactive kind\n" +
-        "  --bulk-tenant-docs 20  --bulk-tenant-after 30 (s)\n" +
-        "  --bulk-backlog 20000  --bulk-backlog-watch 180 (s)  --bulk-drain 300 (s to wait for workflows to end after the delete)\n" +
-        "  --bulk-embedder-docs 2000       the embedder alone is timed on the chunks of the first N documents\n" +
-        "  --bulk-in-flight 3              batch requests (500 documents each) in flight\n" +
-        "  --bulk-timeout 180 (min per import)  --bulk-stall 5 (min without a finished document ends an import, marked)\n" +
-        "  --bulk-log-level warn           the service's LOG_LEVEL\n" +
-        "  --bulk-env KEY=VALUE            more service settings (repeatable), e.g. --bulk-env WORKER_CONCURRENCY=8\n" +
-        '  BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (environment): node flags for the service\n' +
-        "                                  process, e.g. to profile its threads (NODE_OPTIONS refuses --cpu-prof)\n",
-    );
+  const args: Record<string, ArgSpec> = { ...SHARED_ARGS };
+  for (const s of SCENARIOS) Object.assign(args, s.args);
+  const { values } = parseArgs({ args: argv, options: args, strict: true, allowPositionals: false });
+  const v = values as ArgValues;
+  if (v.help) {
+    process.stdout.write(help());
     return 0;
   }
-  const options = {
-    docs: positive("docs", values.docs, 200),
-    // One search store per size: --chunks 10000,100000
-    chunks: (values.chunks ?? "10000").split(",").map((v) => positive("chunks", v.trim(), 10_000)),
-    searches: positive("searches", values.searches, 200),
-    threads: positive("threads", values.threads, loadConfig({}).EMBEDDING_THREADS),
-  };
-  const bulkOnly = values["bulk-only"];
-  const runBulkPart = bulkOnly || !values["skip-bulk"];
-  const bulkSizes = (values["bulk-sizes"] ?? "200,2000,5000")
-    .split(",")
-    .map((v) => positive("bulk-sizes", v.trim(), 200));
-  const scenarios = (values["bulk-scenarios"] ?? BULK_SCENARIOS.join(","))
-    .split(",")
-    .map((v) => v.trim())
-    .filter(Boolean);
-  for (const sc of scenarios)
-    if (!(BULK_SCENARIOS as readonly string[]).includes(sc))
-      throw new Error(`--bulk-scenarios: unknown "${sc}" (known: ${BULK_SCENARIOS.join(", ")})`);
-  const backlog = nonNegative("bulk-backlog", values["bulk-backlog"], 20_000);
-  const extraEnv: Record<string, string> = {};
-  for (const kv of values["bulk-env"] ?? []) {
-    const eq = kv.indexOf("=");
-    if (eq < 1) throw new Error(`--bulk-env takes KEY=VALUE, got "${kv}"`);
-    extraEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
-  const bulkOptions = {
-    scenarios: scenarios.filter((sc) => sc !== "backlog" || backlog > 0) as BulkScenario[],
-    sizes: bulkSizes,
-    loadSize: positive(
-      "bulk-load-size",
-      values["bulk-load-size"],
-      bulkSizes.includes(2000) ? 2000 : Math.max(...bulkSizes),
-    ),
-    loadEveryMs: 1000 * nonNegative("bulk-load-every", values["bulk-load-every"], 2),
-    tenantDocs: positive("bulk-tenant-docs", values["bulk-tenant-docs"], 20),
-    tenantAfterMs: 1000 * nonNegative("bulk-tenant-after", values["bulk-tenant-after"], 30),
-    backlog,
-    backlogWatchMs: 1000 * nonNegative("bulk-backlog-watch", values["bulk-backlog-watch"], 180),
-    drainMs: 1000 * nonNegative("bulk-drain", values["bulk-drain"], 300),
-    embedderDocs: positive("bulk-embedder-docs", values["bulk-embedder-docs"], 2000),
-    batch: 500,
-    inFlight: positive("bulk-in-flight", values["bulk-in-flight"], 3),
-    singlesSize: positive("bulk-singles-size", values["bulk-singles-size"], 1000),
-    singlesInFlight: positive("bulk-singles-in-flight", values["bulk-singles-in-flight"], 4),
-    timeoutMs: 60_000 * nonNegative("bulk-timeout", values["bulk-timeout"], 180),
-    stallMs: 60_000 * nonNegative("bulk-stall", values["bulk-stall"], 5),
-    threads: options.threads,
-    logLevel: values["bulk-log-level"] ?? "warn",
-    extraEnv,
-  };
-  if (bulkOptions.loadEveryMs <= 0) throw new Error("--bulk-load-every must be above 0");
-  const out = path.resolve(root, values.out ?? "docs/benchmarks.md");
+  const threadsArg = v.threads === undefined ? undefined : Number(v.threads);
+  if (threadsArg !== undefined && (!Number.isInteger(threadsArg) || threadsArg < 1))
+    throw new Error(`--threads must be a positive integer, got "${v.threads}"`);
+  const threads = threadsArg ?? loadConfig({}).EMBEDDING_THREADS;
+  const names = selectScenarios(v);
+  if (!names.length) throw new Error("no scenario selected");
+  // Options are read before anything runs, so a typo fails at once.
+  const options = new Map(names.map((name) => [name, scenario(name)?.options(v, { threads })]));
+  const out = path.resolve(ROOT, typeof v.out === "string" ? v.out : PAGE);
   const command = `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
 
   const cleanup = new Cleanup();
   cleanup.exitOnSignals(log);
-
-  const rev = revision(); // at the start: worker threads and the workflow bundle load sources from the tree later
+  // At the start: worker threads and the workflow bundle load sources from the tree later.
+  const revision = revisionInfo();
+  if (!revision.clean)
+    log(
+      `measuring ${revisionLabel(revision)}: ${revision.dirty.slice(0, 10).join(", ")}${revision.dirty.length > 10 ? ", …" : ""}`,
+    );
   const started = new Date();
+  const loadStart = loadNow();
   const t0 = performance.now();
-  let ingest: IngestResult | undefined;
-  let search: SearchResult | undefined;
-  let extraction: ExtractionResult | undefined;
-  let bulk: BulkResult | undefined;
-  let failure: unknown;
+  let corpus: Abstract[] | undefined;
+  let queries: string[] | undefined;
+  let temporal: Promise<{ address: string; pid: number }> | undefined;
+  const ctx: ScenarioContext = {
+    cleanup,
+    threads,
+    corpus: () => {
+      if (!corpus) log(`reading ${SCIFACT_DIR}`);
+      corpus ??= readCorpus();
+      return corpus;
+    },
+    queries: () => {
+      queries ??= readQueries();
+      return queries;
+    },
+    temporal: () => {
+      temporal ??= (async () => {
+        log("starting a Temporal dev server on free ports");
+        const t = await startTemporal(cleanup);
+        log(`Temporal dev server at ${t.address}`);
+        return t;
+      })();
+      return temporal;
+    },
+  };
+
+  const results: RunFile["results"] = {};
+  let failures = 0;
   try {
-    log(`reading ${SCIFACT_DIR}`);
-    const corpus = readCorpus();
-    const queries = readQueries();
-    const { address: temporalAddress, pid: temporalPid } = bulkOnly
-      ? { address: "", pid: undefined }
-      : await (async () => {
-          log("starting a Temporal dev server on free ports");
-          const started = await startTemporal(cleanup);
-          log(`Temporal dev server at ${started.address}`);
-          return started;
-        })();
-    if (!bulkOnly && !values["skip-ingest"]) {
-      ingest = await runIngest({
-        cleanup,
-        temporalAddress,
-        temporalPid,
-        corpus,
-        docs: options.docs,
-        threads: options.threads,
-      });
+    for (const name of names) {
+      const s = scenario(name);
+      if (!s) continue;
+      log(`scenario ${name}: ${JSON.stringify(options.get(name))}`);
+      const t = performance.now();
+      try {
+        const result = await s.run(options.get(name), ctx);
+        results[name] = { options: options.get(name), result, ms: performance.now() - t };
+      } catch (error) {
+        failures++;
+        const message = (error as Error).message?.split("\n")[0] ?? String(error);
+        process.stderr.write(`scenario ${name} failed: ${(error as Error).stack ?? error}\n`);
+        results[name] = { options: options.get(name), error: message, ms: performance.now() - t };
+      }
     }
-    if (!bulkOnly && !values["skip-search"]) {
-      search = await runSearch({
-        cleanup,
-        temporalAddress,
-        temporalPid,
-        corpus,
-        queries,
-        chunks: options.chunks,
-        embedder: values.embedder,
-        searches: options.searches,
-        threads: options.threads,
-      });
-    }
-    if (!bulkOnly && !values["skip-extraction"]) {
-      log("extraction: every fixture file");
-      extraction = await runExtractionBench({ repeats: 3 });
-    }
-    if (runBulkPart) {
-      const embeddingModel = values.embedder ?? resolveDefaultEmbedder().name;
-      bulk = await runBulk(cleanup, { ...bulkOptions, embeddingModel, temporalPid }, corpus, queries);
-    }
-  } catch (error) {
-    failure = error;
   } finally {
     await cleanup.runAll();
   }
-  const totalMs = performance.now() - t0;
-  const report = {
-    started,
-    totalMs,
-    command,
-    revision: rev,
-    ingest,
-    search,
-    extraction,
-    threads: options.threads,
+  const run: RunFile = {
+    format: RESULT_FORMAT,
+    header: {
+      started: started.toISOString(),
+      finished: new Date().toISOString(),
+      totalMs: performance.now() - t0,
+      machine: liveMachine(),
+      load: { start: loadStart, end: loadNow() },
+      revision,
+      command,
+      scenarios: names,
+    },
+    results,
   };
-  const summary = [...(bulkOnly ? [] : summaryLines(report)), ...(bulk ? bulkSummaryLines(bulk) : [])];
+  const file = writeRunFile(run);
+  log(`wrote ${path.relative(process.cwd(), file)}`);
+
+  const summary: string[] = [];
+  for (const name of names) {
+    const rec = results[name];
+    const s = scenario(name);
+    if (!rec || !s) continue;
+    if (rec.result === undefined) summary.push(`${name}: FAILED (${rec.error})`);
+    else if (s.terminal) summary.push(...s.terminal(rec.result));
+    else summary.push(`${name}: done in ${(rec.ms / 1000).toFixed(1)} s`);
+  }
   process.stdout.write(`\n${summary.join("\n")}\n\n`);
-  if (failure) {
-    // The figures of the phases that finished are printed above; the report on disk is left as it was.
-    log(`not writing ${path.relative(process.cwd(), out) || out}: a phase failed`);
-    throw failure;
+
+  if (!v["no-page"]) {
+    const history = readHistory();
+    writeFileSync(out, await renderPage(run, { file: path.relative(ROOT, file), history }));
+    log(`wrote ${path.relative(process.cwd(), out) || out}`);
   }
-  const previous = existsSync(out) ? readFileSync(out, "utf8") : undefined;
-  const bulkSection = bulk ? renderBulkSection(bulk, { started, command, revision: rev }) : undefined;
-  if (bulkOnly) {
-    // Only the bulk section changes; every other section stays as the last full run wrote it.
-    writeFileSync(out, replaceSection(previous ?? "# Benchmarks\n", BULK_HEADING, bulkSection as string));
-    log(`wrote the "${BULK_HEADING.slice(3)}" section of ${path.relative(process.cwd(), out) || out}`);
-    return 0;
-  }
-  // Sections written by other commands (npm run eval, npm run bench:scale), and the bulk section when
-  // this run skipped it, are carried over, not dropped.
-  let rendered = renderReport(report);
-  for (const heading of [SCIFACT_HEADING, SCORES_HEADING, SCALE_HEADING, BULK_HEADING, CONNECTIONS_HEADING]) {
-    const section =
-      heading === BULK_HEADING && bulkSection ? bulkSection : previous && findSection(previous, heading);
-    if (section) rendered = replaceSection(rendered, heading, section);
-  }
-  writeFileSync(out, rendered);
-  log(`wrote ${path.relative(process.cwd(), out) || out}`);
-  return 0;
+  return failures ? 1 : 0;
 }
 
 main().then(

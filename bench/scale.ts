@@ -1,16 +1,12 @@
 // Benchmark of the scale-out shape as real processes: `api/main.ts` and `worker/main.ts` children
 // against one native PostgreSQL + pgvector and one Temporal dev server, and the embedded default
-// (`main.ts`) holding a large PGlite store. Prints the figures and writes the "At scale" section of
-// docs/benchmarks.md. Needs the test tools (`node scripts/setup.mjs --test` installs PostgreSQL).
-// Usage: npm run bench:scale -- [--docs 200] [--workers 1,2] [--search-chunks 10000]
-//        [--connections 1,4,16] [--duration 15] [--memory-chunks 100000] [--skip-memory] [--out FILE]
+// (`main.ts`) holding a large PGlite store. The scenario `scale` of bench/main.ts
+// (`npm run bench -- --with scale`, or `npm run bench:scale`); bench/lib/scale-report.ts renders it.
+// Needs the test tools (`node scripts/setup.mjs --test` installs PostgreSQL).
 
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { sql } from "drizzle-orm";
 import pg from "pg";
@@ -20,39 +16,44 @@ import { openStore, type Store } from "../store/db.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { startNativePostgres } from "../test/support/postgres.ts";
 import { type Spawned, spawnEntry } from "../test/support/processes.ts";
-import { readCorpus, readQueries } from "./lib/corpus.ts";
+import { type Abstract, readCorpus } from "./lib/corpus.ts";
 import { log } from "./lib/progress.ts";
-import { machine } from "./lib/report.ts";
-import { revision } from "./lib/revision.ts";
 import { searchChunkDocuments } from "./lib/search-corpus.ts";
 import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
 import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
-import { findSection, replaceSection } from "./lib/sections.ts";
-import { Cleanup, startTemporal, tempDir } from "./lib/service.ts";
+import { type Cleanup, tempDir } from "./lib/service.ts";
 import { percentile, type Summary, summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const HEADING = "## At scale: separate processes, concurrent load, daemon memory";
 const INGEST_TAG = "bench-scale";
 const SEARCH_TAG = "bench-search";
-const WORDS_PER_DOCUMENT = 200;
-const INGEST_HEADING = "### Ingestion throughput by number of worker processes";
-const SEARCH_HEADING = "### Search under concurrent load";
-const MEMORY_HEADING = "### Memory of the embedded daemon";
+export const WORDS_PER_DOCUMENT = 200;
 
-/** The `### ` subsection of `section` whose heading starts with `prefix`, kept when that part is skipped. */
-function earlierPart(section: string | undefined, prefix: string): string[] {
-  if (!section) return [];
-  const lines = section.split("\n");
-  const start = lines.findIndex((l) => l.startsWith(prefix));
-  if (start === -1) return [];
-  let end = lines.findIndex((l, i) => i > start && /^#{2,3} /.test(l));
-  if (end === -1) end = lines.length;
-  return [...lines.slice(start, end)];
+export interface ScaleOptions {
+  /** Documents per ingestion run. */
+  docs: number;
+  /** Worker process counts, one ingestion run each. */
+  workers: number[];
+  searchChunks: number;
+  connections: number[];
+  /** Seconds per search-load row. */
+  durationS: number;
+  memoryChunks: number;
+  skipIngest: boolean;
+  skipSearch: boolean;
+  skipMemory: boolean;
 }
 
-interface IngestRun {
+export interface ScaleResult {
+  /** The embedding model the processes used. */
+  embedder: string;
+  ingest: IngestRun[];
+  search?: { chunks: number; seedMs: number; runs: LoadRun[] };
+  memory?: MemoryRun;
+  totalMs: number;
+}
+
+export interface IngestRun {
   workers: number;
   documents: number;
   chunks: number;
@@ -64,7 +65,7 @@ interface IngestRun {
   load: [number, number];
 }
 
-interface LoadRun {
+export interface LoadRun {
   label: string;
   apis: number;
   connections: number;
@@ -77,7 +78,7 @@ interface LoadRun {
   load: [number, number];
 }
 
-interface MemoryRun {
+export interface MemoryRun {
   chunks: number;
   seedMs: number;
   startMs: number;
@@ -86,20 +87,11 @@ interface MemoryRun {
   search: LoadRun;
 }
 
-interface ProcessMemory {
+export interface ProcessMemory {
   /** The node process: API, worker, embedder threads and PGlite (WebAssembly) together. */
   serviceRss: number;
   /** The Temporal dev server child. */
   temporalRss: number;
-}
-
-function positiveList(name: string, value: string | undefined, fallback: number[]): number[] {
-  if (value === undefined) return fallback;
-  return value.split(",").map((v) => {
-    const n = Number(v.trim());
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes positive integers, got "${v}"`);
-    return n;
-  });
 }
 
 const load = (): number => Math.round((loadavg()[0] ?? 0) * 100) / 100;
@@ -479,230 +471,57 @@ async function runDaemonMemory(o: {
   return { chunks: o.chunks, seedMs, startMs, idle, underLoad: { ...last, peakServiceRss }, search };
 }
 
-/** What the worker-count rows show, from their own figures (nothing here is written whatever they say). */
-function workersVerdict(runs: IngestRun[], cores: number): string {
-  const base = runs[0] as IngestRun;
-  const more = runs.slice(1);
-  if (!more.length) return "Only one worker count was measured in this run.";
-  const parts = more.map(
-    (x) =>
-      `${x.workers} workers ${fixed(x.docsPerSecond / base.docsPerSecond, 2)}× the documents/s of ${base.workers}`,
-  );
-  const best = Math.max(...more.map((x) => x.docsPerSecond / base.docsPerSecond));
-  const verdict =
-    best >= 1.1
-      ? "so the added worker processes took work the first could not get to"
-      : best > 0.9
-        ? `so on ${cores} cores the added worker processes changed the rate by less than 10 %: the first worker's embedding already kept the cores busy, and more workers pay where they bring more cores`
-        : `so on ${cores} cores the added worker processes slowed the import: they compete for the same cores`;
-  return `In this run: ${parts.join(", ")}, ${verdict}. The heavy queue (\`WORKER_QUEUES=heavy\`) keeps OCR and transcription off the workers that embed.`;
-}
-
-/** What the API-process rows show, from their own figures. */
-function apisVerdict(runs: LoadRun[], cores: number): string {
-  const out = [
-    "Each search embeds its query on the API process's CPU; past the point where the cores are busy, more connections only queue and latency grows with them.",
-  ];
-  for (const many of runs.filter((x) => x.apis > 1)) {
-    const one = runs.find((x) => x.apis === 1 && x.connections === many.connections);
-    if (!one) continue;
-    const ratio = many.perSecond / one.perSecond;
-    out.push(
-      `With ${many.connections} connections, ${many.apis} API processes served ${fixed(ratio, 2)}× the searches/s of one on ${cores} cores (p95 ${fixed(many.latency.p95)} against ${fixed(one.latency.p95)} ms)${ratio < 1.1 ? ": no added capacity on this machine; more API processes pay on more cores" : ""}.`,
-    );
-  }
-  return out.join(" ");
-}
-
-function render(r: {
-  date: Date;
-  rev: string;
-  command: string;
-  embedder: string;
-  ingest: IngestRun[];
-  search?: { chunks: number; seedMs: number; runs: LoadRun[] };
-  memory?: MemoryRun;
-  totalMs: number;
-  previous?: string;
-}): string {
-  const m = machine();
-  const lines = [
-    HEADING,
-    "",
-    `Written by \`npm run bench:scale\` on ${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}. Real processes: \`api/main.ts\` and \`worker/main.ts\` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. Each part says when it was measured (a part skipped with \`--skip-…\` keeps its earlier figures). The 1-minute load average before and after each measurement counts the benchmark's own processes too (API, workers, PostgreSQL, Temporal, the load generator), so it rises above the core count under load; a high value *before* a measurement means other work was running.`,
-    "",
-  ];
-  const measured = `Measured ${r.date.toISOString()} at ${r.rev} with \`${r.command}\`, embedder ${r.embedder} (${fixed(r.totalMs / 60_000)} min for the whole run).`;
-  if (!r.ingest.length) lines.push(...earlierPart(r.previous, INGEST_HEADING));
-  else {
-    const base = r.ingest[0] as IngestRun;
-    lines.push(
-      INGEST_HEADING,
-      "",
-      measured,
-      "",
-      `${base.documents} documents of ${WORDS_PER_DOCUMENT} words each, sent in batches of 25 through \`POST /v3/documents/batch\` to one API process; every worker process runs \`WORKER_CONCURRENCY=4\`, \`EMBEDDING_THREADS=1\`. Time runs from the first batch to the last document \`done\`, after a warm-up document per worker.`,
-      "",
-      "| workers | documents | chunks | wall | documents/s | chunks/s | vs 1 worker | add→done p50 | add→done p95 | failed | load avg |",
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-      ...r.ingest.map(
-        (x) =>
-          `| ${x.workers} | ${x.documents} | ${x.chunks} | ${fixed(x.wallMs / 1000)} s | ${fixed(x.docsPerSecond, 2)} | ${fixed(x.chunksPerSecond, 2)} | ${fixed(x.docsPerSecond / base.docsPerSecond, 2)}× | ${fixed(x.addToDone.p50 / 1000)} s | ${fixed(x.addToDone.p95 / 1000)} s | ${x.failed} | ${x.load[0]} → ${x.load[1]} |`,
-      ),
-      "",
-      workersVerdict(r.ingest, m.cores),
-      "",
-    );
-  }
-  if (!r.search) lines.push(...earlierPart(r.previous, SEARCH_HEADING));
-  else {
-    const base = r.search.runs[0] as LoadRun;
-    lines.push(
-      `${SEARCH_HEADING} (${r.search.chunks.toLocaleString("en")} chunks, PostgreSQL)`,
-      "",
-      measured,
-      "",
-      `\`POST /v3/search\` (hybrid, limit 10, SciFact queries in rotation, each embedded by the API) for ${base.durationS} s per row after a 5 s warm-up, against API processes of the scale-out shape. Latency is per response as the client saw it. Seeding ${r.search.chunks} chunks (bulk insert, index builds, ANALYZE) took ${fixed(r.search.seedMs / 1000)} s.`,
-      "",
-      "| API processes | connections | searches | searches/s | p50 | p95 | p99 | max | p50 vs 1 connection | errors | non-2xx | load avg |",
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-      ...r.search.runs.map(
-        (x) =>
-          `| ${x.apis} | ${x.connections} | ${x.requests} | ${fixed(x.perSecond)} | ${fixed(x.latency.p50)} ms | ${fixed(x.latency.p95)} ms | ${fixed(x.latency.p99)} ms | ${fixed(x.latency.max)} ms | ${fixed(x.latency.p50 / base.latency.p50, 2)}× | ${x.errors} | ${x.non2xx} | ${x.load[0]} → ${x.load[1]} |`,
-      ),
-      "",
-      apisVerdict(r.search.runs, m.cores),
-      "",
-    );
-  }
-  if (!r.memory) lines.push(...earlierPart(r.previous, MEMORY_HEADING));
-  else {
-    const x = r.memory;
-    lines.push(
-      `${MEMORY_HEADING} at ${x.chunks.toLocaleString("en")} chunks`,
-      "",
-      measured,
-      "",
-      `\`main.ts\` (what \`npm start\` runs: API, worker, embedding model and PGlite in one Node process, the Temporal dev server as its child) on a data directory holding ${x.chunks.toLocaleString("en")} chunks with their vectors and indexes (seeded in ${fixed(x.seedMs / 1000)} s). Started in ${fixed(x.startMs / 1000)} s. Resident memory (VmRSS) from /proc:`,
-      "",
-      "| when | service process | Temporal dev server |",
-      "| --- | --- | --- |",
-      `| idle, 10 s after start | ${mib(x.idle.serviceRss)} | ${mib(x.idle.temporalRss)} |`,
-      `| after ${x.search.durationS} s of searches at 4 connections (peak of the service sampled every 250 ms) | ${mib(x.underLoad.serviceRss)} (peak ${mib(x.underLoad.peakServiceRss)}) | ${mib(x.underLoad.temporalRss)} |`,
-      "",
-      `Searches meanwhile: ${x.search.requests} in ${x.search.durationS} s (${fixed(x.search.perSecond)}/s), p50 ${fixed(x.search.latency.p50)} ms, p95 ${fixed(x.search.latency.p95)} ms, ${x.search.errors} errors, ${x.search.non2xx} non-2xx.`,
-      "",
-    );
-  }
-  return lines.join("\n");
-}
-
-async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      docs: { type: "string" },
-      workers: { type: "string" },
-      "search-chunks": { type: "string" },
-      connections: { type: "string" },
-      duration: { type: "string" },
-      "memory-chunks": { type: "string" },
-      "skip-ingest": { type: "boolean", default: false },
-      "skip-search": { type: "boolean", default: false },
-      "skip-memory": { type: "boolean", default: false },
-      out: { type: "string" },
-    },
-    strict: true,
-  });
-  const [docs] = positiveList("docs", values.docs, [200]) as [number];
-  const workerCounts = positiveList("workers", values.workers, [1, 2]);
-  const [searchChunks] = positiveList("search-chunks", values["search-chunks"], [10_000]) as [number];
-  const connections = positiveList("connections", values.connections, [1, 4, 16]);
-  const [durationS] = positiveList("duration", values.duration, [15]) as [number];
-  const [memoryChunks] = positiveList("memory-chunks", values["memory-chunks"], [100_000]) as [number];
-  const out = path.resolve(root, values.out ?? "docs/benchmarks.md");
-  const command = `npm run bench:scale${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
-
-  const cleanup = new Cleanup();
-  cleanup.exitOnSignals(log);
-  const rev = revision();
-  const date = new Date();
+/** Runs the parts of the scale benchmark that `o` does not skip, with a Temporal server from the caller. */
+export async function runScale(
+  o: ScaleOptions,
+  ctx: { cleanup: Cleanup; corpus: Abstract[]; queries: string[]; temporalAddress: () => Promise<string> },
+): Promise<ScaleResult> {
   const t0 = performance.now();
-  try {
-    const corpus = readCorpus();
-    const queries = readQueries();
-    const embedder = createEmbedder(resolveDefaultEmbedder().name, { threads: 1 });
-    const embedderName = embedder.model;
-    await embedder.close();
+  const { cleanup, corpus, queries } = ctx;
+  const embedder = createEmbedder(resolveDefaultEmbedder().name, { threads: 1 });
+  const embedderName = embedder.model;
+  await embedder.close();
 
-    const temporal = await startTemporal(cleanup);
-    const postgres = await startNativePostgres();
-    cleanup.add("native PostgreSQL", () => postgres.stop());
-    const serverUrl = new URL(postgres.url);
-    serverUrl.pathname = "/postgres";
+  const temporalAddress = await ctx.temporalAddress();
+  const postgres = await startNativePostgres();
+  cleanup.add("native PostgreSQL", () => postgres.stop());
+  const serverUrl = new URL(postgres.url);
+  serverUrl.pathname = "/postgres";
 
-    const texts: string[] = [];
-    // Distinct documents: consecutive abstracts cut to WORDS_PER_DOCUMENT words.
-    for (const a of corpus) {
-      const words = `${a.title} ${a.text}`.split(/\s+/);
-      if (words.length >= WORDS_PER_DOCUMENT) texts.push(words.slice(0, WORDS_PER_DOCUMENT).join(" "));
-      if (texts.length === docs + Math.max(...workerCounts)) break;
-    }
-    const ingest: IngestRun[] = [];
-    if (!values["skip-ingest"]) {
-      for (const workers of workerCounts) {
-        ingest.push(
-          await runIngest({
-            cleanup,
-            serverUrl: serverUrl.toString(),
-            temporalAddress: temporal.address,
-            workers,
-            texts: texts.slice(-docs),
-          }),
-        );
-      }
-    }
-    const search = values["skip-search"]
-      ? undefined
-      : await runSearchLoad({
+  const texts: string[] = [];
+  // Distinct documents: consecutive abstracts cut to WORDS_PER_DOCUMENT words.
+  for (const a of corpus) {
+    const words = `${a.title} ${a.text}`.split(/\s+/);
+    if (words.length >= WORDS_PER_DOCUMENT) texts.push(words.slice(0, WORDS_PER_DOCUMENT).join(" "));
+    if (texts.length === o.docs + Math.max(...o.workers)) break;
+  }
+  const ingest: IngestRun[] = [];
+  if (!o.skipIngest) {
+    for (const workers of o.workers) {
+      ingest.push(
+        await runIngest({
           cleanup,
           serverUrl: serverUrl.toString(),
-          temporalAddress: temporal.address,
-          chunks: searchChunks,
-          connections,
-          durationS,
-          queries,
-        });
-    const memory = values["skip-memory"]
-      ? undefined
-      : await runDaemonMemory({ cleanup, chunks: memoryChunks, durationS, queries });
-
-    const previous = existsSync(out) ? readFileSync(out, "utf8") : "# Benchmarks\n";
-    const section = render({
-      previous: findSection(previous, HEADING),
-      date,
-      rev,
-      command,
-      embedder: embedderName,
-      ingest,
-      search,
-      memory,
-      totalMs: performance.now() - t0,
-    });
-    process.stdout.write(`\n${section}\n`);
-    writeFileSync(out, replaceSection(previous, HEADING, section));
-    log(`written to ${path.relative(root, out)}`);
-    return 0;
-  } finally {
-    await cleanup.runAll();
+          temporalAddress,
+          workers,
+          texts: texts.slice(-o.docs),
+        }),
+      );
+    }
   }
+  const search = o.skipSearch
+    ? undefined
+    : await runSearchLoad({
+        cleanup,
+        serverUrl: serverUrl.toString(),
+        temporalAddress,
+        chunks: o.searchChunks,
+        connections: o.connections,
+        durationS: o.durationS,
+        queries,
+      });
+  const memory = o.skipMemory
+    ? undefined
+    : await runDaemonMemory({ cleanup, chunks: o.memoryChunks, durationS: o.durationS, queries });
+  return { embedder: embedderName, ingest, search, memory, totalMs: performance.now() - t0 };
 }
-
-main().then(
-  (code) => process.exit(code),
-  (error) => {
-    process.stderr.write(`${(error as Error).stack ?? error}\n`);
-    process.exit(1);
-  },
-);

@@ -28,6 +28,3 @@ export function findSection(markdown: string, heading: string): string | undefin
   if (end === -1) end = lines.length;
   return lines.slice(start, end).join("\n");
 }
-
-/** Written by `npm run bench:connections` (bench/connections.ts); kept by the other commands. */
-export const CONNECTIONS_HEADING = "## Connections side by side: a big first sync and everyone else";

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { searchChunkDocuments } from "../../bench/lib/search-corpus.ts";
-import { spliceSearchSections } from "../../bench/lib/search-splice.ts";
 
 const abstracts = [
   { id: "1", title: "A", text: "One two three four. Five six seven eight. Nine ten eleven twelve." },
@@ -26,20 +25,5 @@ describe("searchChunkDocuments", () => {
 
   it("fails when the corpus cannot yield that many chunks", () => {
     expect(() => searchChunkDocuments(abstracts, 100)).toThrow(/yields only/);
-  });
-});
-
-describe("spliceSearchSections", () => {
-  it("replaces an older search section and keeps the others", () => {
-    const target =
-      "# B\n\n## Search latency at 10,000 chunks\n\nold\n\n## Retrieval quality (SciFact)\n\nkeep\n";
-    const a = "# x\n\n## Search latency\n\nintro A\n\n### 10,000 chunks\n\nt1\n\n## Other\n";
-    const b = "# y\n\n## Search latency\n\nintro B\n\n### 100,000 chunks\n\nt2\n";
-    const out = spliceSearchSections(target, [a, b]);
-    expect(out).toContain(
-      "## Search latency\n\nintro A\n\n### 10,000 chunks\n\nt1\n\nintro B\n\n### 100,000 chunks\n\nt2\n",
-    );
-    expect(out).not.toContain("old");
-    expect(out).toContain("## Retrieval quality (SciFact)\n\nkeep");
   });
 });

@@ -1,0 +1,141 @@
+// The "At scale" section of docs/benchmarks.md (bench/scale.ts measures it). Every conclusion here is chosen by
+// comparing the figures of the run, never written whatever they say.
+
+import type { IngestRun, LoadRun, ScaleOptions, ScaleResult } from "../scale.ts";
+import { machine } from "./report.ts";
+
+export const SCALE_HEADING = "## At scale: separate processes, concurrent load, daemon memory";
+const INGEST_HEADING = "### Ingestion throughput by number of worker processes";
+const SEARCH_HEADING = "### Search under concurrent load";
+const MEMORY_HEADING = "### Memory of the embedded daemon";
+const WORDS_PER_DOCUMENT = 200;
+
+const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
+const fixed = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : "n/a");
+/** Within this share of each other, two rates count as the same (run-to-run noise on a shared machine). */
+export const SAME_WITHIN = 0.1;
+
+/** What the worker-count rows show, from their own figures. */
+export function workersVerdict(runs: IngestRun[], cores: number): string {
+  const base = runs[0];
+  const more = runs.slice(1);
+  if (!base || !more.length)
+    return "Only one worker count was measured in this run, so there is nothing to compare.";
+  const parts = more.map(
+    (x) =>
+      `${x.workers} workers ${fixed(x.docsPerSecond / base.docsPerSecond, 2)}× the documents/s of ${base.workers}`,
+  );
+  const best = Math.max(...more.map((x) => x.docsPerSecond / base.docsPerSecond));
+  const verdict =
+    best >= 1 + SAME_WITHIN
+      ? `so on ${cores} cores the added worker processes raised the rate by more than ${100 * SAME_WITHIN} %`
+      : best > 1 - SAME_WITHIN
+        ? `so on ${cores} cores the added worker processes changed the rate by less than ${100 * SAME_WITHIN} %: no gain measured`
+        : `so on ${cores} cores the added worker processes lowered the rate by more than ${100 * SAME_WITHIN} %`;
+  const failed = runs.filter((x) => x.failed > 0);
+  return `In this run: ${parts.join(", ")}, ${verdict}.${failed.length ? ` Documents failed with ${failed.map((x) => `${x.workers} worker(s) (${x.failed})`).join(", ")}.` : ""}`;
+}
+
+/** What the API-process and connection rows show, from their own figures. */
+export function apisVerdict(runs: LoadRun[], cores: number): string {
+  const out: string[] = [];
+  const single = runs.filter((x) => x.apis === 1).sort((a, b) => a.connections - b.connections);
+  const few = single[0];
+  const most = single.at(-1);
+  if (few && most && most.connections > few.connections) {
+    const throughput = most.perSecond / few.perSecond;
+    const latency = most.latency.p50 / few.latency.p50;
+    const verdict =
+      throughput >= 1 + SAME_WITHIN
+        ? "more connections still raised the searches served"
+        : latency >= 1 + SAME_WITHIN
+          ? "the searches served stayed within 10 % while latency grew: the added connections queued"
+          : "neither the searches served nor the latency moved by more than 10 %";
+    out.push(
+      `With one API process, going from ${few.connections} to ${most.connections} connections changed the searches/s ${fixed(throughput, 2)}× and the p50 latency ${fixed(latency, 2)}×: ${verdict}.`,
+    );
+  }
+  for (const many of runs.filter((x) => x.apis > 1)) {
+    const one = single.find((x) => x.connections === many.connections);
+    if (!one) continue;
+    const ratio = many.perSecond / one.perSecond;
+    const verdict =
+      ratio >= 1 + SAME_WITHIN
+        ? "added capacity on this machine"
+        : ratio > 1 - SAME_WITHIN
+          ? "no added capacity on this machine (within 10 %)"
+          : "fewer searches than one process on this machine";
+    out.push(
+      `With ${many.connections} connections, ${many.apis} API processes served ${fixed(ratio, 2)}× the searches/s of one on ${cores} cores (p95 ${fixed(many.latency.p95)} against ${fixed(one.latency.p95)} ms): ${verdict}.`,
+    );
+  }
+  return out.join(" ");
+}
+
+const skipped = (flag: string) => [`Not measured in this run (\`${flag}\`).`, ""];
+
+export function renderScaleSection(r: ScaleResult, o: ScaleOptions): string[] {
+  const m = machine();
+  const lines = [
+    SCALE_HEADING,
+    "",
+    "Real processes: `api/main.ts` and `worker/main.ts` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. " +
+      `Embedder ${r.embedder}; ${fixed(r.totalMs / 60_000)} min for this scenario. The 1-minute load average before and after each measurement counts the benchmark's own processes too (API, workers, PostgreSQL, Temporal, the load generator), so it rises above the core count under load; a high value *before* a measurement means other work was running.`,
+    "",
+  ];
+  lines.push(INGEST_HEADING, "");
+  const base = r.ingest[0];
+  if (!base) lines.push(...skipped("--scale-skip-ingest"));
+  else {
+    lines.push(
+      `${base.documents} documents of ${WORDS_PER_DOCUMENT} words each, sent in batches of 25 through \`POST /v3/documents/batch\` to one API process; every worker process runs \`WORKER_CONCURRENCY=4\`, \`EMBEDDING_THREADS=1\`. Time runs from the first batch to the last document \`done\`, after a warm-up document per worker.`,
+      "",
+      "| workers | documents | chunks | wall | documents/s | chunks/s | vs 1 worker | add→done p50 | add→done p95 | failed | load avg |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      ...r.ingest.map(
+        (x) =>
+          `| ${x.workers} | ${x.documents} | ${x.chunks} | ${fixed(x.wallMs / 1000)} s | ${fixed(x.docsPerSecond, 2)} | ${fixed(x.chunksPerSecond, 2)} | ${fixed(x.docsPerSecond / base.docsPerSecond, 2)}× | ${fixed(x.addToDone.p50 / 1000)} s | ${fixed(x.addToDone.p95 / 1000)} s | ${x.failed} | ${x.load[0]} → ${x.load[1]} |`,
+      ),
+      "",
+      workersVerdict(r.ingest, m.cores),
+      "",
+    );
+  }
+  if (!r.search) lines.push(SEARCH_HEADING, "", ...skipped("--scale-skip-search"));
+  else {
+    const first = r.search.runs[0] as LoadRun;
+    lines.push(
+      `${SEARCH_HEADING} (${r.search.chunks.toLocaleString("en")} chunks, PostgreSQL)`,
+      "",
+      `\`POST /v3/search\` (hybrid, limit 10, SciFact queries in rotation, each embedded by the API) for ${first?.durationS ?? o.durationS} s per row after a 5 s warm-up, against API processes of the scale-out shape. Latency is per response as the client saw it. Seeding ${r.search.chunks} chunks (bulk insert, index builds, ANALYZE) took ${fixed(r.search.seedMs / 1000)} s.`,
+      "",
+      "| API processes | connections | searches | searches/s | p50 | p95 | p99 | max | p50 vs 1 connection | errors | non-2xx | load avg |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      ...r.search.runs.map(
+        (x) =>
+          `| ${x.apis} | ${x.connections} | ${x.requests} | ${fixed(x.perSecond)} | ${fixed(x.latency.p50)} ms | ${fixed(x.latency.p95)} ms | ${fixed(x.latency.p99)} ms | ${fixed(x.latency.max)} ms | ${first ? fixed(x.latency.p50 / first.latency.p50, 2) : "n/a"}× | ${x.errors} | ${x.non2xx} | ${x.load[0]} → ${x.load[1]} |`,
+      ),
+      "",
+      apisVerdict(r.search.runs, m.cores),
+      "",
+    );
+  }
+  if (!r.memory) lines.push(MEMORY_HEADING, "", ...skipped("--scale-skip-memory"));
+  else {
+    const x = r.memory;
+    lines.push(
+      `${MEMORY_HEADING} at ${x.chunks.toLocaleString("en")} chunks`,
+      "",
+      `\`main.ts\` (what \`npm start\` runs: API, worker, embedding model and PGlite in one Node process, the Temporal dev server as its child) on a data directory holding ${x.chunks.toLocaleString("en")} chunks with their vectors and indexes (seeded in ${fixed(x.seedMs / 1000)} s). Started in ${fixed(x.startMs / 1000)} s. Resident memory (VmRSS) from /proc:`,
+      "",
+      "| when | service process | Temporal dev server |",
+      "| --- | --- | --- |",
+      `| idle, 10 s after start | ${mib(x.idle.serviceRss)} | ${mib(x.idle.temporalRss)} |`,
+      `| after ${x.search.durationS} s of searches at 4 connections (peak of the service sampled every 250 ms) | ${mib(x.underLoad.serviceRss)} (peak ${mib(x.underLoad.peakServiceRss)}) | ${mib(x.underLoad.temporalRss)} |`,
+      "",
+      `Searches meanwhile: ${x.search.requests} in ${x.search.durationS} s (${fixed(x.search.perSecond)}/s), p50 ${fixed(x.search.latency.p50)} ms, p95 ${fixed(x.search.latency.p95)} ms, ${x.search.errors} errors, ${x.search.non2xx} non-2xx.`,
+      "",
+    );
+  }
+  return lines;
+}
