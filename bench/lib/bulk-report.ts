@@ -300,7 +300,7 @@ export function renderBulkSection(
   const lines = meaning(r);
   if (lines.length) push("### What the bulk figures mean", "", ...lines, "");
   push(
-    "How to run this part alone: `npm run bench -- --bulk-only` (all scenarios at the default sizes); `--bulk-scenarios rates|load|tenant|backlog` (comma-separated) picks scenarios, `--bulk-sizes 200,2000,5000,20000` the sizes, `--bulk-backlog N` the backlog; `npm run bench -- --help` lists the rest.",
+    "How to run this part alone: `npm run bench -- --only bulk` (all parts at the default sizes); `--bulk-scenarios rates|load|tenant|backlog` (comma-separated) picks scenarios, `--bulk-sizes 200,2000,5000,20000` the sizes, `--bulk-backlog N` the backlog; `npm run bench -- --help` lists the rest.",
     "",
   );
   return out.join("\n");

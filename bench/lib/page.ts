@@ -5,7 +5,7 @@ import path from "node:path";
 import { SCENARIOS, type Scenario } from "../scenarios.ts";
 import { LOAD_HEADING, renderLoadSection } from "./ingest-report.ts";
 import { withMachine } from "./report.ts";
-import type { RunFile } from "./results.ts";
+import { RESULTS_DIR, type RunFile } from "./results.ts";
 import { revisionLabel } from "./revision.ts";
 
 export const HISTORY_HEADING = "## History";
@@ -60,7 +60,7 @@ function notRunLines(s: Scenario): string[] {
   return s.sections.flatMap((sec) => [
     sec.heading,
     "",
-    `Not run in this run: \`npm run bench -- ${sec.flags}\` measures it (${s.about}).`,
+    `Not run in this run: \`npm run bench -- ${sec.flags}\` measures it. The scenario \`${s.name}\`: ${s.about}.`,
     "",
   ]);
 }
@@ -130,7 +130,10 @@ export function historyLines(runs: { file: string; run: RunFile }[]): string[] {
     `|---|---|---|---|${columns.map(() => "---").join("|")}|`,
     ...rows.map(({ file, run, cells }) => {
       const h = run.header;
-      return `| [${h.started.slice(0, 16).replace("T", " ")}](../bench/results/${path.basename(file)}) | ${revisionLabel(h.revision)} | ${h.machine.cores} cores | ${Object.keys(run.results).join(", ")} | ${columns.map((c) => cells[c] ?? "—").join(" | ")} |`;
+      const when = h.started.slice(0, 16).replace("T", " ");
+      // Linked only where the page's own links reach it (a file from elsewhere is named, not linked).
+      const stored = path.resolve(path.dirname(file)) === RESULTS_DIR;
+      return `| ${stored ? `[${when}](../bench/results/${path.basename(file)})` : when} | ${revisionLabel(h.revision)} | ${h.machine.cores} cores | ${Object.keys(run.results).join(", ")} | ${columns.map((c) => cells[c] ?? "—").join(" | ")} |`;
     }),
     "",
   ];
@@ -156,6 +159,8 @@ function howToRunLines(): string[] {
     "Scenarios:",
     "",
     ...SCENARIOS.map((s) => `- \`${s.name}\`${s.inDefault ? " (default)" : ""}: ${s.about}.`),
+    "",
+    "Notes:",
     "",
     "- A run writes one result file, `bench/results/<UTC time>-<commit>[-dirty].json` (the run's header: date, machine, load, commit, clean or dirty with the paths that differ, command; then each scenario's options and figures), then renders this page from it. Commit both; the History table above comes from all such files.",
     "- The commit counts as dirty when any file differs from it, tracked or untracked (the benchmark and the docs included), except this page and `bench/results/`. Commit first, then run.",

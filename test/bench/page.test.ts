@@ -189,7 +189,7 @@ describe("the benchmark page", () => {
     expect(history).toHaveLength(2);
     const page = await renderPage(newer, { history });
     const table = page.slice(page.indexOf("## History"), page.indexOf("## How to run"));
-    const rows = table.split("\n").filter((l) => /^\| \[/.test(l));
+    const rows = table.split("\n").filter((l) => /^\| 2026/.test(l));
     expect(rows).toHaveLength(2);
     // Newest first, each with its commit and its own headline figures.
     expect(rows[0]).toContain("2222222 with uncommitted changes to 1 file");
@@ -197,7 +197,71 @@ describe("the benchmark page", () => {
     expect(rows[1]).toContain("1111111");
     expect(rows[1]).toContain("2: 1.50×");
     expect(table).toContain("extraction pdf p50");
-    expect(rows[0]).toContain(`(../bench/results/${resultFileName(newer.header)})`);
+    // Files outside bench/results/ are named, not linked (the page's links must reach real files).
+    expect(rows[0]).not.toContain("](");
+    expect(resultFileName(newer.header)).toBe("20261126T100000Z-2222222-dirty.json");
+  });
+
+  it("renders the SciFact section from bench/eval.ts's stored figures, without running the evaluation", async () => {
+    const r = run({ started: "2026-11-26T10:00:00.000Z", commit: "abc1234", scale: scaleResult(3, 30) });
+    r.results.eval = {
+      options: { threads: 1, reset: false, scores: false, extra: [] },
+      ms: 1_000,
+      result: fromJson(
+        toJson({
+          format: 1,
+          header: r.header,
+          results: {
+            x: {
+              options: {},
+              ms: 0,
+              result: {
+                report: {
+                  started: "2026-11-26T10:05:00.000Z",
+                  command: "npm run eval -- --result-json /tmp/x.json",
+                  revision: "zzz",
+                  model: "bge-small",
+                  threads: 1,
+                  dataDir: "/tmp/d",
+                  corpus: 5183,
+                  queries: 300,
+                  ingest: {
+                    added: 0,
+                    ms: 0,
+                    done: 5183,
+                    failed: [],
+                    meta: { model: "bge-small", docs: 5183, totalMs: 1, runs: 1 },
+                  },
+                  modes: [
+                    {
+                      mode: "hybrid",
+                      queries: 300,
+                      ndcg10: 0.7371,
+                      recall100: 0.9,
+                      p50: 40,
+                      p95: 60,
+                      empty: 0,
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        }),
+      ).results.x?.result,
+    };
+    const page = await renderPage(r, { history: [{ file: "/elsewhere/a.json", run: r }] });
+    const section = page.slice(
+      page.indexOf("## Retrieval quality (SciFact)"),
+      page.indexOf("## What a score means"),
+    );
+    expect(section).toContain("*Scenario `eval` of this run");
+    expect(section).toContain("| 0.737 |");
+    // The run's command and commit, not the child process's.
+    expect(section).toContain("`npm run bench -- --only scale,extraction`");
+    expect(section).not.toContain("--result-json");
+    expect(page).toContain("Not measured in this run: `npm run bench -- --with eval --eval-scores`");
+    expect(page).toContain("| 0.737 |");
   });
 
   it("stores NaN and Infinity so they come back as numbers", () => {
