@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { readJsonl, SCIFACT_DIR, SCIFACT_HOWTO } from "./corpus.ts";
 
-/** The section of docs/benchmarks.md that bench/eval.ts writes (bench/main.ts keeps it when it rewrites the file). */
+/** The section of docs/benchmarks.md that the scenario `eval` (bench/eval.ts) fills. */
 export const SCIFACT_HEADING = "## Retrieval quality (SciFact)";
 
 export interface JudgedQuery {

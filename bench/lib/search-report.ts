@@ -1,4 +1,4 @@
-// The search-latency part of docs/benchmarks.md and of the terminal summary (one table per store size).
+// The search-latency section of docs/benchmarks.md (scenario `search`) and its terminal summary (one table per store size).
 
 import type { SearchResult, SearchSizeResult } from "../search.ts";
 import { CANDIDATES } from "../search.ts";
@@ -81,10 +81,9 @@ function sizeSection(r: SearchResult, s: SearchSizeResult): string[] {
 }
 
 export function renderSearchSection(
-  r: SearchResult | undefined,
+  r: SearchResult,
   run: { started: Date; command: string; revision: string },
 ): string[] {
-  if (!r) return [SEARCH_HEADING, "", "Skipped in this run (`--skip-search`).", ""];
   const c = r.cache;
   return [
     SEARCH_HEADING,
