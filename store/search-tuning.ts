@@ -62,7 +62,7 @@ export function setSearchTuning(changes: Partial<SearchTuning> = {}): void {
     throw new Error(`blendVectorWeight must be within 0..1, got ${changes.blendVectorWeight}`);
   if (changes.maxTermFrequency !== undefined && !(changes.maxTermFrequency > 0))
     throw new Error(`maxTermFrequency must be above 0, got ${changes.maxTermFrequency}`);
-  current = Object.freeze({ ...TUNED_SEARCH, ...changes });
+  current = Object.keys(changes).length ? Object.freeze({ ...TUNED_SEARCH, ...changes }) : TUNED_SEARCH;
 }
 
 /** The SQL ranking function of the keyword side, over the alias's tsv and the query's `tsq`. */
