@@ -78,7 +78,7 @@ function filepathCondition(filepath: string | undefined): SQL | undefined {
 
 /**
  * One statement: the nearest chunks by cosine distance (HNSW) and the best keyword matches
- * (GIN + ts_rank_cd, any query term may match) are fused by reciprocal rank.
+ * (GIN + KEYWORD_RANK, any query term may match) are fused (store/search-tuning.ts: a score blend by default).
  */
 export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Promise<ChunkHit[]> {
   const vector = `[${q.embedding.join(",")}]`;
