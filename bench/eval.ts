@@ -1,10 +1,14 @@
 // Retrieval quality on SciFact through the real API and pipeline: the embedded default service
 // (PGlite, a Temporal dev server started here, the worker and the API in this process) ingests the
-// 5,183 abstracts over HTTP, then the 300 test queries go to POST /v3/search in each retrieval mode;
-// nDCG@10 and recall@100 against qrels/test.tsv. The service's data dir is kept per embedding model
-// under <cacheDir>/eval/, so a second run skips ingestion (and a partial one is resumed).
+// 5,183 abstracts over HTTP, then the 300 judged queries go to POST /v3/search in each retrieval mode;
+// nDCG@10, recall@100 and MRR@10 against qrels/test.tsv, reported separately for the two halves of the
+// committed split (bench/scifact-split.json): `dev`, the only half search defaults are tuned on, and
+// `test`, held out. --sweep measures the candidates of each tuned default (store/search-tuning.ts) on
+// both halves and picks by dev nDCG@10. The service's data dir is kept per embedding model under
+// <cacheDir>/eval/, so a second run skips ingestion (and a partial one is resumed).
 // Usage: npm run eval -- [--embedder use-lite] [--queries N] [--modes keyword,vector,hybrid,rrf,rerank]
-// [--threads N] [--reset] [--out docs/benchmarks.md]
+// [--sweep] [--threads N] [--data-dir DIR] [--reset] [--scores] [--result-json FILE] [--out FILE]
+// The result object and its markdown: bench/lib/eval-report.ts (renderEvalSection).
 
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -17,8 +21,29 @@ import { BGE_SMALL_MODEL } from "../pipeline/embedder/bge-small.ts";
 import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { USE_LITE_MODEL } from "../pipeline/embedder/use-lite.ts";
 import { cosineOf } from "../services/similarity.ts";
+import { type SearchTuning, searchTuning, setSearchTuning, TUNED_SEARCH } from "../store/search-tuning.ts";
 import { type Abstract, readCorpus, SCIFACT_DIR } from "./lib/corpus.ts";
-import { mean, ndcgAt, recallAt } from "./lib/metrics.ts";
+import {
+  chooseOnDev,
+  type EvalResult,
+  fixed,
+  type Half,
+  MODE_LABELS,
+  MODES,
+  type Mode,
+  type ModeResult,
+  modeTableLines,
+  PUBLISHED,
+  type QueryScore,
+  renderEvalSection,
+  type SplitFigures,
+  type SweepCandidate,
+  type SweepResult,
+  sameTuning,
+  scoreRanking,
+  splitFigures,
+  sweepTableLines,
+} from "./lib/eval-report.ts";
 import { log, progress } from "./lib/progress.ts";
 import { machine } from "./lib/report.ts";
 import { revision } from "./lib/revision.ts";
@@ -32,26 +57,17 @@ import {
 } from "./lib/score-distribution.ts";
 import { replaceSection } from "./lib/sections.ts";
 import { Cleanup, startBenchService, startTemporal } from "./lib/service.ts";
+import { readSplit, SPLIT_FILE, splitOf } from "./lib/split.ts";
 import { summarize } from "./lib/stats.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 const TAG = "scifact";
-const MODES = ["keyword", "vector", "hybrid", "rrf", "rerank"] as const;
-type Mode = (typeof MODES)[number];
-const MODE_LABELS: Record<Mode, string> = {
-  keyword: "keyword only (full text, `retrieval: keyword`)",
-  vector: "vector only (`retrieval: vector`)",
-  hybrid: "hybrid, normalised score blend (the default)",
-  rrf: "hybrid, reciprocal rank fusion (`fusion: rrf`)",
-  rerank: "hybrid + `rerank` (second stage: bm25-dense-rescorer unless a cross-encoder is installed)",
-};
 const ADD_CONCURRENCY = 4;
 const POLL_MS = 2_000;
 /** Documents unfinished at once while adding (below the processing list's cap of 500, so its count is exact). */
 const WINDOW = 200;
 const STALL_MS = 10 * 60_000;
-const PUBLISHED = "BM25 0.679, all-MiniLM-L6-v2 0.645, bge-small-en-v1.5 0.713";
 
 const customIdOf = (a: Abstract) => `scifact-${a.id}`;
 const contentOf = (a: Abstract) => (a.title ? `${a.title}\n\n${a.text}` : a.text);
@@ -247,19 +263,6 @@ interface SearchPage {
   warnings?: string[];
 }
 
-export interface ModeResult {
-  mode: Mode;
-  /** Why the server refused this mode (400); no figures then. */
-  unavailable?: string;
-  queries: number;
-  ndcg10: number;
-  recall100: number;
-  p50: number;
-  p95: number;
-  /** Queries that got no result at all (they score 0). */
-  empty: number;
-}
-
 function searchBody(mode: Mode, q: string): Record<string, unknown> {
   const body: Record<string, unknown> = { q, containerTag: TAG, limit: 100, onlyMatchingChunks: true };
   // hybrid is the product default: sent without `retrieval`, as a client that asks for nothing gets it.
@@ -270,31 +273,21 @@ function searchBody(mode: Mode, q: string): Record<string, unknown> {
   return body;
 }
 
-async function evaluateMode(api: Api, mode: Mode, queries: JudgedQuery[]): Promise<ModeResult> {
-  // An untimed first request: tells whether the server offers the mode, and warms what it needs.
-  const first = await api.call<SearchPage>("POST", "/v3/search", searchBody(mode, queries[0]?.text ?? "x"));
-  if (first.status === 400) {
-    const unavailable = errorMessage(first.json);
-    log(`${mode}: not available (${unavailable})`);
-    return {
-      mode,
-      unavailable,
-      queries: 0,
-      ndcg10: Number.NaN,
-      recall100: Number.NaN,
-      p50: 0,
-      p95: 0,
-      empty: 0,
-    };
-  }
-  if (first.status !== 200)
-    throw new Error(`${mode}: search → ${first.status}: ${JSON.stringify(first.json)}`);
+/** The judged queries, with the half of the split each one is in. */
+interface SplitQuery extends JudgedQuery {
+  half: Half;
+}
 
-  const ndcg: number[] = [];
-  const recall: number[] = [];
+/** Sends every query in `mode`; each query's scores and the latencies. Throws on any failed search. */
+async function runQueries(
+  api: Api,
+  mode: Mode,
+  queries: SplitQuery[],
+  label: string,
+): Promise<{ scores: QueryScore[]; latency: number[] }> {
+  const scores: QueryScore[] = [];
   const latency: number[] = [];
-  let empty = 0;
-  const bar = progress(`search ${mode}`, queries.length, 15_000);
+  const bar = progress(label, queries.length, 15_000);
   for (const [i, query] of queries.entries()) {
     const t = performance.now();
     const res = await api.call<SearchPage>("POST", "/v3/search", searchBody(mode, query.text));
@@ -308,59 +301,89 @@ async function evaluateMode(api: Api, mode: Mode, queries: JudgedQuery[]): Promi
     const ranked = res.json.results
       .map((r) => r.metadata?.scifactId)
       .filter((id): id is string => typeof id === "string");
-    if (!ranked.length) empty++;
-    ndcg.push(ndcgAt(ranked, query.qrels, 10));
-    recall.push(recallAt(ranked, query.qrels, 100));
+    scores.push(scoreRanking(query.id, ranked, query.qrels));
     bar.update(i + 1);
   }
+  return { scores, latency };
+}
+
+const halfOfQuery = (queries: SplitQuery[]) => {
+  const halves = new Map(queries.map((q) => [q.id, q.half]));
+  return (id: string) => halves.get(id) as Half;
+};
+
+function figuresLine(f: SplitFigures): string {
+  return `nDCG@10 dev ${fixed(f.dev.ndcg10)} / test ${fixed(f.test.ndcg10)}, recall@100 dev ${fixed(f.dev.recall100)} / test ${fixed(f.test.recall100)}`;
+}
+
+async function evaluateMode(api: Api, mode: Mode, queries: SplitQuery[]): Promise<ModeResult> {
+  // An untimed first request: tells whether the server offers the mode, and warms what it needs.
+  const first = await api.call<SearchPage>("POST", "/v3/search", searchBody(mode, queries[0]?.text ?? "x"));
+  if (first.status === 400) {
+    const unavailable = errorMessage(first.json);
+    log(`${mode}: not available (${unavailable})`);
+    return { mode, label: MODE_LABELS[mode], unavailable, figures: null, p50: null, p95: null };
+  }
+  if (first.status !== 200)
+    throw new Error(`${mode}: search → ${first.status}: ${JSON.stringify(first.json)}`);
+  const { scores, latency } = await runQueries(api, mode, queries, `search ${mode}`);
+  const figures = splitFigures(scores, halfOfQuery(queries));
   const s = summarize(latency);
-  const result = {
-    mode,
-    queries: queries.length,
-    ndcg10: mean(ndcg),
-    recall100: mean(recall),
-    p50: s.p50,
-    p95: s.p95,
-    empty,
-  };
-  bar.finish(`nDCG@10 ${result.ndcg10.toFixed(3)}, recall@100 ${result.recall100.toFixed(3)}`);
+  log(`${mode}: ${figuresLine(figures)}`);
+  return { mode, label: MODE_LABELS[mode], figures, p50: s.p50, p95: s.p95 };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tuning sweep
+
+/** The candidates of each tuned default; each is measured with the other parameters at their defaults. */
+const SWEEP: { [K in keyof SearchTuning]: SearchTuning[K][] } = {
+  fusion: ["blend", "rrf"],
+  blendVectorWeight: [0.3, 0.4, 0.5, 0.6, 0.7],
+  keywordRank: ["ts_rank/1", "ts_rank/0", "ts_rank_cd/0"],
+  maxTermFrequency: [0.01, 0.03, 0.05, 1],
+};
+
+async function hybridWith(api: Api, queries: SplitQuery[], tuning: SearchTuning, label: string) {
+  setSearchTuning(tuning);
+  try {
+    const { scores } = await runQueries(api, "hybrid", queries, label);
+    return splitFigures(scores, halfOfQuery(queries));
+  } finally {
+    setSearchTuning();
+  }
+}
+
+async function sweep(api: Api, queries: SplitQuery[]): Promise<SweepResult> {
+  const defaults = { ...TUNED_SEARCH };
+  const candidates: SweepCandidate[] = [];
+  log("sweep: the defaults");
+  const baseline = await hybridWith(api, queries, defaults, "sweep: defaults");
+  log(`sweep: defaults ${JSON.stringify(defaults)}: ${figuresLine(baseline)}`);
+  for (const parameter of Object.keys(SWEEP) as (keyof SearchTuning)[]) {
+    for (const value of SWEEP[parameter]) {
+      const tuning = { ...defaults, [parameter]: value } as SearchTuning;
+      const isDefault = defaults[parameter] === value;
+      const figures = isDefault
+        ? baseline
+        : await hybridWith(api, queries, tuning, `sweep: ${parameter} = ${value}`);
+      if (!isDefault) log(`sweep: ${parameter} = ${value}: ${figuresLine(figures)}`);
+      candidates.push({ parameter, value, isDefault, tuning, figures });
+    }
+  }
+  const chosen = chooseOnDev(defaults, candidates);
+  const result: SweepResult = { mode: "hybrid", chosenBy: "dev nDCG@10", defaults, candidates, chosen };
+  if (!sameTuning(chosen, defaults)) {
+    result.combined = { tuning: chosen, figures: await hybridWith(api, queries, chosen, "sweep: chosen") };
+    log(`sweep: chosen ${JSON.stringify(chosen)}: ${figuresLine(result.combined.figures)}`);
+  }
   return result;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Report
 
-export interface EvalReport {
-  started: Date;
-  command: string;
-  revision: string;
-  model: string;
-  threads: number;
-  dataDir: string;
-  corpus: number;
-  queries: number;
-  ingest: IngestOutcome;
-  modes: ModeResult[];
-}
-
-const fixed = (v: number) => (Number.isFinite(v) ? v.toFixed(3) : "n/a");
-const msCell = (v: number) => (Number.isFinite(v) ? v.toFixed(0) : "n/a");
-
-function tableLines(r: EvalReport): string[] {
-  return [
-    "| Mode | nDCG@10 | recall@100 | p50 ms | p95 ms |",
-    "|---|---|---|---|---|",
-    ...r.modes
-      .filter((m) => !m.unavailable)
-      .map(
-        (m) =>
-          `| ${MODE_LABELS[m.mode]} | ${fixed(m.ndcg10)} | ${fixed(m.recall100)} | ${msCell(m.p50)} | ${msCell(m.p95)} |`,
-      ),
-  ];
-}
-
-function ingestionLine(r: EvalReport): string {
-  const { ingest } = r;
+function ingestionLine(ingest: IngestOutcome, corpus: number): string {
   const minutes = (ms: number) => `${(ms / 60_000).toFixed(1)} min`;
   const from = ingest.meta.wallMs
     ? `ingested from an empty store in ${minutes(ingest.meta.wallMs)}`
@@ -374,47 +397,13 @@ function ingestionLine(r: EvalReport): string {
         .map((f) => `\`${f.customId}\` (${f.reason ?? "no reason"})`)
         .join(", ")}${ingest.failed.length > 10 ? ", …" : ""}`
     : "";
-  return `${ingest.done} of ${r.corpus} documents \`done\` (${from}; ${now})${failed}`;
+  return `${ingest.done} of ${corpus} documents \`done\` (${from}; ${now})${failed}`;
 }
 
 /** The machine in one phrase, as the other sections of the page name it. */
 function machineLine(): string {
   const m = machine();
   return `${m.cpu} (${m.cores} cores, ${m.memory}), Node ${m.node}, ${m.os}`;
-}
-
-export function renderSection(r: EvalReport): string {
-  const m = machine();
-  const lines = [
-    HEADING,
-    "",
-    "Generated by `bench/eval.ts` (`npm run eval`): the SciFact corpus ingested through the HTTP API and the real pipeline (embedded default: PGlite, Temporal dev server, worker), then the test queries sent to `POST /v3/search` over HTTP, one at a time.",
-    "",
-    `- Date: ${r.started.toISOString()}`,
-    `- Machine: ${m.cpu}, ${m.cores} cores, ${m.memory} memory, ${m.os}, Node ${m.node}`,
-    `- Commit: ${r.revision}`,
-    `- Embedding model: \`${r.model}\` (EMBEDDING_THREADS=${r.threads})`,
-    `- Command: \`${r.command}\``,
-    `- Corpus: ${ingestionLine(r)}. Each document is title + blank line + abstract, containerTag \`${TAG}\`, customId \`scifact-<_id>\`, metadata \`{ scifactId }\`.`,
-    `- Queries: ${r.queries} of the 300 in \`qrels/test.tsv\`; each search \`{ limit: 100, onlyMatchingChunks: true }\` with the mode's \`retrieval\` (hybrid: field left out, the default); a result's rank is its position, mapped to SciFact through \`metadata.scifactId\`.`,
-    "",
-    ...tableLines(r),
-    "",
-  ];
-  for (const u of r.modes.filter((x) => x.unavailable))
-    lines.push(`- ${u.mode}: not available (${u.unavailable})`);
-  const empties = r.modes.filter((x) => !x.unavailable && x.empty);
-  for (const e of empties) lines.push(`- ${e.mode}: ${e.empty} queries got no result (scored 0)`);
-  if (r.modes.some((x) => x.unavailable) || empties.length) lines.push("");
-  lines.push(
-    `Published nDCG@10 on this split, for orientation (BEIR): ${PUBLISHED}. BM25 there is Elasticsearch's; \`keyword\` here is Postgres full-text search, a different ranking.`,
-    "",
-    "- **nDCG@10** as BEIR / trec_eval compute it: gain = the qrels grade, discount log2(rank + 1), ideal DCG from the query's qrels; **recall@100** = share of the query's relevant abstracts among the first 100 results. Both are averaged over the queries; a query with no result scores 0.",
-    "- **p50 / p95** are client-side latencies of single HTTP requests (query embedding, SQL, response), informational; the first request of each mode is a warm-up and not counted.",
-    `- The store is kept per embedding model under \`${path.join("<cacheDir>", "eval", `scifact-${r.model}`)}\`: later runs reuse it and skip ingestion (\`--reset\` starts over); an interrupted ingestion is resumed. Options: \`--embedder NAME\`, \`--queries N\`, \`--modes keyword,vector,hybrid,rrf,rerank\`, \`--threads N\`, \`--reset\`, \`--out FILE\`.`,
-    "",
-  );
-  return lines.join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -450,7 +439,9 @@ async function main(): Promise<number> {
       threads: { type: "string" },
       reset: { type: "boolean", default: false },
       scores: { type: "boolean", default: false },
-      "result-json": { type: "string" }, // bench/main.ts (scenario `eval`) stores this run's figures from here
+      sweep: { type: "boolean", default: false },
+      "data-dir": { type: "string" },
+      "result-json": { type: "string" },
       out: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -459,7 +450,13 @@ async function main(): Promise<number> {
   if (values.help) {
     process.stdout.write(
       "npm run eval -- [--embedder use-lite] [--queries 300] [--modes keyword,vector,hybrid,rrf,rerank]\n" +
-        "                [--threads <EMBEDDING_THREADS default>] [--reset] [--scores] [--out docs/benchmarks.md]\n" +
+        "                [--sweep] [--threads <EMBEDDING_THREADS default>] [--data-dir DIR] [--reset] [--scores]\n" +
+        "                [--result-json FILE] [--out FILE]\n" +
+        "  Figures are reported per half of bench/scifact-split.json: dev (search defaults are tuned on it) and test (held out).\n" +
+        "  --sweep    also each candidate of the tuned search defaults (store/search-tuning.ts) in hybrid mode, chosen by dev nDCG@10\n" +
+        "  --data-dir the service's store (default <cacheDir>/eval/scifact-<model>, kept between runs)\n" +
+        "  --result-json  write { report, spreads } to FILE (report: bench/lib/eval-report.ts, rendered by renderEvalSection)\n" +
+        "  --out      write the rendered sections into FILE (a copy of the page; docs/benchmarks.md is generated by npm run bench)\n" +
         "  --scores   also how the similarity of relevant and irrelevant results spreads (its own section)\n",
     );
     return 0;
@@ -471,9 +468,12 @@ async function main(): Promise<number> {
   if (!/^[\w.-]+$/.test(model)) throw new Error(`--embedder: "${model}" is not a model name`);
   const threads = positive("threads", values.threads, defaults.EMBEDDING_THREADS);
   const modes = parseModes(values.modes);
-  const out = path.resolve(root, values.out ?? "docs/benchmarks.md");
+  // docs/benchmarks.md is rendered from stored results; --out FILE writes the section into a copy.
+  const out = values.out ? path.resolve(root, values.out) : undefined;
   const command = `npm run eval${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
-  const dataDir = path.join(cacheDir(), "eval", `scifact-${model}`);
+  const dataDir = values["data-dir"]
+    ? path.resolve(values["data-dir"])
+    : path.join(cacheDir(), "eval", `scifact-${model}`);
 
   const cleanup = new Cleanup();
   let interrupted = false;
@@ -492,7 +492,20 @@ async function main(): Promise<number> {
     log(`reading ${SCIFACT_DIR}`);
     const corpus = readCorpus();
     const judged = readJudgedQueries("test");
-    const queries = judged.slice(0, positive("queries", values.queries, judged.length));
+    const split = readSplit();
+    const halfOf = splitOf(split);
+    // Every judged query must be in the committed split and the other way round (else the judgements changed).
+    if (judged.length !== split.dev.length + split.test.length)
+      throw new Error(
+        `${judged.length} judged queries but ${split.dev.length + split.test.length} in ${SPLIT_FILE}: the judgements changed`,
+      );
+    const queries: SplitQuery[] = judged
+      .slice(0, positive("queries", values.queries, judged.length))
+      .map((q) => ({ ...q, half: halfOf(q.id) }));
+    const count = (half: Half) => queries.filter((q) => q.half === half).length;
+    log(
+      `split: ${count("dev")} dev queries (tuning) and ${count("test")} test queries (held out), ${SPLIT_FILE}`,
+    );
     if (values.reset && existsSync(dataDir)) {
       log(`--reset: removing ${dataDir}`);
       rmSync(dataDir, { recursive: true, force: true });
@@ -522,26 +535,44 @@ async function main(): Promise<number> {
     const evaluated = values.scores && values.modes === undefined ? [] : modes;
     for (const mode of evaluated) results.push(await evaluateMode(api, mode, queries));
 
-    const report: EvalReport = {
-      started,
+    const swept = values.sweep ? await sweep(api, queries) : undefined;
+
+    const report: EvalResult = {
+      kind: "scifact-eval",
+      started: started.toISOString(),
       command,
       revision: rev,
+      machine: machineLine(),
       model,
       threads,
-      dataDir,
       corpus: corpus.length,
-      queries: queries.length,
-      ingest,
+      split: {
+        file: path.relative(root, SPLIT_FILE),
+        method: split.method,
+        tuning: split.tuning,
+        dev: split.dev.length,
+        test: split.test.length,
+        note: "this copy of SciFact has judgements only for its test queries (no train qrels), so they are split in two,",
+      },
+      queries: { dev: count("dev"), test: count("test") },
+      tuning: { ...searchTuning() },
+      ingestion: ingestionLine(ingest, corpus.length),
       modes: results,
+      ...(swept ? { sweep: swept } : {}),
+      published: PUBLISHED,
     };
     process.stdout.write(
-      `\nSciFact, ${queries.length} test queries, embedder ${model}; corpus: ${ingestionLine(report)}\n\n${tableLines(report).join("\n")}\n`,
+      `\nSciFact, ${count("dev")} dev + ${count("test")} test queries (defaults tuned on dev only; test held out), embedder ${model}; corpus: ${report.ingestion}\n\n${modeTableLines(report).join("\n")}\n`,
     );
     for (const u of results.filter((x) => x.unavailable))
       process.stdout.write(`${u.mode}: not available (${u.unavailable})\n`);
-    process.stdout.write(`\npublished nDCG@10 for orientation: ${PUBLISHED}\n\n`);
-    let current = existsSync(out) ? readFileSync(out, "utf8") : "";
-    if (results.length) current = replaceSection(current, HEADING, renderSection(report));
+    if (swept)
+      process.stdout.write(
+        `\nsweep (hybrid; chosen by dev nDCG@10):\n${sweepTableLines(swept).join("\n")}\n`,
+      );
+    process.stdout.write(`\npublished nDCG@10 (all 300) for orientation: ${PUBLISHED}\n\n`);
+    let current = out && existsSync(out) ? readFileSync(out, "utf8") : "";
+    if (results.length || swept) current = replaceSection(current, HEADING, renderEvalSection(report));
     let spreads: Spread[] | undefined;
     if (values.scores) {
       log("scores: SciFact test queries on /v3/search and /v4/search, then short facts on /v4/search");
@@ -555,10 +586,15 @@ async function main(): Promise<number> {
       process.stdout.write(`\n${table.join("\n")}\n\n`);
       current = replaceSection(current, SCORES_HEADING, renderScores(report, spreads, table));
     }
-    // docs/benchmarks.md is rendered from stored runs (`npm run bench -- --only eval`); --out FILE still writes a copy.
-    if (values["result-json"]) writeFileSync(values["result-json"], JSON.stringify({ report, spreads }));
-    else if (values.out) writeFileSync(out, current);
-    if (values["result-json"] || values.out) log(`wrote ${values["result-json"] ?? out}`);
+    // The result object (bench/lib/eval-report.ts): what the page is rendered from (renderEvalSection).
+    if (values["result-json"]) {
+      writeFileSync(path.resolve(values["result-json"]), `${JSON.stringify({ report, spreads }, null, 2)}\n`);
+      log(`wrote ${values["result-json"]}`);
+    }
+    if (out) {
+      writeFileSync(out, current);
+      log(`wrote ${path.relative(process.cwd(), out) || out}`);
+    }
   } finally {
     await cleanup.runAll();
   }
@@ -597,12 +633,12 @@ function rawCosines(s: Spread, model: string): Spread {
   };
 }
 
-export function renderScores(r: EvalReport, spreads: Spread[], table: string[]): string {
+export function renderScores(r: EvalResult, spreads: Spread[], table: string[]): string {
   const memories = spreads.find((s) => s.top1);
   return [
     SCORES_HEADING,
     "",
-    `Written by \`${r.command}\` on ${machineLine()} at ${r.revision}, ${r.started.toISOString().slice(0, 10)}, embedder ${r.model}. ` +
+    `Written by \`${r.command}\` on ${machineLine()} at ${r.revision}, ${r.started.slice(0, 10)}, embedder ${r.model}. ` +
       "Each SciFact test query's top 10 results on each route, each marked relevant or not by the judgements " +
       "(an unjudged abstract counts as irrelevant, so the irrelevant side overstates a little); then short facts " +
       "saved with `POST /v3/documents` (kept as memories too, no LLM) and asked for in other words " +
@@ -618,6 +654,7 @@ export function renderScores(r: EvalReport, spreads: Spread[], table: string[]):
   ].join("\n");
 }
 
+// Run only as a command: bench/main.ts imports the types and renderers without starting an evaluation.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
   main().then(
     (code) => process.exit(code),
@@ -626,3 +663,5 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
       process.exit(1);
     },
   );
+
+export { type EvalResult, renderEvalSection } from "./lib/eval-report.ts";

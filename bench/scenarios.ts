@@ -19,12 +19,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { BulkOptions, BulkResult, BulkScenario } from "./bulk.ts";
 import type { ConnectionsOptions, ConnectionsResult } from "./connections.ts";
-import type { EvalReport } from "./eval.ts";
 import type { ExtractionResult } from "./extraction.ts";
 import type { IngestResult } from "./ingest.ts";
 import { BULK_HEADING, bulkSummaryLines, renderBulkSection } from "./lib/bulk-report.ts";
 import { CONNECTIONS_HEADING, renderConnectionsSection } from "./lib/connections-report.ts";
 import type { Abstract } from "./lib/corpus.ts";
+import type { EvalResult } from "./lib/eval-report.ts";
 import { EXTRACTION_HEADING, renderExtraction } from "./lib/extraction-report.ts";
 import { INGEST_HEADING, renderIngestSection } from "./lib/ingest-report.ts";
 import { log } from "./lib/progress.ts";
@@ -438,7 +438,7 @@ interface EvalOptions {
 
 /** What bench/eval.ts writes with --result-json. */
 export interface EvalRun {
-  report: EvalReport;
+  report: EvalResult;
   spreads?: Spread[];
 }
 
@@ -508,29 +508,29 @@ const evalScenario: Scenario<EvalOptions, EvalRun> = {
     return JSON.parse(readFileSync(out, "utf8")) as EvalRun;
   },
   async render(r, _o, h) {
-    const { renderSection, renderScores, SCORE_THRESHOLDS } = await import("./eval.ts");
+    // The run's command and commit, not those of the child process that measured.
+    const report: EvalResult = { ...r.report, command: h.command, revision: revisionLabel(h.revision) };
+    const { renderScores, SCORE_THRESHOLDS } = await import("./eval.ts");
+    const { renderEvalSection } = await import("./lib/eval-report.ts");
     const { spreadTable } = await import("./lib/score-distribution.ts");
-    const report: EvalReport = {
-      ...r.report,
-      started: new Date(h.started),
-      command: h.command,
-      revision: revisionLabel(h.revision),
-    };
     const out: string[] = [];
-    if (report.modes?.length) out.push(...renderSection(report).split("\n"));
+    if (report.modes?.length || report.sweep) out.push(...renderEvalSection(report).split("\n"));
     if (r.spreads?.length)
       out.push(...renderScores(report, r.spreads, spreadTable(r.spreads, SCORE_THRESHOLDS)).split("\n"));
     return out;
   },
   headline: (r) => {
     const hybrid = r.report.modes?.find((m) => m.mode === "hybrid" && !m.unavailable);
-    return hybrid ? { "SciFact nDCG@10 (hybrid)": Number(hybrid.ndcg10).toFixed(3) } : {};
+    const test = hybrid?.figures?.test.ndcg10;
+    return test != null ? { "SciFact nDCG@10 (hybrid, held-out test half)": Number(test).toFixed(3) } : {};
   },
   terminal: (r) =>
-    (r.report.modes ?? []).map(
-      (m) =>
-        `SciFact ${m.mode}: ${m.unavailable ? `not available (${m.unavailable})` : `nDCG@10 ${Number(m.ndcg10).toFixed(3)}, recall@100 ${Number(m.recall100).toFixed(3)}`}`,
-    ),
+    (r.report.modes ?? []).map((m) => {
+      if (m.unavailable || !m.figures)
+        return `SciFact ${m.mode}: not available (${m.unavailable ?? "no figures"})`;
+      const f = (v: number | null) => (v == null ? "n/a" : v.toFixed(3));
+      return `SciFact ${m.mode}: nDCG@10 dev ${f(m.figures.dev.ndcg10)} / test ${f(m.figures.test.ndcg10)}, recall@100 test ${f(m.figures.test.recall100)}`;
+    }),
 };
 
 /** Every scenario, in the order a run takes them and the page shows them. */

@@ -1,13 +1,9 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
+import { searchTuning } from "./search-tuning.ts";
 
-/**
- * Query terms found in more than this share of rows are left out of the keyword query (unless no
- * other term is left): like stop words, they barely change the ranking, but ranking every row that
- * contains one is what made keyword search slow on large stores. Measured (docs/benchmarks.md): at 5 %
- * hybrid SciFact nDCG@10 was 0.737 and HTTP p95 at 100k chunks 105 ms; at 3 % 0.730 and 98 ms.
- */
-export const MAX_TERM_FREQUENCY = 0.03;
+/** Terms in more rows than this share are left out of the keyword query (tuned: store/search-tuning.ts). */
+const maxTermFrequency = () => searchTuning().maxTermFrequency;
 const STATS_TTL_MS = 60_000;
 
 type KeywordTable = "chunks" | "memories";
@@ -16,12 +12,14 @@ interface CommonTerms {
   lexemes: string[];
   frequencies: number[];
   loadedAt: number;
+  /** The share they were picked above (the tuning's maxTermFrequency when loaded). */
+  above?: number;
 }
 
 const cache = new WeakMap<Database, Map<KeywordTable, CommonTerms>>();
 
 /**
- * The table's most common lexemes above MAX_TERM_FREQUENCY, from the planner statistics that ANALYZE
+ * The table's most common lexemes above the tuned maxTermFrequency, from the planner statistics that ANALYZE
  * keeps (pg_stats.most_common_elems). Cached per process for a minute: reading pg_stats costs ~14 ms
  * in PGlite, too much for every query.
  */
@@ -29,7 +27,8 @@ export async function commonTerms(db: Database, table: KeywordTable): Promise<Co
   const tables = cache.get(db) ?? new Map<KeywordTable, CommonTerms>();
   cache.set(db, tables);
   const cached = tables.get(table);
-  if (cached && Date.now() - cached.loadedAt < STATS_TTL_MS) return cached;
+  const above = maxTermFrequency();
+  if (cached && cached.above === above && Date.now() - cached.loadedAt < STATS_TTL_MS) return cached;
   const [row] = await queryRows<{ elems: string[] | null; freqs: number[] | null }>(
     db,
     sql`SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
@@ -39,12 +38,12 @@ export async function commonTerms(db: Database, table: KeywordTable): Promise<Co
   const frequencies: number[] = [];
   (row?.elems ?? []).forEach((lexeme, i) => {
     const frequency = Number(row?.freqs?.[i] ?? 0);
-    if (frequency > MAX_TERM_FREQUENCY) {
+    if (frequency > above) {
       lexemes.push(lexeme);
       frequencies.push(frequency);
     }
   });
-  const loaded = { lexemes, frequencies, loadedAt: Date.now() };
+  const loaded = { lexemes, frequencies, loadedAt: Date.now(), above };
   tables.set(table, loaded);
   return loaded;
 }

@@ -4,6 +4,7 @@ import { compileFilter, type FilterNode } from "./filters.ts";
 import { commonTerms, keywordQuery } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
+import { type Fusion, keywordRankSql, searchTuning } from "./search-tuning.ts";
 import { type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 /** Which retrievers run: both fused (the default), or one alone (for evaluation and comparison). */
@@ -45,25 +46,17 @@ export interface ChunkHit {
 }
 
 /**
- * Keyword relevance: ts_rank with length normalisation 1 (divided by 1 + log length). On SciFact it
- * scored nDCG@10 0.62 where ts_rank_cd (cover density, the earlier choice) scored 0.46, and it is
- * cheaper. The query is a scalar subquery (an InitPlan), so the GIN index can serve `@@`.
+ * Keyword relevance: the tuned ranking function (store/search-tuning.ts: ts_rank with length
+ * normalisation 1, divided by 1 + log length). The query is a scalar subquery (an InitPlan), so the GIN
+ * index can serve `@@`.
  */
-export const KEYWORD_RANK = (alias: "c" | "m") =>
-  sql.raw(`ts_rank(${alias}.tsv, (SELECT tsq FROM query), 1)`);
+export const KEYWORD_RANK = (alias: "c" | "m") => sql.raw(keywordRankSql(searchTuning().keywordRank, alias));
 
 /** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
 const RRF_K = 60;
 
-/**
- * How the two rankings combine. rrf: reciprocal rank fusion (ranks only, no score calibration
- * needed). blend: each side's scores (cosine similarity, ts_rank) min-max normalised over its
- * candidates, then averaged. The default is the one that scored better on SciFact.
- */
-export type Fusion = "rrf" | "blend";
-
-/** On SciFact with bge-small: blend nDCG@10 0.737, rrf 0.724 (docs/benchmarks.md). */
-export const DEFAULT_FUSION: Fusion = "blend";
+/** How the two rankings combine; the default and the blend's weights are tuned (store/search-tuning.ts). */
+export type { Fusion } from "./search-tuning.ts";
 
 function fusedScore(fusion: Fusion): SQL {
   if (fusion === "blend") {
@@ -71,7 +64,8 @@ function fusedScore(fusion: Fusion): SQL {
       sql.raw(
         `coalesce((${side}.score - ${side}.lo) / nullif(${side}.hi - ${side}.lo, 0), CASE WHEN ${side}.id IS NULL THEN 0 ELSE 1 END)`,
       );
-    return sql`0.5 * ${norm("v")} + 0.5 * ${norm("k")}`;
+    const w = searchTuning().blendVectorWeight;
+    return sql`${sql.raw(String(w))} * ${norm("v")} + ${sql.raw(String(Number((1 - w).toFixed(6))))} * ${norm("k")}`;
   }
   return sql.raw(`coalesce(1.0 / (${RRF_K} + v.rank), 0) + coalesce(1.0 / (${RRF_K} + k.rank), 0)`);
 }
@@ -84,7 +78,7 @@ function filepathCondition(filepath: string | undefined): SQL | undefined {
 
 /**
  * One statement: the nearest chunks by cosine distance (HNSW) and the best keyword matches
- * (GIN + ts_rank_cd, any query term may match) are fused by reciprocal rank.
+ * (GIN + KEYWORD_RANK, any query term may match) are fused (store/search-tuning.ts: a score blend by default).
  */
 export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Promise<ChunkHit[]> {
   const vector = `[${q.embedding.join(",")}]`;
@@ -148,7 +142,7 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     by_vector AS (${byVector}),
     by_keyword AS (${byKeyword}),
     fused AS (
-      SELECT coalesce(v.id, k.id) AS id, ${fusedScore(q.fusion ?? DEFAULT_FUSION)} AS fused, k.rank AS keyword_rank
+      SELECT coalesce(v.id, k.id) AS id, ${fusedScore(q.fusion ?? searchTuning().fusion)} AS fused, k.rank AS keyword_rank
       FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
       FULL OUTER JOIN (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_keyword) k
         ON v.id = k.id

@@ -30,6 +30,14 @@ export function recallAt(ranked: readonly string[], qrels: Judgements, k: number
   return relevant.filter((id) => top.has(id)).length / relevant.length;
 }
 
+/** Reciprocal rank of the first relevant document (grade > 0) within the first k ranks, else 0 (MRR@k per query). */
+export function reciprocalRankAt(ranked: readonly string[], qrels: Judgements, k: number): number {
+  const i = distinct(ranked)
+    .slice(0, k)
+    .findIndex((id) => (qrels.get(id) ?? 0) > 0);
+  return i === -1 ? 0 : 1 / (i + 1);
+}
+
 export function mean(values: readonly number[]): number {
   return values.length ? values.reduce((s, v) => s + v, 0) / values.length : Number.NaN;
 }

@@ -217,32 +217,44 @@ describe("the benchmark page", () => {
               ms: 0,
               result: {
                 report: {
+                  kind: "scifact-eval",
                   started: "2026-11-26T10:05:00.000Z",
                   command: "npm run eval -- --result-json /tmp/x.json",
                   revision: "zzz",
+                  machine: "test machine",
                   model: "bge-small",
                   threads: 1,
-                  dataDir: "/tmp/d",
                   corpus: 5183,
-                  queries: 300,
-                  ingest: {
-                    added: 0,
-                    ms: 0,
-                    done: 5183,
-                    failed: [],
-                    meta: { model: "bge-small", docs: 5183, totalMs: 1, runs: 1 },
+                  split: {
+                    file: "bench/scifact-split.json",
+                    method: "sha256 order",
+                    tuning: "dev",
+                    dev: 150,
+                    test: 150,
+                    note: "No train judgements.",
                   },
+                  queries: { dev: 150, test: 150 },
+                  tuning: {
+                    fusion: "blend",
+                    blendVectorWeight: 0.6,
+                    keywordRank: "ts_rank/1",
+                    maxTermFrequency: 0.03,
+                  },
+                  ingestion: "reused the cached store",
                   modes: [
                     {
                       mode: "hybrid",
-                      queries: 300,
-                      ndcg10: 0.7371,
-                      recall100: 0.9,
+                      label: "hybrid",
+                      figures: {
+                        dev: { queries: 150, ndcg10: 0.7371, recall100: 0.9, mrr10: 0.7, empty: 0 },
+                        test: { queries: 150, ndcg10: 0.7371, recall100: 0.9, mrr10: 0.7, empty: 0 },
+                        all: { queries: 150, ndcg10: 0.7371, recall100: 0.9, mrr10: 0.7, empty: 0 },
+                      },
                       p50: 40,
                       p95: 60,
-                      empty: 0,
                     },
                   ],
+                  published: "BM25 0.679",
                 },
               },
             },
@@ -259,7 +271,7 @@ describe("the benchmark page", () => {
     expect(section).toContain("| 0.737 |");
     // The run's command and commit, not the child process's.
     expect(section).toContain("`npm run bench -- --only scale,extraction`");
-    expect(section).not.toContain("--result-json");
+    expect(section).not.toContain("/tmp/x.json");
     expect(page).toContain("Not measured in this run: `npm run bench -- --with eval --eval-scores`");
     expect(page).toContain("| 0.737 |");
   });
