@@ -1,0 +1,206 @@
+// The plans search gets on a table big enough for the planner to choose (issue #25): the vector side walks
+// the model's HNSW index without a tag filter and under a large tag, sorts a small tag's own chunks exactly
+// (reached through their documents, never by walking the whole graph for them), and the keyword side
+// scans its GIN index once whatever the tag. On both drivers, as the shared store suite runs. Plans and
+// results only: nothing here is timed.
+
+import { type SQL, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import { commonTerms, keywordQuery, keywordTsquery, MATCH_BUDGET } from "../../store/keyword.ts";
+import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../../store/search.ts";
+import { ensureVectorIndexes } from "../../store/vector-index.ts";
+import { freshDatabase } from "../support/service.ts";
+
+const DIMENSION = 16;
+const space = { model: "plan-test", dimension: DIMENSION };
+const HNSW = "chunks_hnsw_plan_test";
+const DOCUMENTS = 250;
+const CHUNKS_PER_DOCUMENT = 20;
+/** Documents 0 and 1 (40 of 5,000 chunks) carry the small tag; documents 10 and up the large one. */
+const SMALL = "plan-small";
+const LARGE = "plan-large";
+
+/** The synthetic vector of chunk n: spread over the sphere, the same in SQL and here. */
+const vectorSql = (n: SQL) =>
+  sql`(SELECT array_agg(sin(${n} * (d + 1) * 0.618034 + d * 1.7) ORDER BY d) FROM generate_series(0, ${DIMENSION - 1}) d)`;
+const vectorOf = (n: number) =>
+  Array.from({ length: DIMENSION }, (_, d) => Math.sin(n * (d + 1) * 0.618034 + d * 1.7));
+
+async function fill(db: Database) {
+  await db.execute(sql`
+    INSERT INTO documents (id, source, content, status, container_tags, embedding_model)
+    SELECT 'plan-doc-' || i, 'plan', 'plan', 'done',
+           CASE WHEN i < 2 THEN ARRAY[${SMALL}] WHEN i >= 10 THEN ARRAY[${LARGE}] ELSE ARRAY['plan-other'] END,
+           ${space.model}
+    FROM generate_series(0, ${DOCUMENTS - 1}) i`);
+  // Every chunk says "plan"; one in four also "quarter"; one in 500 "needle" (the keyword cases' terms).
+  await db.execute(sql`
+    INSERT INTO chunks (id, document_id, position, content, embedding, embedding_model, embedding_dimension)
+    SELECT 'plan-chunk-' || n, 'plan-doc-' || (n / ${CHUNKS_PER_DOCUMENT}), n % ${CHUNKS_PER_DOCUMENT},
+           'plan chunk ' || n || CASE WHEN n % 4 = 0 THEN ' quarter' ELSE '' END
+                              || CASE WHEN n % 500 = 7 THEN ' needle' ELSE '' END,
+           ${vectorSql(sql`n`)}::vector, ${space.model}, ${DIMENSION}
+    FROM generate_series(0, ${DOCUMENTS * CHUNKS_PER_DOCUMENT - 1}) n`);
+  await ensureVectorIndexes(db, space);
+  await db.execute(sql`ANALYZE documents`);
+  await db.execute(sql`ANALYZE chunks`);
+}
+
+const query = (n: number, q: Partial<HybridSearchQuery> = {}): HybridSearchQuery => ({
+  text: "plan",
+  embedding: vectorOf(n),
+  space,
+  tagMode: "any",
+  candidates: 50,
+  ...q,
+});
+
+async function plan(db: Database, statement: SQL, analyze = false): Promise<string> {
+  const s = searchStatement(query(0), null);
+  return db.transaction(async (tx) => {
+    for (const setting of s.settings) await tx.execute(sql.raw(setting));
+    const rows = await queryRows<{ "QUERY PLAN": string }>(
+      tx as Database,
+      analyze ? sql`EXPLAIN (ANALYZE, COSTS OFF) ${statement}` : sql`EXPLAIN (COSTS OFF) ${statement}`,
+    );
+    return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  });
+}
+
+const cosine = (a: number[], b: number[]) => {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += (a[i] as number) * (b[i] as number);
+    na += (a[i] as number) ** 2;
+    nb += (b[i] as number) ** 2;
+  }
+  return dot / Math.sqrt(na * nb);
+};
+
+/** The exact nearest chunks of the documents in `docs`, computed here from the same vectors. */
+function exactNearest(n: number, docs: (d: number) => boolean, k: number): string[] {
+  const target = vectorOf(n);
+  const all: { id: string; s: number }[] = [];
+  for (let c = 0; c < DOCUMENTS * CHUNKS_PER_DOCUMENT; c++)
+    if (docs(Math.floor(c / CHUNKS_PER_DOCUMENT)))
+      all.push({ id: `plan-chunk-${c}`, s: cosine(target, vectorOf(c)) });
+  return all
+    .sort((a, b) => b.s - a.s)
+    .slice(0, k)
+    .map((x) => x.id);
+}
+
+const drivers: [string, () => Promise<Store>][] = [
+  ["pglite", openMemoryPglite],
+  ["postgres", async () => openPostgres(await freshDatabase())],
+];
+
+describe.each(drivers)("search plans on %s", (_name, open) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await open();
+    await fill(store.db);
+  }, 60_000);
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it("walks the HNSW index without a tag filter and under a large tag", async () => {
+    for (const q of [
+      query(3),
+      query(3, { containerTags: [LARGE] }),
+      query(3, { scope: [LARGE, "plan-other"] }),
+    ]) {
+      const p = await plan(store.db, searchStatement({ ...q, retrieval: "vector" }, null).byVector);
+      expect(p).toContain(`Index Scan using ${HNSW}`);
+    }
+  });
+
+  it("sorts a small tag's own chunks exactly, reached through its documents, not the graph", async () => {
+    for (const q of [query(3, { containerTags: [SMALL] }), query(3, { scope: [SMALL] })]) {
+      const p = await plan(store.db, searchStatement({ ...q, retrieval: "vector" }, null).byVector);
+      expect(p).not.toContain(HNSW);
+      // The tag's documents first (by its GIN index, or a scan of this small documents table), then their
+      // chunks by document, sorted by distance.
+      expect(p).toContain("chunks_document_idx");
+      expect(p).toMatch(/Sort Key: .*<=>/);
+    }
+  });
+
+  it("returns only the tag's chunks, the nearest ones", async () => {
+    const small = (d: number) => d < 2;
+    const large = (d: number) => d >= 10;
+    for (const n of [5, 1234, 4321]) {
+      const inSmall = await hybridChunkSearch(
+        store.db,
+        query(n, { retrieval: "vector", containerTags: [SMALL] }),
+      );
+      // The small tag has 40 chunks, fewer than the 50 candidates: all of them, nearest first.
+      expect(inSmall.map((h) => h.chunkId)).toEqual(exactNearest(n, small, 50));
+      const inLarge = await hybridChunkSearch(store.db, query(n, { retrieval: "vector", scope: [LARGE] }));
+      expect(inLarge).toHaveLength(50);
+      expect(inLarge.every((h) => large(Number(h.documentId.slice(9))))).toBe(true);
+      // Approximate (HNSW), but on this table the top ten are the exact ten.
+      const top = new Set(inLarge.slice(0, 10).map((h) => h.chunkId));
+      const exact = exactNearest(n, large, 10);
+      expect(exact.filter((id) => top.has(id)).length).toBeGreaterThanOrEqual(9);
+    }
+  });
+
+  it("scans the keyword GIN index once under a small tag, not once per document of the tag", async () => {
+    const common = await commonTerms(store.db, "chunks");
+    // "quarter" is in a quarter of the chunks (1,250): far too many to look up once per document of the tag.
+    const tsq = await keywordTsquery(store.db, "quarter", common);
+    expect(tsq).toBe("'quarter'");
+    const p = await plan(
+      store.db,
+      searchStatement(query(3, { retrieval: "keyword", scope: [SMALL] }), tsq).byKeyword,
+      true,
+    );
+    for (const line of p.split("\n").filter((l) => l.includes("chunks_tsv_gin")))
+      expect(line).toMatch(/loops=1\)/);
+    const hits = await hybridChunkSearch(
+      store.db,
+      query(0, { text: "quarter", retrieval: "keyword", scope: [SMALL] }),
+    );
+    expect(hits.map((h) => h.documentId).every((d) => d === "plan-doc-0" || d === "plan-doc-1")).toBe(true);
+    expect(hits).toHaveLength(10);
+  });
+
+  it("keeps a keyword query's rarest terms while their estimated matches stay within the budget", async () => {
+    const lexemes = async (text: string, rows: number) => {
+      const [row] = await queryRows<{ tsq: string | null }>(
+        store.db,
+        sql`SELECT tsq::text AS tsq FROM (${keywordQuery(text, {
+          lexemes: ["often", "sometim", "rare"],
+          frequencies: [0.02, 0.01, 0.002],
+          rows,
+          loadedAt: 0,
+        })}) q`,
+      );
+      return (row?.tsq ?? "").split(" | ").filter(Boolean).sort();
+    };
+    // 10,000 rows: 20 + 100 + 200 estimated matches, all within the budget.
+    expect(await lexemes("often sometimes rare unlisted", 10_000)).toEqual([
+      "'often'",
+      "'rare'",
+      "'sometim'",
+      "'unlist'",
+    ]);
+    // 100,000 rows: rare 200, + sometimes 1,000 = 1,200, + often 2,000 = 3,200 > the budget: often goes.
+    expect(MATCH_BUDGET).toBeGreaterThanOrEqual(1200);
+    expect(MATCH_BUDGET).toBeLessThan(3200);
+    expect(await lexemes("often sometimes rare unlisted", 100_000)).toEqual([
+      "'rare'",
+      "'sometim'",
+      "'unlist'",
+    ]);
+    // Rows unknown (0): no budget, only the share rule.
+    expect(await lexemes("often sometimes rare", 0)).toEqual(["'often'", "'rare'", "'sometim'"]);
+    // Over budget on its own, the rarest term is still kept rather than none.
+    expect(await lexemes("often", 1_000_000)).toEqual(["'often'"]);
+  });
+});
