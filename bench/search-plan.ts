@@ -17,9 +17,15 @@ import { parseArgs } from "node:util";
 import { type SQL, sql } from "drizzle-orm";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type Database, openPglite, queryRows } from "../store/db.ts";
-import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../store/keyword.ts";
+import {
+  type CommonTerms,
+  commonTerms,
+  keywordQuery,
+  keywordTsquery,
+  MATCH_BUDGET,
+} from "../store/keyword.ts";
 import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search.ts";
-import { ensureVectorIndexes } from "../store/vector-index.ts";
+import { ensureVectorIndexes, vectorTerms } from "../store/vector-index.ts";
 import { readCorpus, readQueries } from "./lib/corpus.ts";
 import { mean as average, ndcgAt } from "./lib/metrics.ts";
 import { log } from "./lib/progress.ts";
@@ -38,7 +44,10 @@ const { values } = parseArgs({
     candidates: { type: "string", default: "100" },
     store: { type: "string" },
     rebuild: { type: "boolean", default: false },
+    /** PGlite's buffer pool for the measured runs (default: PGlite's own; the service sets PGLITE_SHARED_BUFFERS=32MB). */
+    "shared-buffers": { type: "string" },
     plans: { type: "boolean", default: true },
+    "before-plans": { type: "boolean", default: false },
     /** SciFact test queries to score (nDCG@10 by document) with and without the keyword match budget. */
     judged: { type: "string", default: "0" },
   },
@@ -69,6 +78,8 @@ async function inTransaction<T>(db: Database, settings: string[], fn: (tx: Datab
 interface Explained {
   ms: number;
   planningMs: number;
+  /** Shared buffers the statement touched (hit + read, the root node's): a figure the machine's load leaves alone. */
+  buffers: number;
   lines: string[];
 }
 
@@ -79,7 +90,63 @@ async function explain(db: Database, settings: string[], statement: SQL): Promis
     ),
   );
   const num = (re: RegExp) => Number(lines.map((l) => re.exec(l)?.[1]).find((x) => x != null) ?? Number.NaN);
-  return { ms: num(/Execution Time: ([\d.]+) ms/), planningMs: num(/Planning Time: ([\d.]+) ms/), lines };
+  const root = lines.find((l) => /Buffers: shared/.test(l)) ?? "";
+  const buffers = Number(/hit=(\d+)/.exec(root)?.[1] ?? 0) + Number(/read=(\d+)/.exec(root)?.[1] ?? 0);
+  return {
+    ms: num(/Execution Time: ([\d.]+) ms/),
+    planningMs: num(/Planning Time: ([\d.]+) ms/),
+    buffers,
+    lines,
+  };
+}
+
+/**
+ * The statement as store/search.ts built it before issue #25 (for the same-run comparison): the keyword
+ * query computed inside the statement (an InitPlan the planner cannot see into) and without the match
+ * budget. The vector side is unchanged. Only the conditions the scenarios use (tags, scope) are built.
+ */
+function legacyStatements(q: HybridSearchQuery, common: CommonTerms) {
+  const v = vectorTerms("c", q.space);
+  const queryVector = sql`${`[${q.embedding.join(",")}]`}${v.cast}`;
+  const arr = (tags: readonly string[]) =>
+    sql`ARRAY[${sql.join(
+      tags.map((t) => sql`${t}`),
+      sql`, `,
+    )}]::text[]`;
+  const scope = sql.join(
+    [
+      sql`d.status = 'done'`,
+      q.scope ? sql`d.container_tags && ${arr(q.scope)}` : undefined,
+      q.containerTags?.length ? sql`d.container_tags && ${arr(q.containerTags)}` : undefined,
+    ].filter((c): c is SQL => Boolean(c)),
+    sql` AND `,
+  );
+  const rank = sql.raw("ts_rank(c.tsv, (SELECT tsq FROM query), 1)");
+  const query = keywordQuery(q.text, { ...common, rows: 0 });
+  const byVector = sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank,
+      1 - (${v.column} <=> ${queryVector}) AS score
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE ${v.inSpace} AND ${scope} ORDER BY ${v.column} <=> ${queryVector} LIMIT ${q.candidates}`;
+  const keywordBody = sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE c.tsv @@ (SELECT tsq FROM query) AND ${scope} ORDER BY ${rank} DESC LIMIT ${q.candidates}`;
+  const norm = (side: string) =>
+    sql.raw(
+      `coalesce((${side}.score - ${side}.lo) / nullif(${side}.hi - ${side}.lo, 0), CASE WHEN ${side}.id IS NULL THEN 0 ELSE 1 END)`,
+    );
+  return {
+    byKeyword: sql`WITH query AS (${query}) ${keywordBody}`,
+    statement: sql`
+    WITH query AS (${query}), by_vector AS (${byVector}), by_keyword AS (${keywordBody}),
+    fused AS (
+      SELECT coalesce(v.id, k.id) AS id, 0.5 * ${norm("v")} + 0.5 * ${norm("k")} AS fused, k.rank AS keyword_rank
+      FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
+      FULL OUTER JOIN (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_keyword) k ON v.id = k.id
+    )
+    SELECT c.id AS chunk_id, c.document_id, c.position, c.content, c.metadata,
+           1 - (${v.column} <=> ${queryVector}) AS similarity, f.keyword_rank, f.fused
+    FROM fused f JOIN chunks c ON c.id = f.id ORDER BY f.fused DESC LIMIT ${q.candidates}`,
+  };
 }
 
 /** The settings that take every index away: the exact ranking the recall is measured against. */
@@ -157,7 +224,7 @@ async function main() {
   const vectors = await embedder.embed(texts, "query");
   await embedder.close();
 
-  const store = await openPglite(STORE);
+  const store = await openPglite(STORE, { sharedBuffers: values["shared-buffers"] });
   const { db } = store;
   const [size] = await queryRows<{ chunks: number; documents: number; table: string; hnsw: string }>(
     db,
@@ -166,6 +233,8 @@ async function main() {
                (SELECT string_agg(indexrelname || ' ' || pg_size_pretty(pg_relation_size(indexrelid)), ', ')
                 FROM pg_stat_user_indexes WHERE relname = 'chunks') AS hnsw`,
   );
+  const [buffers] = await queryRows<{ shared_buffers: string }>(db, sql`SHOW shared_buffers`);
+  log(`shared_buffers ${buffers?.shared_buffers}`);
   log(
     `store: ${size?.chunks} chunks in ${size?.documents} documents, chunks ${size?.table}; indexes: ${size?.hnsw}`,
   );
@@ -195,7 +264,9 @@ async function main() {
       current = sc.tags;
     }
     const common = await commonTerms(db, "chunks");
-    const stageMs: Record<string, number[]> = { by_vector: [], by_keyword: [], whole: [] };
+    const stageNames = ["by_vector", "by_keyword", "whole", "before: by_keyword", "before: whole"];
+    const stageMs: Record<string, number[]> = Object.fromEntries(stageNames.map((n) => [n, []]));
+    const stageBuffers: Record<string, number[]> = Object.fromEntries(stageNames.map((n) => [n, []]));
     const wall: number[] = [];
     const recallVector: number[] = [];
     const recallHybrid: number[] = [];
@@ -212,15 +283,19 @@ async function main() {
         ...sc.query(i),
       };
       const s = searchStatement(q, await keywordTsquery(db, q.text, common));
+      const before = legacyStatements(q, common);
       const stages: Record<string, SQL> = {
         by_vector: s.byVector,
         by_keyword: s.byKeyword,
         whole: s.statement,
+        "before: by_keyword": before.byKeyword,
+        "before: whole": before.statement,
       };
       const plans: Record<string, string[]> = {};
       for (const [stage, statement] of Object.entries(stages)) {
         const e = await explain(db, s.settings, statement);
         stageMs[stage]?.push(e.ms);
+        stageBuffers[stage]?.push(e.buffers);
         plans[stage] = e.lines;
       }
       firstPlans ??= plans;
@@ -246,7 +321,9 @@ async function main() {
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
     process.stdout.write(`\n=== ${sc.label}: ${texts.length} queries, ${CANDIDATES} candidates ===\n`);
     for (const [stage, xs] of Object.entries(stageMs))
-      process.stdout.write(`  ${stage.padEnd(11)} EXPLAIN ANALYZE execution ${fmt(xs)}\n`);
+      process.stdout.write(
+        `  ${stage.padEnd(18)} EXPLAIN ANALYZE execution ${fmt(xs)}; buffers p50 ${summarize(stageBuffers[stage] ?? []).p50.toFixed(0)}, max ${Math.max(...(stageBuffers[stage] ?? []))}\n`,
+      );
     process.stdout.write(`  hybridChunkSearch wall ${fmt(wall)}\n`);
     process.stdout.write(
       `  by_vector rows returned: mean ${mean(vectorRows).toFixed(1)} (min ${Math.min(...vectorRows)}) of ${CANDIDATES}\n`,
@@ -258,7 +335,9 @@ async function main() {
       `  hybrid top-${K} overlap with the keyword query without the match budget: ${mean(sameAsUnbudgeted).toFixed(3)}\n`,
     );
     if (values.plans && firstPlans)
-      for (const [stage, lines] of Object.entries(firstPlans)) {
+      for (const [stage, lines] of Object.entries(firstPlans).filter(
+        ([n]) => values["before-plans"] || !n.startsWith("before"),
+      )) {
         process.stdout.write(`  --- plan of ${stage} (first query) ---\n`);
         for (const l of lines) process.stdout.write(`    ${l}\n`);
       }
@@ -297,7 +376,7 @@ async function judgedQuality(
   );
   const common = await commonTerms(db, "chunks");
   const rows = common.rows ?? 0;
-  const budgets = [0, 1000, MATCH_BUDGET, 4000, 8000];
+  const budgets = [...new Set([0, 1000, 2000, 4000, 8000, MATCH_BUDGET])].sort((a, b) => a - b);
   const scores = new Map<number, number[]>(budgets.map((b) => [b, []]));
   for (let i = 0; i < queries.length; i++) {
     const jq = queries[i] as (typeof queries)[number];
