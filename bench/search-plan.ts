@@ -46,7 +46,7 @@ const { values } = parseArgs({
     rebuild: { type: "boolean", default: false },
     /** PGlite's buffer pool for the measured runs (default: PGlite's own; the service sets PGLITE_SHARED_BUFFERS=32MB). */
     "shared-buffers": { type: "string" },
-    plans: { type: "boolean", default: true },
+    "no-plans": { type: "boolean", default: false },
     "before-plans": { type: "boolean", default: false },
     /** SciFact test queries to score (nDCG@10 by document) with and without the keyword match budget. */
     judged: { type: "string", default: "0" },
@@ -334,7 +334,7 @@ async function main() {
     process.stdout.write(
       `  hybrid top-${K} overlap with the keyword query without the match budget: ${mean(sameAsUnbudgeted).toFixed(3)}\n`,
     );
-    if (values.plans && firstPlans)
+    if (!values["no-plans"] && firstPlans)
       for (const [stage, lines] of Object.entries(firstPlans).filter(
         ([n]) => values["before-plans"] || !n.startsWith("before"),
       )) {
