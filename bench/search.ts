@@ -120,7 +120,9 @@ async function explainSearch(db: Database, run: (db: Database) => Promise<unknow
       get(target, prop, receiver) {
         if (prop !== "execute") return Reflect.get(target, prop, receiver);
         return async (query: SQL) => {
-          if (/^\s*SET\b/i.test(dialect.sqlToQuery(query).sql)) return target.execute(query);
+          // SET LOCAL and the keyword query (keywordTsquery) run as they are; the search statement is explained.
+          if (/^\s*(SET\b|SELECT tsq::text)/i.test(dialect.sqlToQuery(query).sql))
+            return target.execute(query);
           const rows = await queryRows<{ "QUERY PLAN": string }>(target, sql`EXPLAIN ANALYZE ${query}`);
           plan = rows.map((r) =>
             // A 384-d vector literal would fill pages: show its size instead.

@@ -5,6 +5,8 @@
 // 300 judged test queries are split in two). The figures cited below come from
 // `npm run eval -- --sweep` (bench/eval.ts), which runs every candidate through POST /v3/search.
 
+import { type SQL, sql } from "drizzle-orm";
+
 /**
  * How the two rankings combine. rrf: reciprocal rank fusion (ranks only, no score calibration
  * needed). blend: each side's scores (cosine similarity, ts_rank) min-max normalised over its
@@ -74,8 +76,15 @@ export function setSearchTuning(changes: Partial<SearchTuning> = {}): void {
   current = Object.keys(changes).length ? Object.freeze({ ...TUNED_SEARCH, ...changes }) : TUNED_SEARCH;
 }
 
-/** The SQL ranking function of the keyword side, over the alias's tsv and the query's `tsq`. */
-export function keywordRankSql(rank: KeywordRank, alias: "c" | "m"): string {
+/**
+ * The SQL ranking function of the keyword side over the alias's tsv and a tsquery: memory search's
+ * `(SELECT tsq FROM query)` by default, or a parameter (chunk search passes the query as a value).
+ */
+export function keywordRankSql(
+  rank: KeywordRank,
+  alias: "c" | "m",
+  query: SQL = sql.raw("(SELECT tsq FROM query)"),
+): SQL {
   const [fn, normalization] = rank.split("/") as [string, string];
-  return `${fn}(${alias}.tsv, (SELECT tsq FROM query), ${Number(normalization)})`;
+  return sql`${sql.raw(fn)}(${sql.raw(alias)}.tsv, ${query}, ${sql.raw(String(Number(normalization)))})`;
 }

@@ -1,7 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { compileFilter, type FilterNode } from "./filters.ts";
-import { commonTerms, keywordQuery } from "./keyword.ts";
+import { commonTerms, keywordTsquery } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 import { type Fusion, keywordRankSql, searchTuning } from "./search-tuning.ts";
@@ -47,10 +47,10 @@ export interface ChunkHit {
 
 /**
  * Keyword relevance: the tuned ranking function (store/search-tuning.ts: ts_rank with length
- * normalisation 1, divided by 1 + log length). The query is a scalar subquery (an InitPlan), so the GIN
- * index can serve `@@`.
+ * normalisation 1, divided by 1 + log length). Here the query is a scalar subquery (an InitPlan), so the
+ * GIN index can serve `@@`; chunk search passes it as a value instead (searchStatement).
  */
-export const KEYWORD_RANK = (alias: "c" | "m") => sql.raw(keywordRankSql(searchTuning().keywordRank, alias));
+export const KEYWORD_RANK = (alias: "c" | "m") => keywordRankSql(searchTuning().keywordRank, alias);
 
 /** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
 const RRF_K = 60;
@@ -76,11 +76,25 @@ function filepathCondition(filepath: string | undefined): SQL | undefined {
   return filepath.endsWith("/") ? sql`starts_with(d.filepath, ${filepath})` : sql`d.filepath = ${filepath}`;
 }
 
+/** The parts of the search statement, each runnable on its own (bench/search-plan.ts explains them per stage). */
+export interface SearchStatement {
+  /** `SET LOCAL` commands to run first, in the same transaction. */
+  settings: string[];
+  byVector: SQL;
+  byKeyword: SQL;
+  /** The whole statement: by_vector, by_keyword, fusion, the chunk rows. */
+  statement: SQL;
+}
+
 /**
- * One statement: the nearest chunks by cosine distance (HNSW) and the best keyword matches
- * (GIN + KEYWORD_RANK, any query term may match) are fused (store/search-tuning.ts: a score blend by default).
+ * One statement: the nearest chunks by cosine distance (HNSW, or an exact sort of a small tag's chunks)
+ * and the best keyword matches (GIN + the tuned rank, any query term may match) are fused (store/search-tuning.ts:
+ * a score blend by default). `tsq` is the keyword query (keywordTsquery), passed as a value rather than computed inside the
+ * statement: the planner then estimates its matches from the statistics. Computed in the statement (an
+ * InitPlan), it was a guess of 500 rows, and under a small tag the planner rescanned the whole GIN
+ * posting lists once per document of the tag (27 ms for a 6-document tag at 100,000 chunks).
  */
-export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Promise<ChunkHit[]> {
+export function searchStatement(q: HybridSearchQuery, tsq: string | null): SearchStatement {
   const vector = `[${q.embedding.join(",")}]`;
   const tags = q.containerTags?.length
     ? sql`ARRAY[${sql.join(
@@ -117,29 +131,26 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
       WHERE ${v.inSpace} AND ${scope}
       ORDER BY ${v.column} <=> ${queryVector}
       LIMIT ${q.candidates}`;
+  const rank = keywordRankSql(searchTuning().keywordRank, "c", sql`${tsq}::tsquery`);
   const byKeyword =
-    retrieval === "vector"
+    retrieval === "vector" || tsq === null
       ? none
-      : sql`SELECT c.id, row_number() OVER (ORDER BY ${KEYWORD_RANK("c")} DESC) AS rank,
-             ${KEYWORD_RANK("c")}::float8 AS score
+      : sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
       FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.tsv @@ (SELECT tsq FROM query) AND ${scope}
-      ORDER BY ${KEYWORD_RANK("c")} DESC
+      WHERE c.tsv @@ ${tsq}::tsquery AND ${scope}
+      ORDER BY ${rank} DESC
       LIMIT ${q.candidates}`;
   // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
   // raise it for this statement only. SET takes no parameters: the value is a checked integer.
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
-  const common = await commonTerms(db, "chunks");
-  const rows = await db.transaction(async (tx) => {
-    await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
+  const settings = [
+    `SET LOCAL hnsw.ef_search = ${efSearch}`,
     // With a selective filter (a small container among large ones) the ef_search nearest rows may all be
     // filtered out; an iterative scan keeps walking the graph until enough rows pass (pgvector >= 0.8).
-    await tx.execute(sql.raw("SET LOCAL hnsw.iterative_scan = relaxed_order"));
-    return queryRows(
-      tx as Database,
-      sql`
-    WITH query AS (${keywordQuery(q.text, common)}),
-    by_vector AS (${byVector}),
+    "SET LOCAL hnsw.iterative_scan = relaxed_order",
+  ];
+  const statement = sql`
+    WITH by_vector AS (${byVector}),
     by_keyword AS (${byKeyword}),
     fused AS (
       SELECT coalesce(v.id, k.id) AS id, ${fusedScore(q.fusion ?? searchTuning().fusion)} AS fused, k.rank AS keyword_rank
@@ -153,8 +164,17 @@ export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Pro
     FROM fused f JOIN chunks c ON c.id = f.id
     ORDER BY f.fused DESC
     LIMIT ${q.candidates}
-  `,
-    );
+  `;
+  return { settings, byVector, byKeyword, statement };
+}
+
+export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Promise<ChunkHit[]> {
+  const common = await commonTerms(db, "chunks");
+  const rows = await db.transaction(async (tx) => {
+    const tsq = q.retrieval === "vector" ? null : await keywordTsquery(tx as Database, q.text, common);
+    const s = searchStatement(q, tsq);
+    for (const setting of s.settings) await tx.execute(sql.raw(setting));
+    return queryRows(tx as Database, s.statement);
   });
   return rows.map((r) => ({
     chunkId: String(r.chunk_id),

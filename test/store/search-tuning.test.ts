@@ -1,3 +1,5 @@
+import { type SQL, sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import { afterEach, describe, expect, it } from "vitest";
 import { keywordRankSql, searchTuning, setSearchTuning, TUNED_SEARCH } from "../../store/search-tuning.ts";
 
@@ -21,7 +23,13 @@ describe("search tuning", () => {
   });
 
   it("names the keyword ranking function and its normalisation", () => {
-    expect(keywordRankSql("ts_rank/1", "c")).toBe("ts_rank(c.tsv, (SELECT tsq FROM query), 1)");
-    expect(keywordRankSql("ts_rank_cd/0", "m")).toBe("ts_rank_cd(m.tsv, (SELECT tsq FROM query), 0)");
+    const text = (q: SQL) => new PgDialect().sqlToQuery(q);
+    expect(text(keywordRankSql("ts_rank/1", "c")).sql).toBe("ts_rank(c.tsv, (SELECT tsq FROM query), 1)");
+    expect(text(keywordRankSql("ts_rank_cd/0", "m")).sql).toBe(
+      "ts_rank_cd(m.tsv, (SELECT tsq FROM query), 0)",
+    );
+    const passed = text(keywordRankSql("ts_rank/1", "c", sql`${"'cell'"}::tsquery`));
+    expect(passed.sql).toBe("ts_rank(c.tsv, $1::tsquery, 1)");
+    expect(passed.params).toEqual(["'cell'"]);
   });
 });

@@ -1,0 +1,416 @@
+// Where the search time goes, stage by stage, on a 100,000-chunk store (issue #25):
+//   npx tsx bench/search-plan.ts --chunks 100000 --tags 1,1000 [--queries 20] [--store DIR] [--rebuild]
+// Fills a PGlite store with the search benchmark's SciFact chunks (same migrations and bulk path as
+// bench/search.ts, vectors from the cache under ~/.cache/memory-service/bench/vectors), then for each tag
+// layout runs `EXPLAIN (ANALYZE, BUFFERS)` of the search statement's stages exactly as store/search.ts
+// builds them (searchStatement): by_vector alone, by_keyword alone, the whole statement, for
+//   (a) every chunk in one tag, filtered on that tag (--tags 1),
+//   (c) no tag filter (--tags 1),
+//   (b) the chunks spread over N tags (--tags N), the query scoped to one of them as a scoped key's is.
+// It prints per-stage execution times (p50/p95 over the queries), the first query's plans, the wall time
+// of hybridChunkSearch itself, and the recall of the top 10 against an exact ranking (no index).
+// The built store is kept in --store (default /tmp/search-plan-<chunks>) and reused by the next run.
+
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { type SQL, sql } from "drizzle-orm";
+import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
+import { type Database, openPglite, queryRows } from "../store/db.ts";
+import {
+  type CommonTerms,
+  commonTerms,
+  keywordQuery,
+  keywordTsquery,
+  MATCH_BUDGET,
+} from "../store/keyword.ts";
+import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search.ts";
+import { ensureVectorIndexes, vectorTerms } from "../store/vector-index.ts";
+import { readCorpus, readQueries } from "./lib/corpus.ts";
+import { mean as average, ndcgAt } from "./lib/metrics.ts";
+import { log } from "./lib/progress.ts";
+import { readJudgedQueries } from "./lib/scifact.ts";
+import { searchChunkDocuments } from "./lib/search-corpus.ts";
+import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
+import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
+import { summarize } from "./lib/stats.ts";
+import { cachedVectors } from "./lib/vector-cache.ts";
+
+const { values } = parseArgs({
+  options: {
+    chunks: { type: "string", default: "100000" },
+    tags: { type: "string", default: "1,1000" },
+    queries: { type: "string", default: "20" },
+    candidates: { type: "string", default: "100" },
+    store: { type: "string" },
+    rebuild: { type: "boolean", default: false },
+    /** PGlite's buffer pool for the measured runs (default: PGlite's own; the service sets PGLITE_SHARED_BUFFERS=32MB). */
+    "shared-buffers": { type: "string" },
+    "no-plans": { type: "boolean", default: false },
+    "before-plans": { type: "boolean", default: false },
+    /** SciFact test queries to score (nDCG@10 by document) with and without the keyword match budget. */
+    judged: { type: "string", default: "0" },
+  },
+});
+const CHUNKS = Number(values.chunks);
+const TAG_COUNTS = String(values.tags)
+  .split(",")
+  .filter((s) => s.trim() && s.trim() !== "none")
+  .map((s) => Number(s.trim()));
+const QUERIES = Number(values.queries);
+const CANDIDATES = Number(values.candidates);
+const STORE = values.store ?? `/tmp/search-plan-${CHUNKS}`;
+const K = 10;
+
+const tagName = (i: number, n: number) => (n === 1 ? "plan-all" : `plan-${n}-${i}`);
+
+/** A 384-d vector literal would fill pages: show its size instead. */
+const shorten = (line: string) =>
+  line.replace(/'\[[^\]]{200,}\]'/g, (m) => `'[${m.split(",").length} values]'`).replace(/\s+$/, "");
+
+async function inTransaction<T>(db: Database, settings: string[], fn: (tx: Database) => Promise<T>) {
+  return db.transaction(async (tx) => {
+    for (const s of settings) await tx.execute(sql.raw(s));
+    return fn(tx as unknown as Database);
+  });
+}
+
+interface Explained {
+  ms: number;
+  planningMs: number;
+  /** Shared buffers the statement touched (hit + read, the root node's): a figure the machine's load leaves alone. */
+  buffers: number;
+  lines: string[];
+}
+
+async function explain(db: Database, settings: string[], statement: SQL): Promise<Explained> {
+  const lines = await inTransaction(db, settings, async (tx) =>
+    (await queryRows<{ "QUERY PLAN": string }>(tx, sql`EXPLAIN (ANALYZE, BUFFERS) ${statement}`)).map((r) =>
+      shorten(r["QUERY PLAN"]),
+    ),
+  );
+  const num = (re: RegExp) => Number(lines.map((l) => re.exec(l)?.[1]).find((x) => x != null) ?? Number.NaN);
+  const root = lines.find((l) => /Buffers: shared/.test(l)) ?? "";
+  const buffers = Number(/hit=(\d+)/.exec(root)?.[1] ?? 0) + Number(/read=(\d+)/.exec(root)?.[1] ?? 0);
+  return {
+    ms: num(/Execution Time: ([\d.]+) ms/),
+    planningMs: num(/Planning Time: ([\d.]+) ms/),
+    buffers,
+    lines,
+  };
+}
+
+/**
+ * The statement as store/search.ts built it before issue #25 (for the same-run comparison): the keyword
+ * query computed inside the statement (an InitPlan the planner cannot see into) and without the match
+ * budget. The vector side is unchanged. Only the conditions the scenarios use (tags, scope) are built.
+ */
+function legacyStatements(q: HybridSearchQuery, common: CommonTerms) {
+  const v = vectorTerms("c", q.space);
+  const queryVector = sql`${`[${q.embedding.join(",")}]`}${v.cast}`;
+  const arr = (tags: readonly string[]) =>
+    sql`ARRAY[${sql.join(
+      tags.map((t) => sql`${t}`),
+      sql`, `,
+    )}]::text[]`;
+  const scope = sql.join(
+    [
+      sql`d.status = 'done'`,
+      q.scope ? sql`d.container_tags && ${arr(q.scope)}` : undefined,
+      q.containerTags?.length ? sql`d.container_tags && ${arr(q.containerTags)}` : undefined,
+    ].filter((c): c is SQL => Boolean(c)),
+    sql` AND `,
+  );
+  const rank = sql.raw("ts_rank(c.tsv, (SELECT tsq FROM query), 1)");
+  const query = keywordQuery(q.text, { ...common, rows: 0 });
+  const byVector = sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank,
+      1 - (${v.column} <=> ${queryVector}) AS score
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE ${v.inSpace} AND ${scope} ORDER BY ${v.column} <=> ${queryVector} LIMIT ${q.candidates}`;
+  const keywordBody = sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE c.tsv @@ (SELECT tsq FROM query) AND ${scope} ORDER BY ${rank} DESC LIMIT ${q.candidates}`;
+  const norm = (side: string) =>
+    sql.raw(
+      `coalesce((${side}.score - ${side}.lo) / nullif(${side}.hi - ${side}.lo, 0), CASE WHEN ${side}.id IS NULL THEN 0 ELSE 1 END)`,
+    );
+  return {
+    byKeyword: sql`WITH query AS (${query}) ${keywordBody}`,
+    statement: sql`
+    WITH query AS (${query}), by_vector AS (${byVector}), by_keyword AS (${keywordBody}),
+    fused AS (
+      SELECT coalesce(v.id, k.id) AS id, 0.5 * ${norm("v")} + 0.5 * ${norm("k")} AS fused, k.rank AS keyword_rank
+      FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
+      FULL OUTER JOIN (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_keyword) k ON v.id = k.id
+    )
+    SELECT c.id AS chunk_id, c.document_id, c.position, c.content, c.metadata,
+           1 - (${v.column} <=> ${queryVector}) AS similarity, f.keyword_rank, f.fused
+    FROM fused f JOIN chunks c ON c.id = f.id ORDER BY f.fused DESC LIMIT ${q.candidates}`,
+  };
+}
+
+/** The settings that take every index away: the exact ranking the recall is measured against. */
+const EXACT = ["SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off"];
+
+async function ids(db: Database, settings: string[], statement: SQL, column: string): Promise<string[]> {
+  const rows = await inTransaction(db, settings, (tx) => queryRows(tx, statement));
+  return rows.slice(0, K).map((r) => String(r[column]));
+}
+
+const overlap = (a: string[], b: string[]) => {
+  const set = new Set(b);
+  return a.filter((x) => set.has(x)).length / Math.max(1, b.length);
+};
+
+async function buildStore(space: { model: string; dimension: number }, name: string) {
+  const corpus = readCorpus();
+  const docs = searchChunkDocuments(corpus, CHUNKS);
+  const texts = docs.flatMap((d) => d.pieces);
+  const cache = await cachedVectors({ ...space, texts, embed: vectorSource(name) });
+  log(`vectors: ${cache.hit ? "all from the cache" : `${cache.computed} computed`} (${cache.file})`);
+  const vectorOf = new Map(texts.map((t, i) => [t, cache.vectors[i] as Float32Array]));
+  if (existsSync(STORE)) rmSync(STORE, { recursive: true, force: true });
+  const store = await openPglite(STORE);
+  const { db } = store;
+  const started = performance.now();
+  const recreate = await deferChunkIndexes(db);
+  await bulkLoad(db, {
+    docs,
+    tag: tagName(0, 1),
+    model: { name: space.model, dimension: space.dimension },
+    vectorOf: (t) => vectorOf.get(t) as Float32Array,
+    label: `loading ${CHUNKS} chunks`,
+  });
+  await recreate();
+  log(`loaded in ${((performance.now() - started) / 1000).toFixed(0)} s; building the HNSW index`);
+  const indexStarted = performance.now();
+  await ensureVectorIndexes(db, space);
+  log(`HNSW index built in ${((performance.now() - indexStarted) / 1000).toFixed(0)} s`);
+  await db.execute(sql`ANALYZE`);
+  await store.close();
+  writeFileSync(path.join(STORE, "ready"), `${CHUNKS}\n`);
+}
+
+/** Spreads the documents over n tags (round robin in id order), as n tenants' keys would have added them. */
+async function retag(db: Database, n: number) {
+  const started = performance.now();
+  await db.execute(sql`
+    UPDATE documents d SET container_tags = ARRAY[CASE WHEN ${n} = 1 THEN 'plan-all'
+                                                  ELSE 'plan-' || ${n} || '-' || ((o.rn - 1) % ${n}) END]
+    FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM documents) o
+    WHERE o.id = d.id`);
+  await db.execute(sql`VACUUM ANALYZE documents`);
+  await db.execute(sql`VACUUM ANALYZE chunks`);
+  log(
+    `documents spread over ${n} tag(s) in ${((performance.now() - started) / 1000).toFixed(1)} s (+ VACUUM ANALYZE)`,
+  );
+}
+
+interface Scenario {
+  label: string;
+  tags: number;
+  query: (i: number) => Partial<HybridSearchQuery>;
+}
+
+async function main() {
+  const name = resolveDefaultEmbedder().name;
+  const space = await embedderSpace(name);
+  const ready = path.join(STORE, "ready");
+  if (values.rebuild || !existsSync(ready)) await buildStore(space, name);
+  else log(`reusing the store in ${STORE} (--rebuild to fill it again)`);
+
+  const texts = readQueries().slice(0, QUERIES);
+  const embedder = createEmbedder(name, { threads: 2 });
+  const vectors = await embedder.embed(texts, "query");
+  await embedder.close();
+
+  const store = await openPglite(STORE, { sharedBuffers: values["shared-buffers"] });
+  const { db } = store;
+  const [size] = await queryRows<{ chunks: number; documents: number; table: string; hnsw: string }>(
+    db,
+    sql`SELECT (SELECT count(*)::int FROM chunks) AS chunks, (SELECT count(*)::int FROM documents) AS documents,
+               pg_size_pretty(pg_total_relation_size('chunks')) AS table,
+               (SELECT string_agg(indexrelname || ' ' || pg_size_pretty(pg_relation_size(indexrelid)), ', ')
+                FROM pg_stat_user_indexes WHERE relname = 'chunks') AS hnsw`,
+  );
+  const [buffers] = await queryRows<{ shared_buffers: string }>(db, sql`SHOW shared_buffers`);
+  log(`shared_buffers ${buffers?.shared_buffers}`);
+  log(
+    `store: ${size?.chunks} chunks in ${size?.documents} documents, chunks ${size?.table}; indexes: ${size?.hnsw}`,
+  );
+
+  const scenarios: Scenario[] = [];
+  for (const n of TAG_COUNTS) {
+    if (n === 1) {
+      scenarios.push({
+        label: "(a) all chunks in one tag",
+        tags: 1,
+        query: () => ({ containerTags: ["plan-all"] }),
+      });
+      scenarios.push({ label: "(c) no tag filter", tags: 1, query: () => ({}) });
+    } else {
+      scenarios.push({
+        label: `(b) chunks over ${n} tags, scoped to one`,
+        tags: n,
+        query: (i) => ({ scope: [tagName((i * 37) % n, n)] }),
+      });
+    }
+  }
+
+  let current = 0;
+  for (const sc of scenarios) {
+    if (current !== sc.tags) {
+      await retag(db, sc.tags);
+      current = sc.tags;
+    }
+    const common = await commonTerms(db, "chunks");
+    const stageNames = ["by_vector", "by_keyword", "whole", "before: by_keyword", "before: whole"];
+    const stageMs: Record<string, number[]> = Object.fromEntries(stageNames.map((n) => [n, []]));
+    const stageBuffers: Record<string, number[]> = Object.fromEntries(stageNames.map((n) => [n, []]));
+    const wall: number[] = [];
+    const recallVector: number[] = [];
+    const recallHybrid: number[] = [];
+    const sameAsUnbudgeted: number[] = [];
+    const vectorRows: number[] = [];
+    let firstPlans: Record<string, string[]> | undefined;
+    for (let i = 0; i < texts.length; i++) {
+      const q: HybridSearchQuery = {
+        text: texts[i] as string,
+        embedding: vectors[i] as number[],
+        space,
+        tagMode: "any",
+        candidates: CANDIDATES,
+        ...sc.query(i),
+      };
+      const s = searchStatement(q, await keywordTsquery(db, q.text, common));
+      const before = legacyStatements(q, common);
+      const stages: Record<string, SQL> = {
+        by_vector: s.byVector,
+        by_keyword: s.byKeyword,
+        whole: s.statement,
+        "before: by_keyword": before.byKeyword,
+        "before: whole": before.statement,
+      };
+      const plans: Record<string, string[]> = {};
+      for (const [stage, statement] of Object.entries(stages)) {
+        const e = await explain(db, s.settings, statement);
+        stageMs[stage]?.push(e.ms);
+        stageBuffers[stage]?.push(e.buffers);
+        plans[stage] = e.lines;
+      }
+      firstPlans ??= plans;
+      const started = performance.now();
+      await hybridChunkSearch(db, q);
+      wall.push(performance.now() - started);
+      // Recall: the top 10 of the plan the service gets against the same statement with every index off.
+      const got = await ids(db, s.settings, s.byVector, "id");
+      const exact = await ids(db, [...s.settings, ...EXACT], s.byVector, "id");
+      vectorRows.push((await inTransaction(db, s.settings, (tx) => queryRows(tx, s.byVector))).length);
+      recallVector.push(overlap(got, exact));
+      const gotHybrid = await ids(db, s.settings, s.statement, "chunk_id");
+      const exactHybrid = await ids(db, [...s.settings, ...EXACT], s.statement, "chunk_id");
+      recallHybrid.push(overlap(gotHybrid, exactHybrid));
+      // The keyword query without the match budget (rows unknown: the 3 % rule alone, as before it).
+      const unbudgeted = searchStatement(q, await keywordTsquery(db, q.text, { ...common, rows: 0 }));
+      sameAsUnbudgeted.push(overlap(gotHybrid, await ids(db, s.settings, unbudgeted.statement, "chunk_id")));
+    }
+    const fmt = (xs: number[]) => {
+      const m = summarize(xs);
+      return `p50 ${m.p50.toFixed(1)} ms, p95 ${m.p95.toFixed(1)} ms`;
+    };
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+    process.stdout.write(`\n=== ${sc.label}: ${texts.length} queries, ${CANDIDATES} candidates ===\n`);
+    for (const [stage, xs] of Object.entries(stageMs))
+      process.stdout.write(
+        `  ${stage.padEnd(18)} EXPLAIN ANALYZE execution ${fmt(xs)}; buffers p50 ${summarize(stageBuffers[stage] ?? []).p50.toFixed(0)}, max ${Math.max(...(stageBuffers[stage] ?? []))}\n`,
+      );
+    process.stdout.write(`  hybridChunkSearch wall ${fmt(wall)}\n`);
+    process.stdout.write(
+      `  by_vector rows returned: mean ${mean(vectorRows).toFixed(1)} (min ${Math.min(...vectorRows)}) of ${CANDIDATES}\n`,
+    );
+    process.stdout.write(
+      `  top-${K} overlap with an exact ranking (no index): vector ${mean(recallVector).toFixed(3)}, hybrid ${mean(recallHybrid).toFixed(3)}\n`,
+    );
+    process.stdout.write(
+      `  hybrid top-${K} overlap with the keyword query without the match budget: ${mean(sameAsUnbudgeted).toFixed(3)}\n`,
+    );
+    if (!values["no-plans"] && firstPlans)
+      for (const [stage, lines] of Object.entries(firstPlans).filter(
+        ([n]) => values["before-plans"] || !n.startsWith("before"),
+      )) {
+        process.stdout.write(`  --- plan of ${stage} (first query) ---\n`);
+        for (const l of lines) process.stdout.write(`    ${l}\n`);
+      }
+  }
+  if (current !== 1) await retag(db, 1);
+  const judged = Number(values.judged);
+  if (judged > 0) await judgedQuality(db, space, name, judged);
+  await store.close();
+}
+
+/**
+ * nDCG@10 of the hybrid search by document (SciFact's judged abstracts are the store's documents) on the
+ * whole store, with the keyword match budget at MATCH_BUDGET, at other budgets (the same statistics with
+ * the row count scaled), and without it (the 3 % rule alone): what the budget costs in quality at this size.
+ */
+async function judgedQuality(
+  db: Database,
+  space: { model: string; dimension: number },
+  name: string,
+  n: number,
+) {
+  const queries = readJudgedQueries().slice(0, n);
+  const embedder = createEmbedder(name, { threads: 2 });
+  const vectors = await embedder.embed(
+    queries.map((q) => q.text),
+    "query",
+  );
+  await embedder.close();
+  const abstractOf = new Map(
+    (
+      await queryRows<{ id: string; abstract: string }>(
+        db,
+        sql`SELECT id, metadata->>'scifactId' AS abstract FROM documents`,
+      )
+    ).map((r) => [r.id, r.abstract]),
+  );
+  const common = await commonTerms(db, "chunks");
+  const rows = common.rows ?? 0;
+  const budgets = [...new Set([0, 1000, 2000, 4000, 8000, MATCH_BUDGET])].sort((a, b) => a - b);
+  const scores = new Map<number, number[]>(budgets.map((b) => [b, []]));
+  for (let i = 0; i < queries.length; i++) {
+    const jq = queries[i] as (typeof queries)[number];
+    for (const budget of budgets) {
+      // Budget b ≈ MATCH_BUDGET with the row count scaled by MATCH_BUDGET / b; 0: no budget.
+      const scaled = { ...common, rows: budget === 0 ? 0 : (rows * MATCH_BUDGET) / budget };
+      const q: HybridSearchQuery = {
+        text: jq.text,
+        embedding: vectors[i] as number[],
+        space,
+        tagMode: "any",
+        candidates: CANDIDATES,
+      };
+      const s = searchStatement(q, await keywordTsquery(db, q.text, scaled));
+      const hits = await inTransaction(db, s.settings, (tx) =>
+        queryRows<{ document_id: string }>(tx, s.statement),
+      );
+      const ranked = [...new Set(hits.map((h) => abstractOf.get(h.document_id) as string))];
+      scores.get(budget)?.push(ndcgAt(ranked, jq.qrels, 10));
+    }
+  }
+  process.stdout.write(
+    `\n=== SciFact nDCG@10 by document, ${queries.length} judged queries, whole store ===\n`,
+  );
+  for (const b of budgets)
+    process.stdout.write(
+      `  ${b === 0 ? "no match budget (3 % rule only)" : `match budget ${b}`}: ${average(scores.get(b) ?? []).toFixed(4)}\n`,
+    );
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${(error as Error).stack ?? error}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,230 @@
+// The plans search gets on a table big enough for the planner to choose (issue #25): the vector side walks
+// the model's HNSW index without a tag filter and under a large tag, sorts a small tag's own chunks exactly
+// (reached through their documents, never by walking the whole graph for them), and the keyword side
+// scans its GIN index once whatever the tag. On both drivers, as the shared store suite runs. Plans and
+// results only: nothing here is timed.
+
+import { type SQL, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import { commonTerms, keywordQuery, keywordTsquery, MATCH_BUDGET } from "../../store/keyword.ts";
+import { chunks } from "../../store/schema/index.ts";
+import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../../store/search.ts";
+import { ensureVectorIndexes } from "../../store/vector-index.ts";
+import { freshDatabase } from "../support/service.ts";
+
+const DIMENSION = 16;
+const space = { model: "plan-test", dimension: DIMENSION };
+const HNSW = "chunks_hnsw_plan_test";
+const DOCUMENTS = 250;
+const CHUNKS_PER_DOCUMENT = 20;
+/** Documents 0 and 1 (40 of 5,000 chunks) carry the small tag; documents 10 and up the large one. */
+const SMALL = "plan-small";
+const LARGE = "plan-large";
+
+/**
+ * Seeded pseudo-random vectors, one per chunk, rounded to float4 as pgvector stores them. (Vectors drawn from a
+ * smooth function of the chunk number lie on a curve, on which HNSW's greedy walk can miss the nearest ones
+ * altogether: real embeddings are not like that.)
+ */
+function mulberry32(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = mulberry32(25);
+const VECTORS = Array.from({ length: DOCUMENTS * CHUNKS_PER_DOCUMENT }, () =>
+  Array.from({ length: DIMENSION }, () => Math.fround(random() - 0.5)),
+);
+const vectorOf = (n: number) => VECTORS[n] as number[];
+
+async function fill(db: Database) {
+  await db.execute(sql`
+    INSERT INTO documents (id, source, content, status, container_tags, embedding_model)
+    SELECT 'plan-doc-' || i, 'plan', 'plan', 'done',
+           CASE WHEN i < 2 THEN ARRAY[${SMALL}] WHEN i >= 10 THEN ARRAY[${LARGE}] ELSE ARRAY['plan-other'] END,
+           ${space.model}
+    FROM generate_series(0, ${DOCUMENTS - 1}) i`);
+  // Every chunk says "plan"; one in four also "quarter"; one in 500 "needle" (the keyword cases' terms).
+  const rows = VECTORS.map((embedding, n) => ({
+    id: `plan-chunk-${n}`,
+    documentId: `plan-doc-${Math.floor(n / CHUNKS_PER_DOCUMENT)}`,
+    position: n % CHUNKS_PER_DOCUMENT,
+    content: `plan chunk ${n}${n % 4 === 0 ? " quarter" : ""}${n % 500 === 7 ? " needle" : ""}`,
+    embedding,
+    embeddingModel: space.model,
+    embeddingDimension: DIMENSION,
+  }));
+  for (let i = 0; i < rows.length; i += 500) await db.insert(chunks).values(rows.slice(i, i + 500));
+  await ensureVectorIndexes(db, space);
+  await db.execute(sql`ANALYZE documents`);
+  await db.execute(sql`ANALYZE chunks`);
+}
+
+const query = (n: number, q: Partial<HybridSearchQuery> = {}): HybridSearchQuery => ({
+  text: "plan",
+  embedding: vectorOf(n),
+  space,
+  tagMode: "any",
+  candidates: 50,
+  ...q,
+});
+
+async function plan(db: Database, statement: SQL, analyze = false): Promise<string> {
+  const s = searchStatement(query(0), null);
+  return db.transaction(async (tx) => {
+    for (const setting of s.settings) await tx.execute(sql.raw(setting));
+    const rows = await queryRows<{ "QUERY PLAN": string }>(
+      tx as Database,
+      analyze ? sql`EXPLAIN (ANALYZE, COSTS OFF) ${statement}` : sql`EXPLAIN (COSTS OFF) ${statement}`,
+    );
+    return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  });
+}
+
+const cosine = (a: number[], b: number[]) => {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += (a[i] as number) * (b[i] as number);
+    na += (a[i] as number) ** 2;
+    nb += (b[i] as number) ** 2;
+  }
+  return dot / Math.sqrt(na * nb);
+};
+
+/** The exact nearest chunks of the documents in `docs`, computed here from the same vectors. */
+function exactNearest(n: number, docs: (d: number) => boolean, k: number): string[] {
+  const target = vectorOf(n);
+  const all: { id: string; s: number }[] = [];
+  for (let c = 0; c < DOCUMENTS * CHUNKS_PER_DOCUMENT; c++)
+    if (docs(Math.floor(c / CHUNKS_PER_DOCUMENT)))
+      all.push({ id: `plan-chunk-${c}`, s: cosine(target, vectorOf(c)) });
+  return all
+    .sort((a, b) => b.s - a.s)
+    .slice(0, k)
+    .map((x) => x.id);
+}
+
+const drivers: [string, () => Promise<Store>][] = [
+  ["pglite", openMemoryPglite],
+  ["postgres", async () => openPostgres(await freshDatabase())],
+];
+
+describe.each(drivers)("search plans on %s", (_name, open) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await open();
+    await fill(store.db);
+  }, 60_000);
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it("walks the HNSW index without a tag filter and under a large tag", async () => {
+    for (const q of [
+      query(3),
+      query(3, { containerTags: [LARGE] }),
+      query(3, { scope: [LARGE, "plan-other"] }),
+    ]) {
+      const p = await plan(store.db, searchStatement({ ...q, retrieval: "vector" }, null).byVector);
+      expect(p).toContain(`Index Scan using ${HNSW}`);
+    }
+  });
+
+  it("sorts a small tag's own chunks exactly, reached through its documents, not the graph", async () => {
+    for (const q of [query(3, { containerTags: [SMALL] }), query(3, { scope: [SMALL] })]) {
+      const p = await plan(store.db, searchStatement({ ...q, retrieval: "vector" }, null).byVector);
+      expect(p).not.toContain(HNSW);
+      // The tag's documents first (by its GIN index, or a scan of this small documents table), then their
+      // chunks by document, sorted by distance.
+      expect(p).toContain("chunks_document_idx");
+      expect(p).toMatch(/Sort Key: .*<=>/);
+    }
+  });
+
+  it("returns only the tag's chunks, the nearest ones", async () => {
+    const small = (d: number) => d < 2;
+    const large = (d: number) => d >= 10;
+    for (const n of [5, 15, 1234, 4321]) {
+      const inSmall = await hybridChunkSearch(
+        store.db,
+        query(n, { retrieval: "vector", containerTags: [SMALL] }),
+      );
+      // The small tag has 40 chunks, fewer than the 50 candidates: all of them, nearest first (exact).
+      expect(inSmall.map((h) => h.chunkId).sort()).toEqual(exactNearest(n, small, 50).sort());
+      const similarities = inSmall.map((h) => h.similarity);
+      expect(similarities).toEqual([...similarities].sort((a, b) => b - a));
+      expect(inSmall[0]?.chunkId).toBe(exactNearest(n, small, 1)[0]);
+      const inLarge = await hybridChunkSearch(
+        store.db,
+        query(n, { retrieval: "vector", scope: [LARGE], candidates: 100 }),
+      );
+      expect(inLarge).toHaveLength(100);
+      expect(inLarge.every((h) => large(Number(h.documentId.slice(9))))).toBe(true);
+      // Approximate (HNSW, whose graph is built with random levels): nearly all of the exact ten, every run.
+      const top = new Set(inLarge.slice(0, 10).map((h) => h.chunkId));
+      const exact = exactNearest(n, large, 10);
+      expect(exact.filter((id) => top.has(id)).length).toBeGreaterThanOrEqual(8);
+    }
+  });
+
+  it("scans the keyword GIN index once under a small tag, not once per document of the tag", async () => {
+    const common = await commonTerms(store.db, "chunks");
+    // "quarter" is in a quarter of the chunks (1,250): far too many to look up once per document of the tag.
+    const tsq = await keywordTsquery(store.db, "quarter", common);
+    expect(tsq).toBe("'quarter'");
+    const p = await plan(
+      store.db,
+      searchStatement(query(3, { retrieval: "keyword", scope: [SMALL] }), tsq).byKeyword,
+      true,
+    );
+    for (const line of p.split("\n").filter((l) => l.includes("chunks_tsv_gin")))
+      expect(line).toMatch(/loops=1\)/);
+    const hits = await hybridChunkSearch(
+      store.db,
+      query(0, { text: "quarter", retrieval: "keyword", scope: [SMALL] }),
+    );
+    expect(hits.map((h) => h.documentId).every((d) => d === "plan-doc-0" || d === "plan-doc-1")).toBe(true);
+    expect(hits).toHaveLength(10);
+  });
+
+  it("keeps a keyword query's rarest terms while their estimated matches stay within the budget", async () => {
+    const lexemes = async (text: string, rows: number) => {
+      const [row] = await queryRows<{ tsq: string | null }>(
+        store.db,
+        sql`SELECT tsq::text AS tsq FROM (${keywordQuery(text, {
+          lexemes: ["often", "sometim", "rare"],
+          frequencies: [0.02, 0.01, 0.002],
+          rows,
+          loadedAt: 0,
+        })}) q`,
+      );
+      return (row?.tsq ?? "").split(" | ").filter(Boolean).sort();
+    };
+    // 100,000 rows: 200 + 1,000 + 2,000 estimated matches, all within the budget.
+    expect(await lexemes("often sometimes rare unlisted", 100_000)).toEqual([
+      "'often'",
+      "'rare'",
+      "'sometim'",
+      "'unlist'",
+    ]);
+    // 200,000 rows: rare 400, + sometimes 2,000 = 2,400, + often 4,000 = 6,400 > the budget: often goes.
+    expect(MATCH_BUDGET).toBeGreaterThanOrEqual(3200);
+    expect(MATCH_BUDGET).toBeLessThan(6400);
+    expect(await lexemes("often sometimes rare unlisted", 200_000)).toEqual([
+      "'rare'",
+      "'sometim'",
+      "'unlist'",
+    ]);
+    // Rows unknown (0): no budget, only the share rule.
+    expect(await lexemes("often sometimes rare", 0)).toEqual(["'often'", "'rare'", "'sometim'"]);
+    // Over budget on its own, the rarest term is still kept rather than none.
+    expect(await lexemes("often", 1_000_000)).toEqual(["'often'"]);
+  });
+});
