@@ -253,6 +253,12 @@ export const envSchema = z.object({
    * tenth (PGlite has no autovacuum; a pass over unchanged tables costs two small queries); `off` = never.
    */
   STATISTICS_INTERVAL: durationMs("2m", { off: true }),
+  /**
+   * How often a schedule maintains the tables that churn: on PGlite (no autovacuum) VACUUM (ANALYZE) of those
+   * with a tenth of their rows dead, and on both drivers REINDEX of an HNSW index bloated past twice a fresh
+   * build (a pass over a quiet store costs two catalog reads); `off` = never.
+   */
+  MAINTENANCE_INTERVAL: durationMs("1h", { off: true }),
   /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */
   SMTP_URL: z
     .string()

@@ -31,6 +31,12 @@ export const HNSW_BLOAT_FACTOR = 2;
 export const HNSW_BYTES_PER_DIMENSION = 4;
 export const HNSW_BYTES_PER_ROW = 400;
 
+/** Which server answers: the embedded PGlite (no autovacuum, one connection) or a PostgreSQL server. */
+export async function serverKind(db: Database): Promise<"pglite" | "postgres"> {
+  const [row] = await queryRows<{ version: string }>(db, sql`SELECT version() AS version`);
+  return /PGlite/i.test(row?.version ?? "") ? "pglite" : "postgres";
+}
+
 export interface TableChurn {
   table: MaintainedTable;
   live: number;
