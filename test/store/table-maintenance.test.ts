@@ -149,10 +149,15 @@ describe.each(drivers)("table maintenance on %s", (driver, open) => {
       expect((await tableChurn(db, "chunks")).dead).toBe(0);
       expect(await vacuumCount("chunks")).toBe(vacuumsBefore + 1);
     } else expect(pass.vacuumed).toEqual([]); // autovacuum's job
-    expect(pass.steps.map((s) => [s.step, s.target])).toEqual([
-      ...pass.vacuumed.map((t) => ["vacuum", t]),
-      ["reindex", "chunks_hnsw_maint_test"],
-    ]);
+    // On PGlite, with most rows dead, the index is rebuilt before the VACUUM (cheaper than its graph repair).
+    expect(pass.steps.map((s) => [s.step, s.target])).toEqual(
+      driver === "pglite"
+        ? [
+            ["reindex", "chunks_hnsw_maint_test"],
+            ["vacuum", "chunks"],
+          ]
+        : [["reindex", "chunks_hnsw_maint_test"]],
+    );
 
     expect(await Promise.all(queries.map(search))).toEqual(before);
 
