@@ -4,8 +4,8 @@ import type { Database } from "../store/db.ts";
 import { analyzeIfGrown } from "../store/keyword.ts";
 import { type MaintenanceResult, runMaintenance, serverKind } from "../store/maintenance.ts";
 
-/** The tables whose planner statistics search depends on. */
-const SEARCHED_TABLES = ["chunks", "memories"] as const;
+/** The tables whose planner statistics search depends on (documents: the scope filter's selectivity). */
+const SEARCHED_TABLES = ["chunks", "documents", "memories"] as const;
 
 /** How often a maintenance pass reports it is alive while a statement runs (PostgreSQL; PGlite's block the thread). */
 const HEARTBEAT_MS = 10_000;

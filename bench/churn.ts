@@ -164,6 +164,7 @@ async function openFresh(label: string): Promise<{ store: Store; dir: string }> 
 /** What the statistics schedule would have done meanwhile (the service runs it every 2 minutes). */
 async function refreshStatistics(db: Database) {
   await analyzeIfGrown(db, "chunks");
+  await analyzeIfGrown(db, "documents");
   await analyzeIfGrown(db, "memories");
 }
 

@@ -149,7 +149,7 @@ export interface MaintenanceResult {
  * separate statement at the caller's gate class, so searches waiting go first between them), its HNSW indexes
  * rebuilt first when that is cheaper than VACUUM's graph repair; on both drivers, REINDEX of an HNSW index
  * bloated beyond what VACUUM gives back (CONCURRENTLY on PostgreSQL). Tables and indexes that did not change
- * are left alone: a pass over a quiet store costs two catalog reads.
+ * are left alone: a pass over a quiet store costs four small catalog reads.
  */
 export async function runMaintenance(
   db: Database,
