@@ -1,11 +1,16 @@
+import { Context } from "@temporalio/activity";
 import type { Logger } from "../config/logger.ts";
 import type { Database } from "../store/db.ts";
 import { analyzeIfGrown } from "../store/keyword.ts";
+import { type MaintenanceResult, runMaintenance, serverKind } from "../store/maintenance.ts";
 
-/** The tables whose planner statistics search depends on. */
-const SEARCHED_TABLES = ["chunks", "memories"] as const;
+/** The tables whose planner statistics search depends on (documents: the scope filter's selectivity). */
+const SEARCHED_TABLES = ["chunks", "documents", "memories"] as const;
 
-/** Activities of the refreshStatistics workflow (started by its schedule, temporal/schedules.ts). */
+/** How often a maintenance pass reports it is alive while a statement runs (PostgreSQL; PGlite's block the thread). */
+const HEARTBEAT_MS = 10_000;
+
+/** Activities of the refreshStatistics and maintainTables workflows (started by their schedules, temporal/schedules.ts). */
 export function createMaintenanceActivities(deps: { db: Database; log: Logger }) {
   return {
     /**
@@ -23,6 +28,30 @@ export function createMaintenanceActivities(deps: { db: Database; log: Logger })
         }
       }
       return { analyzed };
+    },
+
+    /**
+     * Space and speed over months (store/maintenance.ts runMaintenance): on PGlite, which has no autovacuum,
+     * VACUUM (ANALYZE) of chunks, documents and memories once a tenth of a table's rows are dead; on both
+     * drivers, REINDEX of an HNSW index grown past twice a fresh build's size (CONCURRENTLY on PostgreSQL).
+     * Statements go one at a time through the background class of PGlite's gate, so waiting searches go first.
+     */
+    async maintainTables(): Promise<MaintenanceResult> {
+      const ctx = Context.current();
+      const driver = await serverKind(deps.db);
+      const beat = setInterval(() => ctx.heartbeat({ driver }), HEARTBEAT_MS);
+      try {
+        const result = await runMaintenance(deps.db, {
+          driver,
+          onStep: (step) => {
+            ctx.heartbeat(step);
+            deps.log.info({ ...step, driver }, "table maintenance step");
+          },
+        });
+        return result;
+      } finally {
+        clearInterval(beat);
+      }
     },
   };
 }

@@ -249,10 +249,16 @@ export const envSchema = z.object({
   /** The sweep leaves files younger than this (an upload stores its bytes just before saving its document). */
   FILE_SWEEP_GRACE: durationMs("1h"),
   /**
-   * How often a schedule refreshes the planner statistics of the searched tables that grew or shrank by a
+   * How often a schedule refreshes the planner statistics of the searched tables (chunks, documents, memories) that grew or shrank by a
    * tenth (PGlite has no autovacuum; a pass over unchanged tables costs two small queries); `off` = never.
    */
   STATISTICS_INTERVAL: durationMs("2m", { off: true }),
+  /**
+   * How often a schedule maintains the tables that churn: on PGlite (no autovacuum) VACUUM (ANALYZE) of those
+   * with a tenth of their rows dead, and on both drivers REINDEX of an HNSW index bloated past twice a fresh
+   * build (a pass over a quiet store costs four small catalog reads); `off` = never.
+   */
+  MAINTENANCE_INTERVAL: durationMs("15m", { off: true }),
   /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */
   SMTP_URL: z
     .string()

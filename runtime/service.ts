@@ -27,7 +27,11 @@ import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { ensureKeyNoticeSchedule } from "../temporal/key-notice-schedule.ts";
 import { DocumentProcessing } from "../temporal/processing-client.ts";
 import { startReembedIfNeeded } from "../temporal/reembed-client.ts";
-import { ensureFileSweepSchedule, ensureStatisticsSchedule } from "../temporal/schedules.ts";
+import {
+  ensureFileSweepSchedule,
+  ensureMaintenanceSchedule,
+  ensureStatisticsSchedule,
+} from "../temporal/schedules.ts";
 import { ConnectionSyncs } from "../temporal/sync-client.ts";
 import { connectTemporal, temporalConnectionOptions } from "../temporal/temporal-connection.ts";
 import { createDocumentWorker, createHeavyWorker } from "../worker/create-worker.ts";
@@ -208,6 +212,11 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         await ensureStatisticsSchedule(client, {
           taskQueue: config.TEMPORAL_TASK_QUEUE,
           everyMs: config.STATISTICS_INTERVAL,
+          log,
+        });
+        await ensureMaintenanceSchedule(client, {
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          everyMs: config.MAINTENANCE_INTERVAL,
           log,
         });
       }

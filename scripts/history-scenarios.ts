@@ -386,6 +386,23 @@ const maintenanceScenarios: HistoryScenario[] = [
       }),
     },
   },
+  {
+    workflowType: "maintainTables",
+    workflowFile: "maintain-tables",
+    name: "done",
+    args: [],
+    activities: {
+      maintainTables: async (): ReturnType<MaintenanceActivities["maintainTables"]> => ({
+        vacuumed: ["chunks", "documents"],
+        reindexed: ["chunks_hnsw_bge_small_en_v1_5"],
+        steps: [
+          { step: "vacuum", target: "chunks", ms: 1200 },
+          { step: "vacuum", target: "documents", ms: 300 },
+          { step: "reindex", target: "chunks_hnsw_bge_small_en_v1_5", ms: 9000 },
+        ],
+      }),
+    },
+  },
 ];
 
 export const historyScenarios: HistoryScenario[] = [

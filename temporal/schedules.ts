@@ -102,3 +102,25 @@ export function ensureStatisticsSchedule(
     log: opts.log,
   });
 }
+
+export const maintenanceScheduleId = (taskQueue: string) => `maintain-tables/${taskQueue}`;
+
+/**
+ * Table maintenance (workflows/maintain-tables.ts): VACUUM on PGlite, REINDEX of a bloated HNSW index on both
+ * drivers; MAINTENANCE_INTERVAL=off switches it off.
+ */
+export function ensureMaintenanceSchedule(
+  client: Client,
+  opts: { taskQueue: string; everyMs: number; log: Logger },
+): Promise<void> {
+  return ensureIntervalSchedule(client, {
+    scheduleId: maintenanceScheduleId(opts.taskQueue),
+    workflowType: WORKFLOW_TYPES.maintainTables,
+    args: [],
+    taskQueue: opts.taskQueue,
+    everyMs: opts.everyMs,
+    enabled: opts.everyMs > 0,
+    runTimeout: "6 hours",
+    log: opts.log,
+  });
+}

@@ -93,4 +93,5 @@ export const WORKFLOW_TYPES = {
   fileSweep: "fileSweep",
   keyExpiryNotices: "keyExpiryNotices",
   refreshStatistics: "refreshStatistics",
+  maintainTables: "maintainTables",
 } as const;

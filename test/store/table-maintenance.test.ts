@@ -1,0 +1,171 @@
+// The maintenance pass of the maintain-tables schedule (store/maintenance.ts), on a store left with dead rows the
+// way the service leaves them: documents processed, then most of them deleted. On PGlite (no autovacuum) the
+// pass VACUUMs the churned tables and rebuilds the HNSW index that kept the deleted rows' space; on PostgreSQL
+// it leaves VACUUM to autovacuum and rebuilds the index CONCURRENTLY. A second pass finds nothing to do, and
+// search answers the same before and after.
+
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import { deleteDocument, saveDocument } from "../../store/documents.ts";
+import { hnswIndexSizes, runMaintenance, serverKind, tableChurn } from "../../store/maintenance.ts";
+import { saveProcessedText } from "../../store/processing.ts";
+import { hybridChunkSearch } from "../../store/search.ts";
+import { ensureVectorIndexes } from "../../store/vector-index.ts";
+import { freshDatabase } from "../support/service.ts";
+
+// The real dimension: the bloat threshold is relative to what a fresh index of such vectors takes.
+const space = { model: "maint-test", dimension: 384 };
+const DOCUMENTS = 100;
+const CHUNKS_PER_DOCUMENT = 12;
+const KEPT = 10;
+
+/** Deterministic pseudo-random unit vectors (mulberry32). */
+function vectors(count: number, seed: number): number[][] {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
+  };
+  return Array.from({ length: count }, () => {
+    const v = Array.from({ length: space.dimension }, next);
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
+  });
+}
+
+const words = ["harbour", "lantern", "meadow", "granite", "orchard", "copper", "willow", "saffron"];
+
+/** A document taken through processing as the worker does (one transaction with its chunks and vectors). */
+async function processed(db: Database, i: number, embeddings: number[][]): Promise<string> {
+  const pieces = embeddings.map((embedding, position) => ({
+    content: `note ${i} part ${position}: the ${words[(i + position) % words.length]} by the ${words[i % words.length]}`,
+    position,
+    embedding,
+  }));
+  const source = pieces.map((p) => p.content).join(" ");
+  const { document } = await saveDocument(db, { source, containerTags: ["maint"], metadata: {} });
+  await saveProcessedText(
+    db,
+    { documentId: document.id, run: document.processingRun },
+    {
+      identified: { type: "text", mimeType: "text/plain" },
+      extracted: { content: source, title: null, type: "text", contentHash: String(i) },
+      pieces,
+      model: { name: space.model, dimension: space.dimension },
+      stages: [{ status: "done", at: new Date() }],
+    },
+  );
+  return document.id;
+}
+
+const drivers: [string, () => Promise<Store>][] = [
+  ["pglite", openMemoryPglite],
+  ["postgres", async () => openPostgres(await freshDatabase())],
+];
+
+describe.each(drivers)("table maintenance on %s", (driver, open) => {
+  let store: Store;
+  let db: Database;
+  const all = vectors(DOCUMENTS * CHUNKS_PER_DOCUMENT, 25);
+
+  beforeAll(async () => {
+    store = await open();
+    db = store.background;
+    await ensureVectorIndexes(db, space);
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  /** The statistics counters are published about a second after the statements that changed them. */
+  const settle = async () => {
+    await new Promise((r) => setTimeout(r, 1_500));
+    if (driver === "postgres") await db.execute(sql`ANALYZE chunks`);
+  };
+  const search = (i: number) =>
+    hybridChunkSearch(db, {
+      text: `${words[i % words.length]} note`,
+      embedding: all[i] as number[],
+      space,
+      containerTags: ["maint"],
+      tagMode: "any",
+      candidates: 10,
+    }).then((hits) => hits.map((h) => h.chunkId));
+  const hnswBytes = async () =>
+    (await hnswIndexSizes(db)).find((s) => s.table === "chunks" && s.index.includes("maint_test"))?.bytes ??
+    0;
+  const vacuumCount = async (table: string) =>
+    Number(
+      (
+        await queryRows<{ n: string }>(
+          db,
+          sql`SELECT vacuum_count AS n FROM pg_stat_user_tables WHERE relid = to_regclass(${table})`,
+        )
+      )[0]?.n ?? 0,
+    );
+
+  it("knows which server it runs on", async () => {
+    expect(await serverKind(db)).toBe(driver);
+  });
+
+  it("does nothing on a store without churn", async () => {
+    await settle();
+    expect(await runMaintenance(db, { driver: driver as "pglite" })).toEqual({
+      vacuumed: [],
+      reindexed: [],
+      steps: [],
+    });
+  });
+
+  it("vacuums (PGlite) and reindexes the bloated HNSW index after mass deletes, and search answers the same", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < DOCUMENTS; i++)
+      ids.push(await processed(db, i, all.slice(i * CHUNKS_PER_DOCUMENT, (i + 1) * CHUNKS_PER_DOCUMENT)));
+    // A tenant deletes most of its documents: their chunks die, the index keeps their space.
+    for (const id of ids.slice(KEPT)) await deleteDocument(db, id);
+    await settle();
+
+    const queries = Array.from({ length: 5 }, (_, q) => q * CHUNKS_PER_DOCUMENT + 1);
+    const before = await Promise.all(queries.map(search));
+    expect(before.every((hits) => hits.length > 0)).toBe(true);
+    const churn = await tableChurn(db, "chunks");
+    const indexBefore = await hnswBytes();
+    const vacuumsBefore = await vacuumCount("chunks");
+    if (driver === "pglite")
+      expect(churn.dead).toBeGreaterThanOrEqual((DOCUMENTS - KEPT) * CHUNKS_PER_DOCUMENT);
+
+    const pass = await runMaintenance(db, { driver: driver as "pglite" });
+    expect(pass.reindexed).toEqual(["chunks_hnsw_maint_test"]);
+    expect(await hnswBytes()).toBeLessThan(indexBefore / 2);
+    if (driver === "pglite") {
+      // Documents (an insert, an update and a delete each: fewer dead rows than MIN_DEAD_ROWS) and memories
+      // (none) are left alone.
+      expect(pass.vacuumed).toEqual(["chunks"]);
+      await settle();
+      expect((await tableChurn(db, "chunks")).dead).toBe(0);
+      expect(await vacuumCount("chunks")).toBe(vacuumsBefore + 1);
+    } else expect(pass.vacuumed).toEqual([]); // autovacuum's job
+    // On PGlite, with most rows dead, the index is rebuilt before the VACUUM (cheaper than its graph repair).
+    expect(pass.steps.map((s) => [s.step, s.target])).toEqual(
+      driver === "pglite"
+        ? [
+            ["reindex", "chunks_hnsw_maint_test"],
+            ["vacuum", "chunks"],
+          ]
+        : [["reindex", "chunks_hnsw_maint_test"]],
+    );
+
+    expect(await Promise.all(queries.map(search))).toEqual(before);
+
+    await settle();
+    expect(await runMaintenance(db, { driver: driver as "pglite" })).toEqual({
+      vacuumed: [],
+      reindexed: [],
+      steps: [],
+    });
+  });
+});
