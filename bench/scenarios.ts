@@ -26,10 +26,11 @@ import { CONNECTIONS_HEADING, renderConnectionsSection } from "./lib/connections
 import type { Abstract } from "./lib/corpus.ts";
 import type { EvalResult } from "./lib/eval-report.ts";
 import { EXTRACTION_HEADING, renderExtraction } from "./lib/extraction-report.ts";
+import { IMPORTED_HEADING, renderImportedSection } from "./lib/imported-report.ts";
 import { INGEST_HEADING, renderIngestSection } from "./lib/ingest-report.ts";
 import { log } from "./lib/progress.ts";
 import { summaryLines } from "./lib/report.ts";
-import { ROOT, type RunHeader } from "./lib/results.ts";
+import { ROOT, type RunFile, type RunHeader } from "./lib/results.ts";
 import { revisionLabel } from "./lib/revision.ts";
 import { renderScaleSection, SCALE_HEADING } from "./lib/scale-report.ts";
 import { SCIFACT_HEADING } from "./lib/scifact.ts";
@@ -40,6 +41,7 @@ import type { Cleanup } from "./lib/service.ts";
 import { ms, rate } from "./lib/stats.ts";
 import type { ScaleOptions, ScaleResult } from "./scale.ts";
 import type { SearchResult } from "./search.ts";
+import type { ImportedSearchResult } from "./search-imported.ts";
 
 /** A node:util parseArgs option. */
 export interface ArgSpec {
@@ -75,7 +77,8 @@ export interface Scenario<O = unknown, R = unknown> {
   help: string[];
   options(values: ArgValues, ctx: { threads: number }): O;
   run(options: O, ctx: ScenarioContext): Promise<R>;
-  render(result: R, options: O, header: RunHeader): string[] | Promise<string[]>;
+  /** `run` is the whole run, for a section that sets its figures beside another scenario's of the same run. */
+  render(result: R, options: O, header: RunHeader, run?: RunFile): string[] | Promise<string[]>;
   /** A few figures for the History table: column label → cell. */
   headline?(result: R): Record<string, string | undefined>;
   /** Lines printed to the terminal after the run. */
@@ -533,10 +536,82 @@ const evalScenario: Scenario<EvalOptions, EvalRun> = {
     }),
 };
 
+interface ImportedOptions {
+  chunks: number;
+  tags: number;
+  chunksPerDoc: number;
+  churn: number;
+  searches: number;
+  clients: number;
+  threads: number;
+}
+
+const searchImported: Scenario<ImportedOptions, ImportedSearchResult> = {
+  name: "search-imported",
+  inDefault: false,
+  about:
+    "search latency on a store filled through the service's store path (imports, deletes, updates, the scheduled passes), in one big tag and in small tags, one client and --imported-clients at once; about half an hour at 100,000 chunks (no model for the documents)",
+  sections: [{ heading: IMPORTED_HEADING, flags: "--with search-imported" }],
+  args: {
+    "imported-chunks": str,
+    "imported-tags": str,
+    "imported-chunks-per-doc": str,
+    "imported-churn": str,
+    "imported-searches": str,
+    "imported-clients": str,
+  },
+  help: [
+    "--imported-chunks 100000   live chunks after the deletes",
+    "--imported-tags 1000       small tags the documents are spread over (each also carries the tag `all`)",
+    "--imported-chunks-per-doc 2  --imported-churn 0.05 (share deleted, and another share updated)",
+    "--imported-searches 200    requests per row  --imported-clients 8 (the concurrency rows)",
+  ],
+  options: (v, ctx) => {
+    const churn = nonNegative("imported-churn", v["imported-churn"], 0.05);
+    if (churn >= 0.5) throw new Error("--imported-churn must be below 0.5");
+    return {
+      chunks: positive("imported-chunks", v["imported-chunks"], 100_000),
+      tags: positive("imported-tags", v["imported-tags"], 1000),
+      chunksPerDoc: positive("imported-chunks-per-doc", v["imported-chunks-per-doc"], 2),
+      churn,
+      searches: positive("imported-searches", v["imported-searches"], 200),
+      clients: positive("imported-clients", v["imported-clients"], 8),
+      threads: ctx.threads,
+    };
+  },
+  async run(o, ctx) {
+    const { runImportedSearch } = await import("./search-imported.ts");
+    const temporal = await ctx.temporal();
+    return runImportedSearch({
+      ...o,
+      cleanup: ctx.cleanup,
+      temporalAddress: temporal.address,
+      queries: ctx.queries(),
+    });
+  },
+  render: (r, o, _h, run) =>
+    renderImportedSection(r, o, run?.results.search?.result as SearchResult | undefined),
+  headline: (r) => {
+    const v3 = r.sequential.find((s) => s.route === "POST /v3/search");
+    return v3 ? { "imported search p95": `${ms(v3.client.p95)} at ${n(r.liveChunks)}` } : {};
+  },
+  terminal: (r) => [
+    ...r.sequential.map(
+      (s) =>
+        `imported ${s.route} in ${s.scope}: p50 ${ms(s.client.p50)}, p95 ${ms(s.client.p95)}, ${s.errors} errors`,
+    ),
+    ...r.concurrent.map(
+      (c) =>
+        `imported ${c.clients} clients ${c.route} in ${c.scope}: p95 ${ms(c.latency.p95)}, ${c.errors} errors`,
+    ),
+  ],
+};
+
 /** Every scenario, in the order a run takes them and the page shows them. */
 export const SCENARIOS: Scenario[] = [
   ingest,
   search,
+  searchImported,
   extraction,
   evalScenario,
   scale,

@@ -44,6 +44,8 @@ export async function loadTextPool(size: number, space = CHURN_SPACE): Promise<T
 /** One document: its container tag and its chunks (indices into the pool, in order). */
 export interface PlannedDocument {
   tag: string;
+  /** More container tags the document carries (bench/search-imported.ts: one tag shared by every document). */
+  extraTags?: string[];
   pieces: number[];
 }
 
@@ -102,7 +104,7 @@ async function processRun(
           memory: {
             content,
             isStatic: false,
-            containerTags: [doc.tag],
+            containerTags: [doc.tag, ...(doc.extraTags ?? [])],
             endUserId: null,
             metadata: {},
           },
@@ -153,7 +155,7 @@ export async function addDocuments(
     for (const doc of docs.slice(i, i + batch)) {
       const saved = await saveDocument(db, {
         source: sourceOf(pool, doc),
-        containerTags: [doc.tag],
+        containerTags: [doc.tag, ...(doc.extraTags ?? [])],
         metadata: {},
         priority: 1,
       });

@@ -77,7 +77,9 @@ async function scenarioLines(s: Scenario, run: RunFile): Promise<string[]> {
       "",
     ]);
   }
-  const body = await withMachine(run.header.machine, () => s.render(rec.result, rec.options, run.header));
+  const body = await withMachine(run.header.machine, () =>
+    s.render(rec.result, rec.options, run.header, run),
+  );
   const lines = [...body];
   // Under the first heading: where the figures come from.
   const first = lines.findIndex((l) => /^## /.test(l));

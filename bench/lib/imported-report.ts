@@ -1,0 +1,65 @@
+// The section of docs/benchmarks.md that the scenario `search-imported` (bench/search-imported.ts) fills.
+
+import type { SearchResult } from "../search.ts";
+import type { ImportedSearchOptions, ImportedSearchResult } from "../search-imported.ts";
+import { ms, ratio } from "./stats.ts";
+
+export const IMPORTED_HEADING = "## Search on imported data (issue #25)";
+
+const n = (v: number) => v.toLocaleString("en-US");
+
+/** The goals issue #25 sets, for the verdict column (computed, never typed). */
+const SEQUENTIAL_P95_GOAL_MS = 50;
+const CONCURRENT_P95_GOAL_MS = 150;
+
+const verdict = (value: number, goal: number) =>
+  Number.isFinite(value) && value <= goal ? "within" : "over";
+
+export function renderImportedSection(
+  r: ImportedSearchResult,
+  o: ImportedSearchOptions,
+  seeded?: SearchResult,
+): string[] {
+  const chunks = r.sizes.find((s) => s.table === "chunks");
+  const baseline = seeded?.sizes.find((s) => s.chunks === o.chunks);
+  const lines = [
+    IMPORTED_HEADING,
+    "",
+    `A store filled through the service's own store path (\`bench/lib/churn.ts\`: save, admission, processing of each document with its chunks, vectors and index updates, in batches of 100 as a batch import admits them), not bulk-loaded: ${n(r.documents.imported)} documents of ${o.chunksPerDoc} chunk(s) imported at ${r.fillRate.toFixed(0)} documents/s (no model: the vectors come from the search benchmark's cache), then ${n(r.documents.deleted)} deleted and ${n(r.documents.updated)} updated with new content through the API's store functions. Then what the service's schedules would have run by then: the statistics refresh (${ms(r.maintenance.statisticsMs)}) and one maintenance pass (${ms(r.maintenance.passMs)}${r.maintenance.steps.length ? `: ${r.maintenance.steps.join(", ")}` : ", nothing to do"}). Live: ${n(r.documents.live)} documents, ${n(r.liveChunks)} chunks. Every document carries the tag \`all\` and one of ${n(o.tags)} small tags, so one store holds both layouts: a search in \`all\` covers every chunk (one big tenant), a search in a small tag covers about ${n(Math.round(r.liveChunks / o.tags))} chunks among everybody's.`,
+    "",
+    `Sizes after the pass: chunks ${chunks ? `${chunks.heapMb} MB heap, ${chunks.indexes.map((i) => `${i.name} ${i.mb} MB`).join(", ")}; ${n(chunks.live)} live, ${n(chunks.dead)} dead rows` : "n/a"}.`,
+    "",
+    `Served by the real service (\`${r.embedder.name}\`, queries embedded per request). ${o.searches} SciFact queries per row, one at a time after 10 warm-up requests; \`limit: 10\`. Client is the whole HTTP request; server is the response's own \`timing\`. The goal column compares the client p95 with issue #25's ${SEQUENTIAL_P95_GOAL_MS} ms.`,
+    "",
+    "| route | scope | client p50 | client p95 | server p50 | server p95 | errors | results | p95 vs 50 ms |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ...r.sequential.map(
+      (s) =>
+        `| ${s.route} | ${s.scope} | ${ms(s.client.p50)} | ${ms(s.client.p95)} | ${ms(s.server.p50)} | ${ms(s.server.p95)} | ${s.errors} | ${s.meanResults.toFixed(1)} | ${verdict(s.client.p95, SEQUENTIAL_P95_GOAL_MS)} |`,
+    ),
+    "",
+  ];
+  const v3All = r.sequential.find((s) => s.route === "POST /v3/search" && s.scope.startsWith('"all"'));
+  if (baseline && v3All)
+    lines.push(
+      `Beside the bulk-loaded table of the \`search\` scenario in this run (${n(baseline.chunks)} chunks in one tag, its HNSW index built after the load): \`POST /v3/search\` p50 ${ms(baseline.http.p50)} / p95 ${ms(baseline.http.p95)} there, ${ms(v3All.client.p50)} / ${ms(v3All.client.p95)} on the imported store (p95 ${ratio(v3All.client.p95, baseline.http.p95)} of the bulk-loaded one).`,
+      "",
+    );
+  else
+    lines.push(
+      `No bulk-loaded baseline of ${n(o.chunks)} chunks in this run: \`npm run bench -- --only search,search-imported --chunks ${o.chunks}\` measures both.`,
+      "",
+    );
+  lines.push(
+    `Concurrency: ${r.concurrent[0]?.clients ?? o.clients} clients, each sending its next request when the last one is answered, ${n(r.concurrent[0]?.requests ?? 0)} requests per row. The goal column compares p95 with issue #25's ${CONCURRENT_P95_GOAL_MS} ms.`,
+    "",
+    "| route | scope | clients | p50 | p95 | max | requests/s | errors | p95 vs 150 ms |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ...r.concurrent.map(
+      (c) =>
+        `| ${c.route} | ${c.scope} | ${c.clients} | ${ms(c.latency.p50)} | ${ms(c.latency.p95)} | ${ms(c.latency.max)} | ${c.throughput.toFixed(1)} | ${c.errors} | ${verdict(c.latency.p95, CONCURRENT_P95_GOAL_MS)} |`,
+    ),
+    "",
+  );
+  return lines;
+}
