@@ -1,5 +1,6 @@
 // Planner statistics are refreshed by a Temporal schedule (workflows/refresh-statistics.ts): the worker
-// creates it at start with STATISTICS_INTERVAL, and each run ANALYZEs the searched tables that changed by
+// creates it at start with STATISTICS_INTERVAL, and each run ANALYZEs the searched tables (and documents, which
+// search joins) that changed by
 // about a tenth since their last statistics, and nothing else.
 
 import { randomBytes } from "node:crypto";
@@ -55,5 +56,17 @@ describe("the statistics schedule", () => {
     }
     expect(await refresh()).toEqual({ analyzed: ["memories"] });
     expect(await refresh()).toEqual({ analyzed: [] });
+
+    // 250 documents: without statistics on `documents` the planner walked documents and sorted every chunk
+    // instead of using the HNSW index, so that table is refreshed too.
+    const added = await call("POST", "/v3/documents/batch", {
+      documents: Array.from(
+        { length: 250 },
+        (_, i) => `Statistics note ${i}: the tide came in ${randomBytes(3).toString("hex")}.`,
+      ),
+      containerTag: "statistics-documents",
+    });
+    expect(added.status, added.text).toBe(200);
+    expect((await refresh()).analyzed).toContain("documents");
   });
 });

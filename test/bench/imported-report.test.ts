@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { IMPORTED_HEADING, renderImportedSection } from "../../bench/lib/imported-report.ts";
+import type { SearchResult, SearchSizeResult } from "../../bench/search.ts";
+import type { ImportedSearchOptions, ImportedSearchResult } from "../../bench/search-imported.ts";
+
+// The section of the search-imported scenario, from made-up figures: its verdicts and the baseline line
+// are computed from them, so they must flip when the figures do.
+
+const summary = (p50: number, p95: number) => ({ n: 200, p50, p95, mean: p50, max: p95 * 1.2 });
+
+const options: ImportedSearchOptions = {
+  chunks: 100_000,
+  tags: 1000,
+  chunksPerDoc: 2,
+  churn: 0.05,
+  searches: 200,
+  clients: 8,
+  threads: 2,
+};
+
+function result(sequentialP95: number, concurrentP95: number): ImportedSearchResult {
+  return {
+    embedder: { name: "bge-small", model: "bge-small-en-v1.5" },
+    documents: { imported: 52_632, deleted: 2_631, updated: 2_631, live: 50_001 },
+    liveChunks: 100_002,
+    fillMs: 900_000,
+    fillRate: 61.4,
+    maintenance: { statisticsMs: 120, passMs: 2_000, steps: ["vacuum documents 40 ms"] },
+    sizes: [
+      {
+        table: "chunks",
+        heapMb: 180,
+        indexes: [{ name: "chunks_hnsw_bge_small_en_v1_5", mb: 195 }],
+        live: 100_002,
+        dead: 0,
+      },
+    ],
+    sequential: [
+      {
+        route: "POST /v3/search",
+        scope: '"all" (every chunk)',
+        client: summary(sequentialP95 / 2, sequentialP95),
+        server: summary(sequentialP95 / 2 - 3, sequentialP95 - 3),
+        errors: 0,
+        meanResults: 10,
+      },
+    ],
+    concurrent: [
+      {
+        route: "POST /v3/search",
+        scope: '"all" (every chunk)',
+        clients: 8,
+        requests: 400,
+        latency: summary(concurrentP95 / 2, concurrentP95),
+        errors: 0,
+        throughput: 40,
+      },
+    ],
+  };
+}
+
+const seeded = (p95: number): SearchResult =>
+  ({ sizes: [{ chunks: 100_000, http: summary(p95 / 2, p95) } as SearchSizeResult] }) as SearchResult;
+
+const row = (lines: string[], start: string) => lines.find((l) => l.startsWith(start)) ?? "";
+
+describe("the search-imported section", () => {
+  it("says within or over from the figures, against the issue's goals", () => {
+    const fast = renderImportedSection(result(40, 120), options);
+    expect(fast[0]).toBe(IMPORTED_HEADING);
+    expect(row(fast, '| POST /v3/search | "all"')).toMatch(/\| within \|$/);
+    expect(fast.filter((l) => l.startsWith('| POST /v3/search | "all"')).at(-1)).toMatch(/\| within \|$/);
+    const slow = renderImportedSection(result(60, 200), options);
+    expect(row(slow, '| POST /v3/search | "all"')).toMatch(/\| over \|$/);
+    expect(slow.filter((l) => l.startsWith('| POST /v3/search | "all"')).at(-1)).toMatch(/\| over \|$/);
+  });
+
+  it("sets the imported figure beside the bulk-loaded one of the same run, or says how to get both", () => {
+    const beside = renderImportedSection(result(40, 120), options, seeded(20)).join("\n");
+    expect(beside).toContain("p95 2.00× of the bulk-loaded one");
+    const alone = renderImportedSection(result(40, 120), options).join("\n");
+    expect(alone).toContain("npm run bench -- --only search,search-imported --chunks 100000");
+  });
+});
