@@ -41,7 +41,7 @@ import type { Cleanup } from "./lib/service.ts";
 import { ms, rate } from "./lib/stats.ts";
 import type { ScaleOptions, ScaleResult } from "./scale.ts";
 import type { SearchResult } from "./search.ts";
-import type { ImportedSearchResult } from "./search-imported.ts";
+import type { ImportedSearchOptions, ImportedSearchResult } from "./search-imported.ts";
 
 /** A node:util parseArgs option. */
 export interface ArgSpec {
@@ -536,17 +536,7 @@ const evalScenario: Scenario<EvalOptions, EvalRun> = {
     }),
 };
 
-interface ImportedOptions {
-  chunks: number;
-  tags: number;
-  chunksPerDoc: number;
-  churn: number;
-  searches: number;
-  clients: number;
-  threads: number;
-}
-
-const searchImported: Scenario<ImportedOptions, ImportedSearchResult> = {
+const searchImported: Scenario<ImportedSearchOptions, ImportedSearchResult> = {
   name: "search-imported",
   inDefault: false,
   about:
