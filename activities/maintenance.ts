@@ -11,7 +11,12 @@ const SEARCHED_TABLES = ["chunks", "documents", "memories"] as const;
 const HEARTBEAT_MS = 10_000;
 
 /** Activities of the refreshStatistics and maintainTables workflows (started by their schedules, temporal/schedules.ts). */
-export function createMaintenanceActivities(deps: { db: Database; log: Logger }) {
+export function createMaintenanceActivities(deps: {
+  db: Database;
+  log: Logger;
+  /** MAINTENANCE_MAX_HOLD: on PGlite, the longest a step may hold the connection (0: no bound). */
+  maintenanceMaxHoldMs?: number;
+}) {
   return {
     /**
      * Planner statistics decide whether vector search uses its HNSW index and which query terms keyword
@@ -43,11 +48,17 @@ export function createMaintenanceActivities(deps: { db: Database; log: Logger })
       try {
         const result = await runMaintenance(deps.db, {
           driver,
+          maxHoldMs: deps.maintenanceMaxHoldMs,
           onStep: (step) => {
             ctx.heartbeat(step);
             deps.log.info({ ...step, driver }, "table maintenance step");
           },
         });
+        for (const d of result.deferred)
+          deps.log.warn(
+            { table: d.table, estimateMs: Math.round(d.estimateMs), maxHoldMs: deps.maintenanceMaxHoldMs },
+            "table maintenance deferred: on PGlite it would stop the whole service for about this long; run it at a quiet hour with MAINTENANCE_MAX_HOLD=off (docs/operations.md#table-maintenance)",
+          );
         return result;
       } finally {
         clearInterval(beat);

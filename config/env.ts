@@ -259,6 +259,12 @@ export const envSchema = z.object({
    * build (a pass over a quiet store costs four small catalog reads); `off` = never.
    */
   MAINTENANCE_INTERVAL: durationMs("15m", { off: true }),
+  /**
+   * On PGlite a VACUUM or REINDEX holds the single connection, and with it the whole embedded service: a table
+   * whose step would take longer than this (estimated from its dead and live rows) is left for a pass run with
+   * a larger bound at a quiet hour, with a warning in the log. `off` = no bound. PostgreSQL is not affected.
+   */
+  MAINTENANCE_MAX_HOLD: durationMs("15s", { off: true }),
   /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */
   SMTP_URL: z
     .string()

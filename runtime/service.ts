@@ -168,6 +168,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           llm: config.MEMORY_EXTRACTION ? llm : undefined,
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
           shortTextMemoryMaxChars: config.SHORT_TEXT_MEMORY_MAX_CHARS,
+          maintenanceMaxHoldMs: config.MAINTENANCE_MAX_HOLD,
           caption:
             llm && config.LLM_VISION
               ? (bytes: Buffer, mimeType: string, signal: AbortSignal) =>

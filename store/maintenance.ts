@@ -46,6 +46,15 @@ export async function serverKind(db: Database): Promise<"pglite" | "postgres"> {
  */
 export const REPAIR_COST_RATIO = 8;
 
+/**
+ * What a step holds PGlite's single connection for, per row, measured on the 2-core machine
+ * (bench/results/20261126T111040Z-ff65202.json, docs/operations.md#table-maintenance): VACUUM repairing the HNSW
+ * graph around 10,524 dead chunks took 113 s (10.7 ms each); building the HNSW index of 100,000 chunks took 84 s
+ * (0.84 ms a row). A faster machine takes less, so on it these estimates defer more than needed, never less.
+ */
+export const REPAIR_MS_PER_DEAD_ROW = 10;
+export const REBUILD_MS_PER_LIVE_ROW = 0.85;
+
 export interface TableChurn {
   table: MaintainedTable;
   live: number;
@@ -138,10 +147,24 @@ export interface MaintenanceStep {
   ms: number;
 }
 
+export interface DeferredStep {
+  table: MaintainedTable;
+  /** About how long the cheaper way (repair, or rebuild then VACUUM) would hold the connection. */
+  estimateMs: number;
+}
+
 export interface MaintenanceResult {
   vacuumed: string[];
   reindexed: string[];
   steps: MaintenanceStep[];
+  /** PGlite tables left for later: their VACUUM would hold the connection longer than `maxHoldMs`. */
+  deferred: DeferredStep[];
+}
+
+/** How long the cheaper of VACUUM's graph repair and a rebuild would hold PGlite's connection, about. */
+export function estimatedHoldMs(churn: TableChurn, hasHnsw: boolean): number {
+  if (!hasHnsw) return 0;
+  return Math.min(churn.dead * REPAIR_MS_PER_DEAD_ROW, churn.live * REBUILD_MS_PER_LIVE_ROW);
 }
 
 /**
@@ -153,9 +176,17 @@ export interface MaintenanceResult {
  */
 export async function runMaintenance(
   db: Database,
-  opts: { driver: "pglite" | "postgres"; onStep?: (step: MaintenanceStep) => void },
+  opts: {
+    driver: "pglite" | "postgres";
+    onStep?: (step: MaintenanceStep) => void;
+    /**
+     * PGlite only: leave a table whose VACUUM (or rebuild) would hold the single connection longer than this,
+     * about (estimatedHoldMs), for a pass run with a larger bound at a quiet hour. 0 or absent: no bound.
+     */
+    maxHoldMs?: number;
+  },
 ): Promise<MaintenanceResult> {
-  const result: MaintenanceResult = { vacuumed: [], reindexed: [], steps: [] };
+  const result: MaintenanceResult = { vacuumed: [], reindexed: [], steps: [], deferred: [] };
   const record = (step: MaintenanceStep) => {
     result.steps.push(step);
     opts.onStep?.(step);
@@ -170,8 +201,13 @@ export async function runMaintenance(
     for (const table of MAINTAINED_TABLES) {
       const churn = await tableChurn(db, table);
       if (!needsVacuum(churn)) continue;
-      if (rebuildBeforeVacuum(churn))
-        for (const size of await hnswIndexSizes(db)) if (size.table === table) await rebuild(size.index);
+      const indexes = (await hnswIndexSizes(db)).filter((size) => size.table === table);
+      const estimateMs = estimatedHoldMs(churn, indexes.length > 0);
+      if (opts.maxHoldMs && estimateMs > opts.maxHoldMs) {
+        result.deferred.push({ table, estimateMs });
+        continue;
+      }
+      if (rebuildBeforeVacuum(churn)) for (const size of indexes) await rebuild(size.index);
       const started = Date.now();
       await vacuumTable(db, table);
       result.vacuumed.push(table);
@@ -180,6 +216,12 @@ export async function runMaintenance(
   }
   for (const size of await hnswIndexSizes(db)) {
     if (result.reindexed.includes(size.index) || !hnswBloated(size)) continue;
+    const estimateMs = size.rows * REBUILD_MS_PER_LIVE_ROW;
+    if (opts.driver === "pglite" && opts.maxHoldMs && estimateMs > opts.maxHoldMs) {
+      if (!result.deferred.some((d) => d.table === size.table))
+        result.deferred.push({ table: size.table, estimateMs });
+      continue;
+    }
     await rebuild(size.index);
   }
   return result;
