@@ -374,7 +374,7 @@ describe("the operator CLI against a running service", () => {
     });
 
     const disabled = await admin("keys", "disable", created.id, "--json");
-    expect(disabled.code).toBe(0);
+    expect(disabled.code, disabled.stderr).toBe(0);
     expect(parse(disabled)).toEqual({ success: true, id: created.id });
     const refused = await scoped("documents");
     expect(refused.code).toBe(1);
