@@ -29,10 +29,11 @@ describe("the committed SciFact split (bench/scifact-split.json)", () => {
     expect(again).toEqual(split);
   });
 
-  // The judgements the split was made from are kept beside the fixtures (test/fixtures/scifact/qrels-test.tsv, a
-  // copy of SciFact's qrels/test.tsv), so a clone without ../shared checks them too.
+  // The judgements the split was made from are kept beside it (bench/scifact-qrels-test.tsv, a copy of SciFact's
+  // qrels/test.tsv: BEIR distribution, SciFact by Wadden et al. 2020, CC BY-NC 2.0), so a clone without ../shared
+  // checks them too.
   it("covers exactly the queries judged in qrels/test.tsv", () => {
-    const file = path.join(repoRoot, "test", "fixtures", "scifact", "qrels-test.tsv");
+    const file = path.join(repoRoot, "bench", "scifact-qrels-test.tsv");
     expect(sha256Of(file)).toBe(split.source.sha256);
     const judged = new Set(
       readFileSync(file, "utf8")
