@@ -172,7 +172,14 @@ describe.each(drivers)("table maintenance on %s", (driver, open) => {
         : [["reindex", "chunks_hnsw_maint_test"]],
     );
 
-    expect(await Promise.all(queries.map(search))).toEqual(before);
+    // The same answers: each query's own chunk first, and (nearly) the same ten. Not the same order below the
+    // first: a rebuilt HNSW graph draws new random levels, and keyword scores tie among these look-alike notes,
+    // so equal-scored chunks may come back in another physical order.
+    const after = await Promise.all(queries.map(search));
+    after.forEach((hits, q) => {
+      expect(hits[0]).toBe(before[q]?.[0]);
+      expect(hits.filter((id) => before[q]?.includes(id)).length).toBeGreaterThanOrEqual(8);
+    });
 
     await settle();
     expect(await runMaintenance(db, { driver: driver as "pglite" })).toEqual({
