@@ -11,12 +11,18 @@ const SEARCHED_TABLES = ["chunks", "documents", "memories"] as const;
 const HEARTBEAT_MS = 10_000;
 
 /** Activities of the refreshStatistics and maintainTables workflows (started by their schedules, temporal/schedules.ts). */
-export function createMaintenanceActivities(deps: {
+export interface MaintenanceActivityDeps {
   db: Database;
   log: Logger;
   /** MAINTENANCE_MAX_HOLD: on PGlite, the longest a step may hold the connection (0: no bound). */
   maintenanceMaxHoldMs?: number;
-}) {
+  /** MAINTENANCE_QUIET_AFTER: after this long without API requests, longer steps run too (0: never). */
+  maintenanceQuietAfterMs?: number;
+  /** How long the API in this process has served no request; absent where no API shares the store. */
+  quietForMs?: () => number;
+}
+
+export function createMaintenanceActivities(deps: MaintenanceActivityDeps) {
   return {
     /**
      * Planner statistics decide whether vector search uses its HNSW index and which query terms keyword
@@ -45,10 +51,14 @@ export function createMaintenanceActivities(deps: {
       const ctx = Context.current();
       const driver = await serverKind(deps.db);
       const beat = setInterval(() => ctx.heartbeat({ driver }), HEARTBEAT_MS);
+      const quietAfterMs = deps.maintenanceQuietAfterMs ?? 0;
+      const quietMs = deps.quietForMs?.();
+      const quiet = quietAfterMs > 0 && quietMs !== undefined && quietMs >= quietAfterMs;
       try {
         const result = await runMaintenance(deps.db, {
           driver,
           maxHoldMs: deps.maintenanceMaxHoldMs,
+          quiet,
           onStep: (step) => {
             ctx.heartbeat(step);
             deps.log.info({ ...step, driver }, "table maintenance step");
@@ -56,8 +66,16 @@ export function createMaintenanceActivities(deps: {
         });
         for (const d of result.deferred)
           deps.log.warn(
-            { table: d.table, estimateMs: Math.round(d.estimateMs), maxHoldMs: deps.maintenanceMaxHoldMs },
-            "table maintenance deferred: on PGlite it would stop the whole service for about this long; run it at a quiet hour with MAINTENANCE_MAX_HOLD=off (docs/operations.md#table-maintenance)",
+            {
+              table: d.table,
+              step: d.step,
+              estimateMs: Math.round(d.estimateMs),
+              maxHoldMs: deps.maintenanceMaxHoldMs,
+              quietForMs: quietMs,
+            },
+            quietAfterMs > 0 && deps.quietForMs
+              ? "table maintenance deferred: on PGlite it would stop the whole service for about this long; it runs in the first pass after MAINTENANCE_QUIET_AFTER without API requests (docs/operations.md#table-maintenance)"
+              : "table maintenance deferred: on PGlite it would stop the whole service for about this long; run it at a quiet hour with MAINTENANCE_MAX_HOLD=off (docs/operations.md#table-maintenance)",
           );
         return result;
       } finally {

@@ -19,7 +19,7 @@ import { ApiError, errorBody, renderError } from "./errors.ts";
 import { keyNoticesApp, keysApp, scopedKeysApp } from "./keys/index.ts";
 import { mcpApp } from "./mcp/index.ts";
 import { memoriesApp } from "./memories/index.ts";
-import { createObservability, requestLog } from "./observability.ts";
+import { createObservability, PROBE_PATHS, requestLog } from "./observability.ts";
 import { profileApp } from "./profile/index.ts";
 import { rateLimit } from "./rate-limit.ts";
 import { searchApp, searchV4App } from "./search/index.ts";
@@ -34,6 +34,13 @@ export function createApp(deps: ApiDeps) {
   // First, so its duration and log line cover every other middleware and the error handler.
   app.use("*", observability.middleware);
   app.use("*", clientOriginMiddleware(deps.config));
+  if (deps.onRequest) {
+    const notify = deps.onRequest;
+    app.use("*", async (c, next) => {
+      if (!PROBE_PATHS.has(c.req.path)) notify();
+      await next();
+    });
+  }
   app.onError((err, c) => renderError(err, c, requestLog(c, deps.log)));
   // An error may be answered before the request body was read; the server then drops the rest and
   // the socket. Saying so lets keep-alive clients open a new connection instead of reusing a dead one.

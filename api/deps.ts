@@ -30,6 +30,8 @@ export interface ApiDeps {
   llm?: ChatModel;
   /** For /ready and the task queue backlog metric; both skip Temporal without it. */
   temporal?: Client;
+  /** Told of every request but the probes (/health, /ready, /metrics): the runtime's quiet clock for maintenance. */
+  onRequest?: () => void;
 }
 
 export type AppEnv = AuthEnv;

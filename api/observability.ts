@@ -15,8 +15,11 @@ import { errorBody } from "./errors.ts";
 export const REQUEST_ID_HEADER = "x-request-id";
 /** Ids from callers end up in logs and headers: printable, no spaces or quotes, bounded. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
-/** Polled by probes and scrapers every few seconds: their successes would drown the request log at info. */
-const PROBE_PATHS = new Set(["/health", "/ready", "/metrics"]);
+/**
+ * Polled by probes and scrapers every few seconds: their successes would drown the request log at info, and
+ * they do not make the service busy (ApiDeps.onRequest).
+ */
+export const PROBE_PATHS = new Set(["/health", "/ready", "/metrics"]);
 const TERMINAL: ReadonlySet<DocumentStatus> = new Set(["done", "failed"]);
 /** Stage durations describe documents that finished this recently (and at most this many of them). */
 export const STAGE_WINDOW_MS = 15 * 60_000;

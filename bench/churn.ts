@@ -34,6 +34,7 @@ import {
   updateDocuments,
 } from "./lib/churn.ts";
 import { log } from "./lib/progress.ts";
+import { seededRandom } from "./lib/random.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -65,18 +66,6 @@ const freshOnly = values["fresh-only"];
 if (deletes > adds) throw new Error("--deletes cannot exceed --adds");
 if (maintain !== "end" && maintain !== "rounds") throw new Error("--maintain is end or rounds");
 
-/** A small deterministic generator (mulberry32), so a run's plan can be repeated. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const SPACE = { model: CHURN_SPACE.name, dimension: CHURN_SPACE.dimension };
 
 interface Snapshot {
@@ -94,7 +83,7 @@ async function measureSearch(
   live: PlannedDocument[],
   n: number,
 ): Promise<Summary> {
-  const rnd = random(7);
+  const rnd = seededRandom(7);
   const queries = Array.from({ length: n }, () => live[Math.floor(rnd() * live.length)] as PlannedDocument);
   const run = async (doc: PlannedDocument) => {
     const piece = doc.pieces[0] as number;
@@ -174,7 +163,7 @@ async function main() {
   log(
     `churn: ${adds} adds, ${deletes} deletes, ${updates} updates in ${rounds} rounds over ${tags} tag(s), ${chunksPerDoc} chunk(s) per document, pool ${pool.texts.length} texts, maintenance ${maintain}`,
   );
-  const rnd = random(Number(values.seed));
+  const rnd = seededRandom(Number(values.seed));
   const initial = plannedDocuments({ count: adds, tags, chunksPerDoc, poolSize: pool.texts.length });
   const half = Math.floor(pool.texts.length / 2);
 

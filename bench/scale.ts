@@ -12,10 +12,11 @@ import { sql } from "drizzle-orm";
 import pg from "pg";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { findFreePort } from "../runtime/temporal-dev-server.ts";
-import { openStore, type Store } from "../store/db.ts";
+import { openStore, queryRows, type Store } from "../store/db.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
 import { startNativePostgres } from "../test/support/postgres.ts";
 import { type Spawned, spawnEntry } from "../test/support/processes.ts";
+import { blendedDocuments, type DocumentWithVectors } from "./lib/blended-chunks.ts";
 import { type Abstract, readCorpus } from "./lib/corpus.ts";
 import { log } from "./lib/progress.ts";
 import { searchChunkDocuments } from "./lib/search-corpus.ts";
@@ -35,6 +36,8 @@ export interface ScaleOptions {
   /** Worker process counts, one ingestion run each. */
   workers: number[];
   searchChunks: number;
+  /** maintenance_work_mem of the search store's HNSW build (the whole graph should fit: ~2 KB per chunk). */
+  buildMemory: string;
   connections: number[];
   /** Seconds per search-load row. */
   durationS: number;
@@ -48,7 +51,8 @@ export interface ScaleResult {
   /** The embedding model the processes used. */
   embedder: string;
   ingest: IngestRun[];
-  search?: { chunks: number; seedMs: number; runs: LoadRun[] };
+  /** `seeding` is missing from results stored before it was measured. */
+  search?: { chunks: number; seedMs: number; seeding?: Seeding; runs: LoadRun[] };
   memory?: MemoryRun;
   totalMs: number;
 }
@@ -273,26 +277,95 @@ async function runIngest(o: {
 }
 
 /** Loads `size` search chunks (the search benchmark's corpus and cached vectors) into a store. */
-async function seedSearchStore(store: Store, size: number): Promise<number> {
+/** Real chunks (text and cached vector) a seeded store holds at most; past them, blends (bench/lib/blended-chunks.ts). */
+export const REAL_SEED_CHUNKS = 100_000;
+
+/** How a seeded store was built, and what it takes on disk. */
+export interface Seeding {
+  chunks: number;
+  /** Of those, chunks blended from two real ones. */
+  blended: number;
+  /** Every step below, end to end. */
+  seedMs: number;
+  loadMs: number;
+  /** The GIN and btree indexes of `chunks`, built after the load. */
+  secondaryIndexMs: number;
+  hnswMs: number;
+  analyzeMs: number;
+  /** maintenance_work_mem of the HNSW build. */
+  buildMemory: string;
+  /** `chunks` without its indexes (heap and TOAST). */
+  tableBytes: number;
+  hnswBytes: number;
+  /** `chunks` with every index, and `documents` with every index. */
+  chunksTotalBytes: number;
+  documentsTotalBytes: number;
+}
+
+async function seedSearchStore(store: Store, size: number, buildMemory = "256MB"): Promise<Seeding> {
   const { name } = resolveDefaultEmbedder();
   const space = await embedderSpace(name);
-  const docs = searchChunkDocuments(readCorpus(), size);
+  const real = Math.min(size, REAL_SEED_CHUNKS);
+  const docs = searchChunkDocuments(readCorpus(), real);
   const texts = docs.flatMap((doc) => doc.pieces);
   const cache = await cachedVectors({ ...space, texts, embed: vectorSource(name) });
   const vectorOf = new Map(texts.map((t, i) => [t, cache.vectors[i] as Float32Array]));
+  const blended = size - real;
   const started = performance.now();
   const recreate = await deferChunkIndexes(store.db);
+  const model = { name: space.model, dimension: space.dimension };
   await bulkLoad(store.db, {
     docs,
     tag: SEARCH_TAG,
-    model: { name: space.model, dimension: space.dimension },
+    model,
     vectorOf: (t) => vectorOf.get(t) as Float32Array,
     label: `seeding ${texts.length} chunks`,
   });
+  if (blended > 0) {
+    await bulkLoad(store.db, {
+      docs: blendedDocuments({ texts, vectors: cache.vectors }, blended),
+      chunks: blended,
+      tag: SEARCH_TAG,
+      model,
+      vectorOf: (_t, doc, position) => (doc as DocumentWithVectors).vectors[position] as Float32Array,
+      label: `seeding ${blended} blended chunks`,
+    });
+  }
+  const loadMs = performance.now() - started;
+  const secondaryStarted = performance.now();
   await recreate();
-  await ensureVectorIndexes(store.db, space);
+  const secondaryIndexMs = performance.now() - secondaryStarted;
+  const hnswStarted = performance.now();
+  await ensureVectorIndexes(store.db, space, { buildMemory });
+  const hnswMs = performance.now() - hnswStarted;
+  log(
+    `seeding: HNSW index over ${size} chunks built in ${fixed(hnswMs / 1000)} s (maintenance_work_mem ${buildMemory})`,
+  );
+  const analyzeStarted = performance.now();
   await store.db.execute(sql`ANALYZE`);
-  return performance.now() - started;
+  const analyzeMs = performance.now() - analyzeStarted;
+  const seedMs = performance.now() - started;
+  const [sizes] = await queryRows<{ table: string; hnsw: string; chunks: string; documents: string }>(
+    store.db,
+    sql`SELECT pg_table_size('chunks') AS "table",
+               (SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                 JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = 'chunks'::regclass AND a.amname = 'hnsw') AS hnsw,
+               pg_total_relation_size('chunks') AS chunks, pg_total_relation_size('documents') AS documents`,
+  );
+  return {
+    chunks: size,
+    blended,
+    seedMs,
+    loadMs,
+    secondaryIndexMs,
+    hnswMs,
+    analyzeMs,
+    buildMemory,
+    tableBytes: Number(sizes?.table),
+    hnswBytes: Number(sizes?.hnsw),
+    chunksTotalBytes: Number(sizes?.chunks),
+    documentsTotalBytes: Number(sizes?.documents),
+  };
 }
 
 /** Concurrent `/v3/search` calls with rotating queries; latencies of every response are kept. */
@@ -358,14 +431,16 @@ async function runSearchLoad(o: {
   serverUrl: string;
   temporalAddress: string;
   chunks: number;
+  buildMemory: string;
   connections: number[];
   durationS: number;
   queries: string[];
-}): Promise<{ chunks: number; seedMs: number; runs: LoadRun[] }> {
+}): Promise<NonNullable<ScaleResult["search"]>> {
   const databaseUrl = await createDatabase(o.serverUrl, "scale_search");
   const data = tempDir(o.cleanup, "memory-bench-scale-search-");
   const store = await openStore({ databaseUrl, dataDir: data.dir });
-  const seedMs = await seedSearchStore(store, o.chunks);
+  const seeding = await seedSearchStore(store, o.chunks, o.buildMemory);
+  const { seedMs } = seeding;
   await store.close();
   log(`search load: ${o.chunks} chunks seeded in PostgreSQL in ${fixed(seedMs / 1000)} s`);
 
@@ -415,7 +490,7 @@ async function runSearchLoad(o: {
   );
   await second.stop("SIGTERM");
   await first.stop("SIGTERM");
-  return { chunks: o.chunks, seedMs, runs };
+  return { chunks: o.chunks, seedMs, seeding, runs };
 }
 
 async function runDaemonMemory(o: {
@@ -426,7 +501,7 @@ async function runDaemonMemory(o: {
 }): Promise<MemoryRun> {
   const data = tempDir(o.cleanup, "memory-bench-daemon-");
   const store = await openStore({ dataDir: data.dir });
-  const seedMs = await seedSearchStore(store, o.chunks);
+  const { seedMs } = await seedSearchStore(store, o.chunks);
   await store.close();
   log(`daemon memory: ${o.chunks} chunks seeded in PGlite in ${fixed(seedMs / 1000)} s`);
 
@@ -516,6 +591,7 @@ export async function runScale(
         serverUrl: serverUrl.toString(),
         temporalAddress,
         chunks: o.searchChunks,
+        buildMemory: o.buildMemory,
         connections: o.connections,
         durationS: o.durationS,
         queries,

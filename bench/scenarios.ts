@@ -335,6 +335,7 @@ const scale: Scenario<ScaleOptions, ScaleResult> = {
     "scale-docs": str,
     "scale-workers": str,
     "scale-search-chunks": str,
+    "scale-build-memory": str,
     "scale-connections": str,
     "scale-duration": str,
     "scale-memory-chunks": str,
@@ -345,6 +346,8 @@ const scale: Scenario<ScaleOptions, ScaleResult> = {
   help: [
     "--scale-docs 200  --scale-workers 1,2          ingestion by number of worker processes",
     "--scale-search-chunks 10000  --scale-connections 1,4,16  --scale-duration 15 (s per row)",
+    "     past 100,000 search chunks the rest are blends of two real ones (bench/lib/blended-chunks.ts): 1000000 works",
+    "--scale-build-memory SIZE      maintenance_work_mem of that store's HNSW build (default: 3 kB per chunk, at least 256MB)",
     "--scale-memory-chunks 100000                   the embedded daemon's memory on a store this big",
     "--scale-skip-ingest | --scale-skip-search | --scale-skip-memory   leave a part out (the page says so)",
   ],
@@ -352,6 +355,11 @@ const scale: Scenario<ScaleOptions, ScaleResult> = {
     docs: positive("scale-docs", v["scale-docs"], 200),
     workers: positiveList("scale-workers", v["scale-workers"], [1, 2]),
     searchChunks: positive("scale-search-chunks", v["scale-search-chunks"], 10_000),
+    buildMemory:
+      v["scale-build-memory"] !== undefined
+        ? String(v["scale-build-memory"])
+        : // pgvector's graph of 384-d vectors takes about 2 kB per element: the whole of it fits with room.
+          `${Math.max(256, Math.ceil((positive("scale-search-chunks", v["scale-search-chunks"], 10_000) * 3) / 1024))}MB`,
     connections: positiveList("scale-connections", v["scale-connections"], [1, 4, 16]),
     durationS: positive("scale-duration", v["scale-duration"], 15),
     memoryChunks: positive("scale-memory-chunks", v["scale-memory-chunks"], 100_000),

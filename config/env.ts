@@ -265,6 +265,12 @@ export const envSchema = z.object({
    * a larger bound at a quiet hour, with a warning in the log. `off` = no bound. PostgreSQL is not affected.
    */
   MAINTENANCE_MAX_HOLD: durationMs("15s", { off: true }),
+  /**
+   * PGlite only: a step over MAINTENANCE_MAX_HOLD (a big table's VACUUM, REINDEX or compaction) runs in the
+   * first pass after the API has served no request (health checks and metrics aside) for this long, so it
+   * stops nobody's search; `off` = such steps wait for a pass with MAINTENANCE_MAX_HOLD=off.
+   */
+  MAINTENANCE_QUIET_AFTER: durationMs("10m", { off: true }),
   /** Mail for key-expiry notices: smtp(s)://user:password@host:port, or the SMTP_HOST… parts. Unset = notices are logged. */
   SMTP_URL: z
     .string()

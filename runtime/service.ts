@@ -102,6 +102,9 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const connection = await connectTemporal(temporalOptions, (o) => Connection.connect(o));
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    // When the API last served a request (probes aside): table maintenance on PGlite runs its long steps only
+    // once the service has been quiet for MAINTENANCE_QUIET_AFTER. Counted from start-up.
+    let lastRequestAt = Date.now();
     const processing = new DocumentProcessing(
       client,
       config.TEMPORAL_TASK_QUEUE,
@@ -169,6 +172,9 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           memoryExtraction: { maxChars: config.MEMORY_EXTRACTION_MAX_CHARS },
           shortTextMemoryMaxChars: config.SHORT_TEXT_MEMORY_MAX_CHARS,
           maintenanceMaxHoldMs: config.MAINTENANCE_MAX_HOLD,
+          maintenanceQuietAfterMs: config.MAINTENANCE_QUIET_AFTER,
+          // Only an API in this process can tell (PGlite, the store those long steps stop, is never shared).
+          quietForMs: roles.includes("api") ? () => Date.now() - lastRequestAt : undefined,
           caption:
             llm && config.LLM_VISION
               ? (bytes: Buffer, mimeType: string, signal: AbortSignal) =>
@@ -234,6 +240,9 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       if (reranker) stops.push(() => reranker.close());
       log.info({ reranker: reranker?.model ?? RESCORER_MODEL }, rerankerChoice.reason);
       const app = createApp({
+        onRequest: () => {
+          lastRequestAt = Date.now();
+        },
         db: store.db,
         processing,
         syncs,

@@ -395,6 +395,7 @@ const maintenanceScenarios: HistoryScenario[] = [
       maintainTables: async (): ReturnType<MaintenanceActivities["maintainTables"]> => ({
         vacuumed: ["chunks", "documents"],
         reindexed: ["chunks_hnsw_bge_small_en_v1_5"],
+        compacted: [],
         deferred: [],
         steps: [
           { step: "vacuum", target: "chunks", ms: 1200 },

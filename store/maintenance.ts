@@ -85,6 +85,74 @@ export async function vacuumTable(db: Database, table: MaintainedTable): Promise
   await db.execute(sql.raw(`VACUUM (ANALYZE) ${table}`));
 }
 
+/**
+ * VACUUM frees dead rows' space for reuse but never gives it back: a table that shrank for good (a tenant's
+ * mass delete) keeps its peak size. On PGlite a table is compacted (VACUUM FULL: rewritten packed, every index
+ * rebuilt) once its heap is this many times what its live rows take packed (heapBloat). Under steady churn the
+ * pass's VACUUM keeps the free space below a tenth or so, which later inserts reuse, so this fires only after
+ * a real shrink. PostgreSQL is left to the operator (VACUUM FULL locks the table; pg_repack does it online).
+ */
+export const HEAP_COMPACT_FACTOR = 1.25;
+/** Smaller heaps are never compacted: a few pages of slack are not worth a rewrite. */
+export const MIN_COMPACT_BYTES = 8 * 1_048_576;
+/**
+ * A VACUUM FULL rewrites the heap and rebuilds every index; per live row, on the 2-core machine, about the
+ * HNSW rebuild (REBUILD_MS_PER_LIVE_ROW) plus this for the copy and the other indexes. An estimate for
+ * MAINTENANCE_MAX_HOLD, like the others.
+ */
+export const REWRITE_MS_PER_LIVE_ROW = 0.1;
+/** Bytes a heap tuple takes besides its data: the tuple header (23, aligned to 24) and its line pointer (4). */
+const TUPLE_OVERHEAD = 28;
+/** Usable bytes of an 8 KB heap page (the page header takes 24). */
+const PAGE_PAYLOAD = 8_192 - 24;
+
+export interface HeapBloat {
+  table: MaintainedTable;
+  /** The heap as it is (without indexes and TOAST). */
+  heapBytes: number;
+  /** What the live rows take packed: their sampled mean size times their number, in whole pages. */
+  packedBytes: number;
+}
+
+/**
+ * The heap's size against what its live rows need, from a sample of about 1 % of its pages (TABLESAMPLE
+ * SYSTEM: whole pages, so the sample costs a hundredth of a scan; at least 100 rows, else every row).
+ */
+export async function heapBloat(
+  db: Database,
+  table: MaintainedTable,
+  live: number,
+  minBytes = MIN_COMPACT_BYTES,
+): Promise<HeapBloat> {
+  const [size] = await queryRows<{ bytes: string }>(
+    db,
+    sql`SELECT pg_relation_size(to_regclass(${table}), 'main') AS bytes`,
+  );
+  const heapBytes = Number(size?.bytes ?? 0);
+  if (heapBytes < minBytes) return { table, heapBytes, packedBytes: heapBytes };
+  if (live === 0) return { table, heapBytes, packedBytes: 0 };
+  const mean = async (sample: string) => {
+    const [row] = await queryRows<{ mean: string | null; n: string }>(
+      db,
+      sql.raw(`SELECT avg(pg_column_size(t.*)) AS mean, count(*) AS n FROM ${table} t ${sample}`),
+    );
+    return { mean: Number(row?.mean ?? 0), n: Number(row?.n ?? 0) };
+  };
+  let sampled = await mean("TABLESAMPLE SYSTEM (1) REPEATABLE (7)");
+  if (sampled.n < 100) sampled = await mean("");
+  const perPage = Math.max(1, Math.floor(PAGE_PAYLOAD / (sampled.mean + TUPLE_OVERHEAD)));
+  return { table, heapBytes, packedBytes: Math.ceil(live / perPage) * 8_192 };
+}
+
+export function heapBloated(bloat: HeapBloat, minBytes = MIN_COMPACT_BYTES): boolean {
+  return bloat.heapBytes >= minBytes && bloat.heapBytes > HEAP_COMPACT_FACTOR * bloat.packedBytes;
+}
+
+/** VACUUM FULL (ANALYZE): the table rewritten packed, every index rebuilt, the space given back to the disk. */
+export async function compactTable(db: Database, table: MaintainedTable): Promise<void> {
+  await db.execute(sql.raw(`VACUUM (FULL, ANALYZE) ${table}`));
+}
+
 export interface HnswIndexSize {
   index: string;
   table: "chunks" | "memories";
@@ -142,13 +210,14 @@ export async function reindex(db: Database, index: string, opts: { concurrently:
 }
 
 export interface MaintenanceStep {
-  step: "vacuum" | "reindex";
+  step: "vacuum" | "reindex" | "compact";
   target: string;
   ms: number;
 }
 
 export interface DeferredStep {
   table: MaintainedTable;
+  step: "vacuum" | "reindex" | "compact";
   /** About how long the cheaper way (repair, or rebuild then VACUUM) would hold the connection. */
   estimateMs: number;
 }
@@ -156,6 +225,8 @@ export interface DeferredStep {
 export interface MaintenanceResult {
   vacuumed: string[];
   reindexed: string[];
+  /** PGlite tables rewritten packed (VACUUM FULL), which also rebuilt their indexes. */
+  compacted: string[];
   steps: MaintenanceStep[];
   /** PGlite tables left for later: their VACUUM would hold the connection longer than `maxHoldMs`. */
   deferred: DeferredStep[];
@@ -168,11 +239,12 @@ export function estimatedHoldMs(churn: TableChurn, hasHnsw: boolean): number {
 }
 
 /**
- * One pass: on PGlite, VACUUM (ANALYZE) of each churned table with enough dead rows (table by table, each a
- * separate statement at the caller's gate class, so searches waiting go first between them), its HNSW indexes
- * rebuilt first when that is cheaper than VACUUM's graph repair; on both drivers, REINDEX of an HNSW index
- * bloated beyond what VACUUM gives back (CONCURRENTLY on PostgreSQL). Tables and indexes that did not change
- * are left alone: a pass over a quiet store costs four small catalog reads.
+ * One pass. On PGlite, table by table (each step a separate statement at the caller's gate class, so searches
+ * waiting go first between them): a table whose heap is bloated past HEAP_COMPACT_FACTOR is compacted (VACUUM
+ * FULL, which also drops its dead rows and rebuilds its indexes); otherwise one with enough dead rows gets
+ * VACUUM (ANALYZE), its HNSW indexes rebuilt first when that is cheaper than VACUUM's graph repair. On both
+ * drivers, REINDEX of an HNSW index bloated beyond what VACUUM gives back (CONCURRENTLY on PostgreSQL). What did
+ * not change is left alone: a pass over a quiet store costs a few catalog reads and a 1 % sample of big heaps.
  */
 export async function runMaintenance(
   db: Database,
@@ -180,46 +252,65 @@ export async function runMaintenance(
     driver: "pglite" | "postgres";
     onStep?: (step: MaintenanceStep) => void;
     /**
-     * PGlite only: leave a table whose VACUUM (or rebuild) would hold the single connection longer than this,
-     * about (estimatedHoldMs), for a pass run with a larger bound at a quiet hour. 0 or absent: no bound.
+     * PGlite only: leave a step that would hold the single connection longer than this, about (estimatedHoldMs
+     * and the rewrite estimate), for a later pass. 0 or absent: no bound.
      */
     maxHoldMs?: number;
+    /** The service has been quiet for a while (no API requests): steps over `maxHoldMs` run now. */
+    quiet?: boolean;
+    /** Heaps smaller than this are never compacted; default MIN_COMPACT_BYTES (tests use small tables). */
+    minCompactBytes?: number;
   },
 ): Promise<MaintenanceResult> {
-  const result: MaintenanceResult = { vacuumed: [], reindexed: [], steps: [], deferred: [] };
+  const result: MaintenanceResult = { vacuumed: [], reindexed: [], compacted: [], steps: [], deferred: [] };
   const record = (step: MaintenanceStep) => {
     result.steps.push(step);
     opts.onStep?.(step);
   };
-  const rebuild = async (index: string) => {
+  const tooLong = (estimateMs: number) =>
+    opts.driver === "pglite" && !opts.quiet && !!opts.maxHoldMs && estimateMs > opts.maxHoldMs;
+  const timed = async (step: MaintenanceStep["step"], target: string, work: () => Promise<void>) => {
     const started = Date.now();
-    await reindex(db, index, { concurrently: opts.driver === "postgres" });
+    await work();
+    record({ step, target, ms: Date.now() - started });
+  };
+  const rebuild = async (index: string) => {
+    await timed("reindex", index, () => reindex(db, index, { concurrently: opts.driver === "postgres" }));
     result.reindexed.push(index);
-    record({ step: "reindex", target: index, ms: Date.now() - started });
   };
   if (opts.driver === "pglite") {
     for (const table of MAINTAINED_TABLES) {
       const churn = await tableChurn(db, table);
-      if (!needsVacuum(churn)) continue;
       const indexes = (await hnswIndexSizes(db)).filter((size) => size.table === table);
+      const bloat = await heapBloat(db, table, churn.live, opts.minCompactBytes);
+      if (heapBloated(bloat, opts.minCompactBytes)) {
+        const estimateMs =
+          churn.live * (REWRITE_MS_PER_LIVE_ROW + (indexes.length > 0 ? REBUILD_MS_PER_LIVE_ROW : 0));
+        if (!tooLong(estimateMs)) {
+          await timed("compact", table, () => compactTable(db, table));
+          result.compacted.push(table);
+          continue;
+        }
+        result.deferred.push({ table, step: "compact", estimateMs });
+      }
+      if (!needsVacuum(churn)) continue;
       const estimateMs = estimatedHoldMs(churn, indexes.length > 0);
-      if (opts.maxHoldMs && estimateMs > opts.maxHoldMs) {
-        result.deferred.push({ table, estimateMs });
+      if (tooLong(estimateMs)) {
+        result.deferred.push({ table, step: "vacuum", estimateMs });
         continue;
       }
       if (rebuildBeforeVacuum(churn)) for (const size of indexes) await rebuild(size.index);
-      const started = Date.now();
-      await vacuumTable(db, table);
+      await timed("vacuum", table, () => vacuumTable(db, table));
       result.vacuumed.push(table);
-      record({ step: "vacuum", target: table, ms: Date.now() - started });
     }
   }
   for (const size of await hnswIndexSizes(db)) {
-    if (result.reindexed.includes(size.index) || !hnswBloated(size)) continue;
+    if (result.reindexed.includes(size.index) || result.compacted.includes(size.table) || !hnswBloated(size))
+      continue;
     const estimateMs = size.rows * REBUILD_MS_PER_LIVE_ROW;
-    if (opts.driver === "pglite" && opts.maxHoldMs && estimateMs > opts.maxHoldMs) {
+    if (tooLong(estimateMs)) {
       if (!result.deferred.some((d) => d.table === size.table))
-        result.deferred.push({ table: size.table, estimateMs });
+        result.deferred.push({ table: size.table, step: "reindex", estimateMs });
       continue;
     }
     await rebuild(size.index);

@@ -40,11 +40,25 @@ function indexName(table: string, model: string) {
  * first used; a later model gets its own index while the old one serves until its rows are migrated.
  * An advisory lock keeps two processes starting together from racing on the same CREATE INDEX.
  */
-export async function ensureVectorIndexes(db: Database, space: VectorSpace): Promise<void> {
+export async function ensureVectorIndexes(
+  db: Database,
+  space: VectorSpace,
+  options: {
+    /**
+     * maintenance_work_mem for the build. The service creates these indexes when a model is first used, over
+     * few rows, and 256MB is plenty; a build over a loaded table (benchmarks, a migration) is many times faster
+     * when the whole graph fits (pgvector: about 2 KB per 384-d vector), e.g. '4GB' for a million chunks.
+     */
+    buildMemory?: string;
+  } = {},
+): Promise<void> {
   const { model, dimension } = checkedSpace(space);
+  const memory = options.buildMemory ?? "256MB";
+  if (!/^[1-9][0-9]{0,6}(kB|MB|GB)$/.test(memory))
+    throw new Error(`bad index build memory "${memory}" (a size such as 256MB or 4GB)`);
   await db.transaction(async (tx) => {
     await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext('memory-service:vector-index'))`);
-    await tx.execute(sql.raw("SET LOCAL maintenance_work_mem = '256MB'"));
+    await tx.execute(sql.raw(`SET LOCAL maintenance_work_mem = '${memory}'`));
     for (const table of TABLES) {
       await tx.execute(
         sql.raw(

@@ -2,7 +2,7 @@ import { type NativeConnection, Worker } from "@temporalio/worker";
 import { createDocumentActivities, type DocumentActivityDeps } from "../activities/document-processing.ts";
 import { createFileSweepActivities } from "../activities/file-sweep.ts";
 import { createKeyNoticeActivities, type KeyNoticeActivityDeps } from "../activities/key-notices.ts";
-import { createMaintenanceActivities } from "../activities/maintenance.ts";
+import { createMaintenanceActivities, type MaintenanceActivityDeps } from "../activities/maintenance.ts";
 import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
 import { createWebhookActivities } from "../activities/webhooks.ts";
@@ -13,7 +13,7 @@ export interface WorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  deps: DocumentActivityDeps;
+  deps: DocumentActivityDeps & MaintenanceActivityDeps;
   /** Connection syncs: the connector registry, sealed secrets, and the processing client for new documents. */
   sync: SyncActivityDeps;
   /** Key-expiry notices: lead times and SMTP settings. */

@@ -1,7 +1,7 @@
 // The "At scale" section of docs/benchmarks.md (bench/scale.ts measures it). Every conclusion here is chosen by
 // comparing the figures of the run, never written whatever they say.
 
-import type { IngestRun, LoadRun, ScaleOptions, ScaleResult } from "../scale.ts";
+import type { IngestRun, LoadRun, ScaleOptions, ScaleResult, Seeding } from "../scale.ts";
 import { machine } from "./report.ts";
 
 export const SCALE_HEADING = "## At scale: separate processes, concurrent load, daemon memory";
@@ -34,6 +34,40 @@ export function workersVerdict(runs: IngestRun[], cores: number): string {
         : `so on ${cores} cores the added worker processes lowered the rate by more than ${100 * SAME_WITHIN} %`;
   const failed = runs.filter((x) => x.failed > 0);
   return `In this run: ${parts.join(", ")}, ${verdict}.${failed.length ? ` Documents failed with ${failed.map((x) => `${x.workers} worker(s) (${x.failed})`).join(", ")}.` : ""}`;
+}
+
+const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(bytes < 10 * 1024 ** 3 ? 2 : 0)} GiB`;
+
+/** Chunks a deployment is sized for below: the per-chunk figures of the run, times this. */
+export const SIZING_CHUNKS = 10_000_000;
+
+/**
+ * How the search store was built and what it takes, then what SIZING_CHUNKS chunks would take by the same
+ * per-chunk figures. Sizes scale linearly with rows; an HNSW build grows a little faster than linearly (each
+ * insert searches a graph that deepens with log N), so its extrapolated time is a floor.
+ */
+export function seedingLines(x: Seeding, cores: number): string[] {
+  const per = (bytes: number) => bytes / x.chunks;
+  const scaled = (bytes: number) => gib(per(bytes) * SIZING_CHUNKS);
+  const hours = (ms: number) => (ms * (SIZING_CHUNKS / x.chunks)) / 3_600_000;
+  const real = x.chunks - x.blended;
+  return [
+    `The store: ${x.chunks.toLocaleString("en")} chunks${x.blended ? ` (${real.toLocaleString("en")} real SciFact chunks with their model vectors, then ${x.blended.toLocaleString("en")} blends of two of them: their texts joined, their vectors summed and normalised; bench/lib/blended-chunks.ts)` : " (real SciFact chunks with their model vectors)"}, loaded in bulk (multi-row INSERTs) with the secondary indexes dropped, then indexed.`,
+    "",
+    "| step | time | | relation | size | per chunk |",
+    "| --- | --- | --- | --- | --- | --- |",
+    `| load | ${fixed(x.loadMs / 1000)} s | | \`chunks\` (heap and TOAST) | ${gib(x.tableBytes)} | ${fixed(per(x.tableBytes) / 1024, 2)} kB |`,
+    `| GIN and btree indexes | ${fixed(x.secondaryIndexMs / 1000)} s | | HNSW index | ${gib(x.hnswBytes)} | ${fixed(per(x.hnswBytes) / 1024, 2)} kB |`,
+    `| HNSW build (maintenance_work_mem ${x.buildMemory}) | ${fixed(x.hnswMs / 1000)} s | | \`chunks\` with every index | ${gib(x.chunksTotalBytes)} | ${fixed(per(x.chunksTotalBytes) / 1024, 2)} kB |`,
+    `| ANALYZE | ${fixed(x.analyzeMs / 1000)} s | | \`documents\` with every index | ${gib(x.documentsTotalBytes)} | ${fixed(per(x.documentsTotalBytes) / 1024, 2)} kB |`,
+    "",
+    `By these per-chunk figures, ${SIZING_CHUNKS.toLocaleString("en")} chunks of this kind (384-d vectors, chunks of a few sentences) take: ` +
+      `${scaled(x.chunksTotalBytes + x.documentsTotalBytes)} of disk for chunks and documents with their indexes; ` +
+      `an HNSW index of ${scaled(x.hnswBytes)}, which searches read at random, so the server's memory (shared_buffers plus the OS page cache) should hold it whole, with the hot part of the table beside it; ` +
+      `a maintenance_work_mem of about ${scaled(x.hnswBytes * 1.5)} for a rebuild whose graph fits in memory (REINDEX after heavy churn; pgvector builds much more slowly once the graph outgrows it); ` +
+      `and at least ${fixed(hours(x.hnswMs), 1)} h for that rebuild on ${cores} cores like these (this run's build time scaled by rows; builds grow a little faster than that).`,
+    "",
+  ];
 }
 
 /** What the API-process and connection rows show, from their own figures. */
@@ -109,6 +143,7 @@ export function renderScaleSection(r: ScaleResult, o: ScaleOptions): string[] {
       "",
       `\`POST /v3/search\` (hybrid, limit 10, SciFact queries in rotation, each embedded by the API) for ${first?.durationS ?? o.durationS} s per row after a 5 s warm-up, against API processes of the scale-out shape. Latency is per response as the client saw it. Seeding ${r.search.chunks} chunks (bulk insert, index builds, ANALYZE) took ${fixed(r.search.seedMs / 1000)} s.`,
       "",
+      ...(r.search.seeding ? seedingLines(r.search.seeding, m.cores) : []),
       "| API processes | connections | searches | searches/s | p50 | p95 | p99 | max | p50 vs 1 connection | errors | non-2xx | load avg |",
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
       ...r.search.runs.map(

@@ -37,29 +37,31 @@ export async function deferChunkIndexes(db: Database): Promise<() => Promise<str
 export async function bulkLoad(
   db: Database,
   opts: {
-    docs: SearchDocument[];
+    /** An array, or a generator for stores too big to hold as one (then `chunks` names their number). */
+    docs: Iterable<SearchDocument>;
+    chunks?: number;
     tag: string;
     model: { name: string; dimension: number };
-    vectorOf: (text: string) => ArrayLike<number>;
+    vectorOf: (text: string, doc: SearchDocument, position: number) => ArrayLike<number>;
     label: string;
   },
 ): Promise<void> {
-  const { docs, tag, model } = opts;
-  const total = docs.reduce((s, d) => s + d.pieces.length, 0);
+  const { tag, model } = opts;
+  const total =
+    opts.chunks ?? (Array.isArray(opts.docs) ? opts.docs.reduce((s, d) => s + d.pieces.length, 0) : 0);
   const bar = progress(opts.label, total, 15_000);
+  const source = opts.docs[Symbol.iterator]();
+  let ahead = source.next();
   let loaded = 0;
-  let i = 0;
-  while (i < docs.length) {
+  while (!ahead.done) {
     // One transaction: whole documents up to ~CHUNKS_PER_TRANSACTION chunks.
     const group: SearchDocument[] = [];
     let size = 0;
-    while (
-      i < docs.length &&
-      (size === 0 || size + (docs[i] as SearchDocument).pieces.length <= CHUNKS_PER_TRANSACTION)
-    ) {
-      const d = docs[i++] as SearchDocument;
+    while (!ahead.done && (size === 0 || size + ahead.value.pieces.length <= CHUNKS_PER_TRANSACTION)) {
+      const d = ahead.value;
       group.push(d);
       size += d.pieces.length;
+      ahead = source.next();
     }
     const now = new Date();
     const docRows = group.map((d) => {
@@ -85,7 +87,7 @@ export async function bulkLoad(
         documentId: (docRows[k] as { id: string }).id,
         position,
         content,
-        embedding: Array.from(opts.vectorOf(content)),
+        embedding: Array.from(opts.vectorOf(content, d, position)),
         embeddingModel: model.name,
         embeddingDimension: model.dimension,
       })),

@@ -57,6 +57,7 @@ const scaleOptions: ScaleOptions = {
   docs: 200,
   workers: [1, 2],
   searchChunks: 10_000,
+  buildMemory: "256MB",
   connections: [1, 16],
   durationS: 15,
   memoryChunks: 100_000,

@@ -67,7 +67,7 @@ describe("the table maintenance schedule", () => {
       workflowId: `maintain-tables-test-${randomBytes(4).toString("hex")}`,
       args: [],
     });
-    expect(result).toEqual({ vacuumed: [], reindexed: [], steps: [], deferred: [] });
+    expect(result).toEqual({ vacuumed: [], reindexed: [], compacted: [], steps: [], deferred: [] });
     expect(await search()).toEqual(before);
   });
 

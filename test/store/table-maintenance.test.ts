@@ -9,7 +9,14 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
 import { deleteDocument, saveDocument } from "../../store/documents.ts";
-import { hnswIndexSizes, runMaintenance, serverKind, tableChurn } from "../../store/maintenance.ts";
+import {
+  HEAP_COMPACT_FACTOR,
+  heapBloat,
+  hnswIndexSizes,
+  runMaintenance,
+  serverKind,
+  tableChurn,
+} from "../../store/maintenance.ts";
 import { saveProcessedText } from "../../store/processing.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
@@ -41,14 +48,14 @@ function vectors(count: number, seed: number): number[][] {
 const words = ["harbour", "lantern", "meadow", "granite", "orchard", "copper", "willow", "saffron"];
 
 /** A document taken through processing as the worker does (one transaction with its chunks and vectors). */
-async function processed(db: Database, i: number, embeddings: number[][]): Promise<string> {
+async function processed(db: Database, i: number, embeddings: number[][], tag = "maint"): Promise<string> {
   const pieces = embeddings.map((embedding, position) => ({
     content: `note ${i} part ${position}: the ${words[(i + position) % words.length]} by the ${words[i % words.length]}`,
     position,
     embedding,
   }));
   const source = pieces.map((p) => p.content).join(" ");
-  const { document } = await saveDocument(db, { source, containerTags: ["maint"], metadata: {} });
+  const { document } = await saveDocument(db, { source, containerTags: [tag], metadata: {} });
   await saveProcessedText(
     db,
     { documentId: document.id, run: document.processingRun },
@@ -118,6 +125,7 @@ describe.each(drivers)("table maintenance on %s", (driver, open) => {
     expect(await runMaintenance(db, { driver: driver as "pglite" })).toEqual({
       vacuumed: [],
       reindexed: [],
+      compacted: [],
       steps: [],
       deferred: [],
     });
@@ -185,8 +193,63 @@ describe.each(drivers)("table maintenance on %s", (driver, open) => {
     expect(await runMaintenance(db, { driver: driver as "pglite" })).toEqual({
       vacuumed: [],
       reindexed: [],
+      compacted: [],
       steps: [],
       deferred: [],
     });
+  });
+  it("compacts a heap that shrank for good (PGlite), a step over the bound only once the service is quiet", async () => {
+    const spread = vectors(DOCUMENTS * CHUNKS_PER_DOCUMENT, 99);
+    const ids: string[] = [];
+    for (let i = 0; i < DOCUMENTS; i++)
+      ids.push(
+        await processed(
+          db,
+          1000 + i,
+          spread.slice(i * CHUNKS_PER_DOCUMENT, (i + 1) * CHUNKS_PER_DOCUMENT),
+          "compact",
+        ),
+      );
+    // Every other document deleted: holes all over the heap, which VACUUM frees but cannot give back.
+    for (const id of ids.filter((_, i) => i % 2 === 1)) await deleteDocument(db, id);
+    await settle();
+    const bySelf = (i: number) =>
+      hybridChunkSearch(db, {
+        text: "note",
+        embedding: spread[i * CHUNKS_PER_DOCUMENT] as number[],
+        space,
+        containerTags: ["compact"],
+        tagMode: "any",
+        candidates: 10,
+      }).then((hits) => hits[0]?.chunkId);
+    const firstBefore = await Promise.all([0, 2, 4].map(bySelf));
+    const heapBefore = await heapBloat(db, "chunks", (await tableChurn(db, "chunks")).live, 64 * 1024);
+    const small = { minCompactBytes: 64 * 1024 };
+
+    if (driver === "postgres") {
+      // VACUUM FULL locks the table on a server that others use: left to the operator (pg_repack).
+      const pass = await runMaintenance(db, { driver: "postgres", quiet: true, ...small });
+      expect(pass.compacted).toEqual([]);
+      return;
+    }
+    expect(heapBefore.heapBytes).toBeGreaterThan(1.5 * heapBefore.packedBytes);
+    // A bound the rewrite would exceed leaves it for later while the API is busy...
+    const busy = await runMaintenance(db, { driver: "pglite", maxHoldMs: 1, ...small });
+    expect(busy.compacted).toEqual([]);
+    expect(busy.deferred).toContainEqual(expect.objectContaining({ table: "chunks", step: "compact" }));
+    expect((await heapBloat(db, "chunks", 0, 64 * 1024)).heapBytes).toBe(heapBefore.heapBytes);
+    // ...and runs it in the first pass after the API has been quiet.
+    const quiet = await runMaintenance(db, { driver: "pglite", maxHoldMs: 1, quiet: true, ...small });
+    expect(quiet.compacted).toContain("chunks");
+    expect(quiet.steps).toContainEqual(expect.objectContaining({ step: "compact", target: "chunks" }));
+    await settle();
+    const live = (await tableChurn(db, "chunks")).live;
+    const after = await heapBloat(db, "chunks", live, 64 * 1024);
+    expect(after.heapBytes).toBeLessThan(0.75 * heapBefore.heapBytes);
+    expect(after.heapBytes).toBeLessThanOrEqual(HEAP_COMPACT_FACTOR * after.packedBytes);
+    // The rewrite rebuilt the HNSW index with the heap: the same nearest chunk for each query.
+    expect(await Promise.all([0, 2, 4].map(bySelf))).toEqual(firstBefore);
+    // Nothing left to do.
+    expect((await runMaintenance(db, { driver: "pglite", quiet: true, ...small })).compacted).toEqual([]);
   });
 });
