@@ -216,6 +216,11 @@ export class EmbeddingScheduler {
       const from = dedicated && this.free(this.shared) === 0 ? DEDICATED_LANES : 0;
       const queue = this.pick(this.lanes.length, from);
       if (!queue) break;
+      // Every thread busy: a task formed now waits behind a running one, and bulk texts arriving a document at
+      // a time (two chunks each during an import) would make it a small one, which embeds fewer texts per
+      // second. Queue one ahead only when it is full; otherwise the first thread to finish takes whatever has
+      // gathered by then (pump runs on every completion).
+      if (this.free(this.shared) === 0 && queue.priority === "bulk" && queue.pending < this.textsPerTask) break;
       const alsoDedicated = dedicated && queue.priority === "query" ? this.free(dedicated) : 0;
       this.dispatch(this.shared, queue, this.free(this.shared) + alsoDedicated);
     }

@@ -162,6 +162,39 @@ describe("embedding scheduler (fake backend)", () => {
     expect(shared.maxRunning).toBe(2);
   });
 
+  it("queues a bulk task ahead on a busy thread only when it is full: texts arriving a document at a time gather for the first thread to finish", async () => {
+    const shared = new FakeBackend(4, false, 2); // two threads, a task queued ahead on each
+    const scheduler = new EmbeddingScheduler({ shared, textsPerTask: 8 });
+    const { done, submit } = recorder(scheduler);
+    // A document of two chunks on two idle threads: one text each, and both threads are busy. Then documents
+    // arrive one at a time, as an import's do (each after its own extraction and chunking).
+    submit("d0", ["d0 a", "d0 b"], "document", "bulk");
+    await settle();
+    expect(shared.started.map((t) => t.texts)).toEqual([["d0 a"], ["d0 b"]]);
+    for (let d = 1; d < 4; d++) {
+      submit(`d${d}`, [`d${d} a`, `d${d} b`], "document", "bulk");
+      await settle();
+    }
+    // Six texts wait, none formed into a small task queued ahead on a busy thread.
+    expect(shared.started).toHaveLength(2);
+    // A thread finishes: the texts gathered meanwhile go to it as one task.
+    shared.finish();
+    await settle();
+    expect(shared.started.map((t) => t.texts.length)).toEqual([1, 1, 6]);
+    // Once a full task's worth waits, it is queued ahead although both threads are busy.
+    for (let d = 4; d < 8; d++) {
+      submit(`d${d}`, [`d${d} a`, `d${d} b`], "document", "bulk");
+      await settle();
+    }
+    expect(shared.started.map((t) => t.texts.length)).toEqual([1, 1, 6, 8]);
+    submit("d8", ["d8 a", "d8 b"], "document", "bulk");
+    while (shared.running.size > 0) {
+      shared.finish();
+      await settle();
+    }
+    expect(done).toHaveLength(9);
+  });
+
   it("answers queries, then interactive calls in small tasks, on the dedicated thread; never bulk work", async () => {
     const shared = new FakeBackend(1);
     const queryThread = new FakeBackend(1);
