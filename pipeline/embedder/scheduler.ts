@@ -220,7 +220,8 @@ export class EmbeddingScheduler {
       // a time (two chunks each during an import) would make it a small one, which embeds fewer texts per
       // second. Queue one ahead only when it is full; otherwise the first thread to finish takes whatever has
       // gathered by then (pump runs on every completion).
-      if (this.free(this.shared) === 0 && queue.priority === "bulk" && queue.pending < this.textsPerTask) break;
+      if (this.free(this.shared) === 0 && queue.priority === "bulk" && queue.pending < this.textsPerTask)
+        break;
       const alsoDedicated = dedicated && queue.priority === "query" ? this.free(dedicated) : 0;
       this.dispatch(this.shared, queue, this.free(this.shared) + alsoDedicated);
     }

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededRandom } from "../../bench/lib/random.ts";
 import { caller } from "../support/http.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
 
@@ -55,18 +56,6 @@ const VALID: Record<string, Record<string, unknown>> = {
   "/v3/settings": { chunkSize: 500, notionClientSecret: "s", githubCustomKeyEnabled: true },
 };
 
-/** Deterministic PRNG (mulberry32), so a failure can be replayed. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function asText(v: unknown): string {
   if (typeof v === "string") return v;
   try {
@@ -105,7 +94,7 @@ describe("fuzzing every endpoint", () => {
 
   it(`answers ${TOTAL} malformed requests without a single 5xx`, async () => {
     const seed = Number(process.env.FUZZ_SEED ?? 20261122);
-    const rand = prng(seed);
+    const rand = seededRandom(seed); // deterministic, so a failure can be replayed
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
     const anything = fc.sample(fc.anything({ maxDepth: 4, withBigInt: false }), { numRuns: 400, seed });
     const strings = fc.sample(fc.string({ unit: "binary", maxLength: 200 }), { numRuns: 200, seed });
