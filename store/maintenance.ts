@@ -103,6 +103,8 @@ export const MIN_COMPACT_BYTES = 8 * 1_048_576;
 export const REWRITE_MS_PER_LIVE_ROW = 0.1;
 /** Bytes a heap tuple takes besides its data: the tuple header (23, aligned to 24) and its line pointer (4). */
 const TUPLE_OVERHEAD = 28;
+/** Pages a bloat estimate samples at least (TABLESAMPLE SYSTEM draws whole pages). */
+const SAMPLE_PAGES = 40;
 /** Usable bytes of an 8 KB heap page (the page header takes 24). */
 const PAGE_PAYLOAD = 8_192 - 24;
 
@@ -115,8 +117,8 @@ export interface HeapBloat {
 }
 
 /**
- * The heap's size against what its live rows need, from a sample of about 1 % of its pages (TABLESAMPLE
- * SYSTEM: whole pages, so the sample costs a hundredth of a scan; at least 100 rows, else every row).
+ * The heap's size against what its live rows need, their mean size taken from a sample of about 1 % of its
+ * pages (TABLESAMPLE SYSTEM: whole pages, so the sample costs a hundredth of a scan; at least SAMPLE_PAGES).
  */
 export async function heapBloat(
   db: Database,
@@ -131,16 +133,21 @@ export async function heapBloat(
   const heapBytes = Number(size?.bytes ?? 0);
   if (heapBytes < minBytes) return { table, heapBytes, packedBytes: heapBytes };
   if (live === 0) return { table, heapBytes, packedBytes: 0 };
-  const mean = async (sample: string) => {
-    const [row] = await queryRows<{ mean: string | null; n: string }>(
+  const meanRowBytes = async (sample: string) => {
+    const [row] = await queryRows<{ mean: string | null }>(
       db,
-      sql.raw(`SELECT avg(pg_column_size(t.*)) AS mean, count(*) AS n FROM ${table} t ${sample}`),
+      sql.raw(`SELECT avg(pg_column_size(t.*)) AS mean FROM ${table} t ${sample}`),
     );
-    return { mean: Number(row?.mean ?? 0), n: Number(row?.n ?? 0) };
+    return row?.mean == null ? undefined : Number(row.mean);
   };
-  let sampled = await mean("TABLESAMPLE SYSTEM (1) REPEATABLE (7)");
-  if (sampled.n < 100) sampled = await mean("");
-  const perPage = Math.max(1, Math.floor(PAGE_PAYLOAD / (sampled.mean + TUPLE_OVERHEAD)));
+  // About 1 % of the pages, and at least SAMPLE_PAGES of them (a small heap gets a larger share); when every
+  // page drawn was empty (a heap that is mostly holes), all of them.
+  const percent = Math.min(100, Math.max(1, (SAMPLE_PAGES * 100 * 8_192) / heapBytes));
+  const mean =
+    (await meanRowBytes(`TABLESAMPLE SYSTEM (${percent.toFixed(3)}) REPEATABLE (7)`)) ??
+    (await meanRowBytes("")) ??
+    0;
+  const perPage = Math.max(1, Math.floor(PAGE_PAYLOAD / (mean + TUPLE_OVERHEAD)));
   return { table, heapBytes, packedBytes: Math.ceil(live / perPage) * 8_192 };
 }
 
