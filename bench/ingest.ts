@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import type Supermemory from "supermemory";
 import { loadConfig } from "../config/env.ts";
 import { chunkText } from "../pipeline/chunker.ts";
-import { createEmbedder } from "../pipeline/embedder/index.ts";
+import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { openPglite, queryRows } from "../store/db.ts";
 import type { Abstract } from "./lib/corpus.ts";
 import { ingestDocuments } from "./lib/corpus.ts";
@@ -22,6 +22,8 @@ const STALL_MS = 5 * 60_000;
 const TAG = "bench-ingest";
 
 export interface EmbedderRun {
+  /** The model timed (missing from results stored before it was recorded). */
+  model?: string;
   texts: number;
   ms: number;
   perSecond: number;
@@ -86,22 +88,24 @@ async function timeEmbedder(
   texts: string[],
   temporalPid?: number,
 ): Promise<EmbedderRun> {
-  const embedder = createEmbedder("use-lite", { threads });
+  // The model the service embeds with, in the lane an import's chunks take (the model's own threads only).
+  const embedder = createEmbedder(resolveDefaultEmbedder().name, { threads });
+  const bulk = { priority: "bulk" } as const;
   try {
     // Model load and the first inference (graph set-up) are not part of the throughput.
-    await embedder.embed(texts.slice(0, Math.min(texts.length, 8 * threads)));
+    await embedder.embed(texts.slice(0, Math.min(texts.length, 8 * threads)), "document", bulk);
     const bar = progress(label, texts.length);
     const meter = cpuMeter({ temporalPid, topThreads: threads });
     const started = performance.now();
     const step = 32;
     for (let i = 0; i < texts.length; i += step) {
-      await embedder.embed(texts.slice(i, i + step));
+      await embedder.embed(texts.slice(i, i + step), "document", bulk);
       bar.update(Math.min(texts.length, i + step));
     }
     const ms = performance.now() - started;
     const cpu = meter.stop();
     bar.finish();
-    return { texts: texts.length, ms, perSecond: (texts.length * 1000) / ms, cpu };
+    return { model: embedder.model, texts: texts.length, ms, perSecond: (texts.length * 1000) / ms, cpu };
   } finally {
     await embedder.close();
   }

@@ -43,7 +43,7 @@ export function renderIngestSection(i: IngestResult): string[] {
     `| All add requests answered after | ${seconds(i.acceptMs)} |`,
     `| First add → last \`done\` | ${seconds(i.wallMs)} |`,
     `| **Pipeline throughput** | **${rate(i.docsPerSecond)} documents/s** (${rate(i.chunksPerSecond)} chunks/s) |`,
-    `| Embedder alone, same ${i.embedderOnDocs.texts} documents as whole texts (${i.threads} thread${i.threads > 1 ? "s" : ""}) | ${rate(i.embedderOnDocs.perSecond)} texts/s (${seconds(i.embedderOnDocs.ms)}) |`,
+    `| Embedder alone${i.embedderOnDocs.model ? ` (${i.embedderOnDocs.model})` : ""}, same ${i.embedderOnDocs.texts} documents as whole texts (${i.threads} thread${i.threads > 1 ? "s" : ""}) | ${rate(i.embedderOnDocs.perSecond)} texts/s (${seconds(i.embedderOnDocs.ms)}) |`,
     `| Embedder alone, the ${i.embedderOnChunks.texts} chunks the pipeline embeds | ${rate(i.embedderOnChunks.perSecond)} chunks/s (${seconds(i.embedderOnChunks.ms)}) |`,
     `| **Ingestion / embedder**, per document (documents/s ÷ texts/s) | **${ratio(i.docsPerSecond, i.embedderOnDocs.perSecond)}** |`,
     `| Ingestion / embedder, per chunk (chunks/s ÷ chunks/s) | ${ratio(i.chunksPerSecond, i.embedderOnChunks.perSecond)} |`,
