@@ -36,7 +36,7 @@ export function workersVerdict(runs: IngestRun[], cores: number): string {
   return `In this run: ${parts.join(", ")}, ${verdict}.${failed.length ? ` Documents failed with ${failed.map((x) => `${x.workers} worker(s) (${x.failed})`).join(", ")}.` : ""}`;
 }
 
-const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(bytes < 10 * 1024 ** 3 ? 2 : 0)} GiB`;
+export const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(bytes < 10 * 1024 ** 3 ? 2 : 0)} GiB`;
 
 /** Chunks a deployment is sized for below: the per-chunk figures of the run, times this. */
 export const SIZING_CHUNKS = 10_000_000;

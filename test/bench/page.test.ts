@@ -14,6 +14,7 @@ import {
   writeRunFile,
 } from "../../bench/lib/results.ts";
 import { revisionInfo } from "../../bench/lib/revision.ts";
+import { ms } from "../../bench/lib/stats.ts";
 import type { IngestRun, LoadRun, ScaleOptions, ScaleResult } from "../../bench/scale.ts";
 import { SCENARIOS, selectScenarios } from "../../bench/scenarios.ts";
 
@@ -198,6 +199,9 @@ describe("the benchmark page", () => {
     expect(rows[1]).toContain("1111111");
     expect(rows[1]).toContain("2: 1.50×");
     expect(table).toContain("extraction pdf p50");
+    // The scale search's one-connection p95 with its store size (a 1M run's figures reach the page this way).
+    expect(table).toContain("scale search p95, 1 connection");
+    expect(rows[0]).toContain(`${ms(summary(50).p95)} at 10,000`);
     // Files outside bench/results/ are named, not linked (the page's links must reach real files).
     expect(rows[0]).not.toContain("](");
     expect(resultFileName(newer.header)).toBe("20261126T100000Z-2222222-dirty.json");
