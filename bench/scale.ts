@@ -41,6 +41,10 @@ export interface ScaleOptions {
   connections: number[];
   /** Seconds per search-load row. */
   durationS: number;
+  /** Seconds of searches before the measured rows (caches, plans, pool); 5 in results stored before it was an option. */
+  warmupS?: number;
+  /** PostgreSQL server settings beyond the test server's (e.g. shared_buffers); none in older results. */
+  serverSettings?: Record<string, string>;
   memoryChunks: number;
   skipIngest: boolean;
   skipSearch: boolean;
@@ -434,6 +438,7 @@ async function runSearchLoad(o: {
   buildMemory: string;
   connections: number[];
   durationS: number;
+  warmupS: number;
   queries: string[];
 }): Promise<NonNullable<ScaleResult["search"]>> {
   const databaseUrl = await createDatabase(o.serverUrl, "scale_search");
@@ -453,7 +458,7 @@ async function runSearchLoad(o: {
     urls: [first.url],
     key: d.adminKey,
     connections: 2,
-    durationS: 5,
+    durationS: o.warmupS,
     queries: o.queries,
   });
   for (const c of o.connections) {
@@ -474,7 +479,7 @@ async function runSearchLoad(o: {
     urls: [second.url],
     key: d.adminKey,
     connections: 2,
-    durationS: 5,
+    durationS: o.warmupS,
     queries: o.queries,
   });
   const most = Math.max(...o.connections);
@@ -558,7 +563,7 @@ export async function runScale(
   await embedder.close();
 
   const temporalAddress = await ctx.temporalAddress();
-  const postgres = await startNativePostgres();
+  const postgres = await startNativePostgres({ settings: o.serverSettings });
   cleanup.add("native PostgreSQL", () => postgres.stop());
   const serverUrl = new URL(postgres.url);
   serverUrl.pathname = "/postgres";
@@ -594,6 +599,7 @@ export async function runScale(
         buildMemory: o.buildMemory,
         connections: o.connections,
         durationS: o.durationS,
+        warmupS: o.warmupS ?? 5,
         queries,
       });
   const memory = o.skipMemory

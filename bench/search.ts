@@ -110,25 +110,36 @@ async function scansDuring(db: Database, run: () => Promise<void>): Promise<Reco
 const dialect = new PgDialect();
 
 /**
- * The plan of the statement hybridChunkSearch runs, captured by handing it a database whose
- * transaction runs `EXPLAIN ANALYZE` in place of the SELECT (the SET LOCAL before it runs as is).
+ * The plans of the statements hybridChunkSearch runs, in order: the keyword side (its first transaction,
+ * while the query would be embedded; it also runs for real, as the fusion takes its rows) and the vector
+ * side with the fusion (the second transaction, explained in place of being run).
  */
 async function explainSearch(db: Database, run: (db: Database) => Promise<unknown>): Promise<string[]> {
-  let plan: string[] = [];
+  const plan: string[] = [];
+  const explain = async (target: Database, query: SQL, stage: string) => {
+    const rows = await queryRows<{ "QUERY PLAN": string }>(target, sql`EXPLAIN ANALYZE ${query}`);
+    plan.push(
+      `-- ${stage}`,
+      ...rows.map((r) =>
+        // A 384-d vector literal would fill pages: show its size instead.
+        r["QUERY PLAN"].replace(/'\[[^\]]{200,}\]'/g, (m) => `'[${m.split(",").length} values]'`),
+      ),
+    );
+  };
   const wrapTx = (tx: Database) =>
     new Proxy(tx, {
       get(target, prop, receiver) {
         if (prop !== "execute") return Reflect.get(target, prop, receiver);
         return async (query: SQL) => {
-          // SET LOCAL and the keyword query (keywordTsquery) run as they are; the search statement is explained.
-          if (/^\s*(SET\b|SELECT tsq::text)/i.test(dialect.sqlToQuery(query).sql))
-            return target.execute(query);
-          const rows = await queryRows<{ "QUERY PLAN": string }>(target, sql`EXPLAIN ANALYZE ${query}`);
-          plan = rows.map((r) =>
-            // A 384-d vector literal would fill pages: show its size instead.
-            r["QUERY PLAN"].replace(/'\[[^\]]{200,}\]'/g, (m) => `'[${m.split(",").length} values]'`),
-          );
-          return { rows: [] };
+          const text = dialect.sqlToQuery(query).sql;
+          // SET LOCAL and the keyword query (keywordTsquery) are not search stages.
+          if (/^\s*(SET\b|SELECT tsq::text)/i.test(text)) return target.execute(query);
+          if (/^\s*WITH by_vector/i.test(text)) {
+            await explain(target, query, "vector side and fusion");
+            return { rows: [] };
+          }
+          await explain(target, query, "keyword side");
+          return target.execute(query);
         };
       },
     });

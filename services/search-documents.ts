@@ -129,6 +129,12 @@ export async function rewriteIfPossible(
   }
 }
 
+/** The query's vector, in the embedder's query lane (ahead of any document chunks waiting). */
+export async function embedQuery(deps: SearchDeps, query: string): Promise<number[]> {
+  const [embedding] = await deps.embedder.embed([query], "query", { priority: "query" });
+  return embedding as number[];
+}
+
 /** A caller error in the request (bad filters), reported as 400 by the API. */
 export class SearchRequestError extends Error {
   constructor(
@@ -170,12 +176,13 @@ export async function searchDocuments(
     : undefined;
   const query = rewrittenQuery ?? request.q;
 
-  const [embedding] = await deps.embedder.embed([query], "query", { priority: "query" });
+  // Not awaited here: the search's keyword side runs while the query is embedded (store/search.ts).
+  const embedding = embedQuery(deps, query);
   const candidates = Math.max(50, request.limit * 10);
   let hits = await hybridChunkSearch(deps.db, {
     // Keywords of both the original and the rewritten query: a rewrite must not lose an exact term.
     text: rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q,
-    embedding: embedding as number[],
+    embedding,
     space: { model: deps.embedder.model, dimension: deps.embedder.dimension },
     retrieval: request.retrieval,
     fusion: request.fusion,

@@ -12,6 +12,7 @@ import {
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
 import {
+  embedQuery,
   refuseInvalidFilters,
   rewriteIfPossible,
   type SearchDeps,
@@ -111,14 +112,31 @@ export async function searchMemoriesAndChunks(
     : undefined;
   const query = rewrittenQuery ?? request.q;
   const keywordText = rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q;
-  const [embedding] = await deps.embedder.embed([query], "query", { priority: "query" });
+  // Not awaited yet: the chunk search's keyword side runs while the query is embedded (store/search.ts).
+  const embedding = embedQuery(deps, query);
   const candidates = Math.max(50, request.limit * 5);
 
+  // The chunk search first, for that overlap; memories are still listed first (a memory wins a tie below).
+  const chunkHits =
+    request.searchMode === "memories"
+      ? []
+      : await hybridChunkSearch(deps.db, {
+          text: keywordText,
+          embedding,
+          space,
+          containerTags: request.containerTags,
+          scope,
+          tagMode: "any",
+          endUserId: request.endUserId,
+          filepath: request.filepath,
+          filters: request.filters,
+          candidates,
+        });
   const found: Candidate[] = [];
   if (request.searchMode !== "documents") {
     const hits: MemoryHit[] = await searchMemories(deps.db, {
       text: keywordText,
-      embedding: embedding as number[],
+      embedding: await embedding,
       space,
       containerTags: request.containerTags,
       scope,
@@ -138,18 +156,7 @@ export async function searchMemoriesAndChunks(
       });
   }
   if (request.searchMode !== "memories") {
-    const hits = await hybridChunkSearch(deps.db, {
-      text: keywordText,
-      embedding: embedding as number[],
-      space,
-      containerTags: request.containerTags,
-      scope,
-      tagMode: "any",
-      endUserId: request.endUserId,
-      filepath: request.filepath,
-      filters: request.filters,
-      candidates,
-    });
+    const hits = chunkHits;
     // A chunk with a found memory's very text (a short text kept as a memory too) is shown once, as the memory.
     const key = (text: string) => text.trim().replace(/\s+/g, " ").toLowerCase();
     const seen = new Set<string>(found.map((c) => key(c.content)));

@@ -76,6 +76,13 @@ function filepathCondition(filepath: string | undefined): SQL | undefined {
   return filepath.endsWith("/") ? sql`starts_with(d.filepath, ${filepath})` : sql`d.filepath = ${filepath}`;
 }
 
+/** One chunk the keyword side found: its place among the keyword matches and its keyword score. */
+export interface KeywordCandidate {
+  id: string;
+  rank: number;
+  score: number;
+}
+
 /** The parts of the search statement, each runnable on its own (bench/search-plan.ts explains them per stage). */
 export interface SearchStatement {
   /** `SET LOCAL` commands to run first, in the same transaction. */
@@ -86,6 +93,42 @@ export interface SearchStatement {
   statement: SQL;
 }
 
+/** Which documents a search may return: done, in the caller's scope and tags, and matching its other narrowings. */
+function documentScope(q: KeywordSideQuery): SQL {
+  const textArray = (values: readonly string[]) =>
+    sql`ARRAY[${sql.join(
+      values.map((t) => sql`${t}`),
+      sql`, `,
+    )}]::text[]`;
+  const tags = q.containerTags?.length ? textArray(q.containerTags) : undefined;
+  const conditions = [
+    sql`d.status = 'done'`,
+    q.scope && sql`d.container_tags && ${textArray(q.scope)}`,
+    tags && (q.tagMode === "all" ? sql`d.container_tags @> ${tags}` : sql`d.container_tags && ${tags}`),
+    q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
+    q.endUserId && sql`d.end_user_id = ${q.endUserId}`,
+    filepathCondition(q.filepath),
+    q.filters && compileFilter(sql`d.metadata`, q.filters),
+  ].filter((c): c is SQL => Boolean(c));
+  return sql.join(conditions, sql` AND `);
+}
+
+/** What the keyword side reads of a search: everything but the query's vector. */
+export type KeywordSideQuery = Omit<HybridSearchQuery, "embedding" | "space">;
+
+const NO_ROWS = sql`SELECT NULL::text AS id, NULL::bigint AS rank, NULL::float8 AS score WHERE FALSE`;
+
+/** The keyword side alone (GIN + the tuned rank over the scoped chunks), or no rows without a keyword query. */
+export function keywordSide(q: KeywordSideQuery, tsq: string | null): SQL {
+  if (q.retrieval === "vector" || tsq === null) return NO_ROWS;
+  const rank = keywordRankSql(searchTuning().keywordRank, "c", sql`${tsq}::tsquery`);
+  return sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE c.tsv @@ ${tsq}::tsquery AND ${documentScope(q)}
+      ORDER BY ${rank} DESC
+      LIMIT ${q.candidates}`;
+}
+
 /**
  * One statement: the nearest chunks by cosine distance (HNSW, or an exact sort of a small tag's chunks)
  * and the best keyword matches (GIN + the tuned rank, any query term may match) are fused (store/search-tuning.ts:
@@ -93,53 +136,31 @@ export interface SearchStatement {
  * statement: the planner then estimates its matches from the statistics. Computed in the statement (an
  * InitPlan), it was a guess of 500 rows, and under a small tag the planner rescanned the whole GIN
  * posting lists once per document of the tag (27 ms for a 6-document tag at 100,000 chunks).
+ *
+ * With `keyword` (the rows `byKeyword` returned, run beforehand) the statement fuses those rows instead of
+ * running the keyword side itself: that is how hybridChunkSearch runs it, the keyword side first, while the
+ * query is still being embedded. Without it the whole search is one statement, the same rows (for EXPLAIN).
  */
-export function searchStatement(q: HybridSearchQuery, tsq: string | null): SearchStatement {
+export function searchStatement(
+  q: HybridSearchQuery,
+  tsq: string | null,
+  keyword?: readonly KeywordCandidate[],
+): SearchStatement {
   const vector = `[${q.embedding.join(",")}]`;
-  const tags = q.containerTags?.length
-    ? sql`ARRAY[${sql.join(
-        q.containerTags.map((t) => sql`${t}`),
-        sql`, `,
-      )}]::text[]`
-    : undefined;
-  const scopeTags = q.scope
-    ? sql`ARRAY[${sql.join(
-        q.scope.map((t) => sql`${t}`),
-        sql`, `,
-      )}]::text[]`
-    : undefined;
-  const conditions = [
-    sql`d.status = 'done'`,
-    scopeTags && sql`d.container_tags && ${scopeTags}`,
-    tags && (q.tagMode === "all" ? sql`d.container_tags @> ${tags}` : sql`d.container_tags && ${tags}`),
-    q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
-    q.endUserId && sql`d.end_user_id = ${q.endUserId}`,
-    filepathCondition(q.filepath),
-    q.filters && compileFilter(sql`d.metadata`, q.filters),
-  ].filter((c): c is SQL => Boolean(c));
-  const scope = sql.join(conditions, sql` AND `);
+  const scope = documentScope(q);
   const retrieval = q.retrieval ?? "hybrid";
   const v = vectorTerms("c", q.space);
   const queryVector = sql`${vector}${v.cast}`;
-  const none = sql`SELECT NULL::text AS id, NULL::bigint AS rank, NULL::float8 AS score WHERE FALSE`;
   const byVector =
     retrieval === "keyword"
-      ? none
+      ? NO_ROWS
       : sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank,
              1 - (${v.column} <=> ${queryVector}) AS score
       FROM chunks c JOIN documents d ON d.id = c.document_id
       WHERE ${v.inSpace} AND ${scope}
       ORDER BY ${v.column} <=> ${queryVector}
       LIMIT ${q.candidates}`;
-  const rank = keywordRankSql(searchTuning().keywordRank, "c", sql`${tsq}::tsquery`);
-  const byKeyword =
-    retrieval === "vector" || tsq === null
-      ? none
-      : sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
-      FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.tsv @@ ${tsq}::tsquery AND ${scope}
-      ORDER BY ${rank} DESC
-      LIMIT ${q.candidates}`;
+  const byKeyword = keywordSide(q, tsq);
   // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
   // raise it for this statement only. SET takes no parameters: the value is a checked integer.
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
@@ -149,9 +170,14 @@ export function searchStatement(q: HybridSearchQuery, tsq: string | null): Searc
     // filtered out; an iterative scan keeps walking the graph until enough rows pass (pgvector >= 0.8).
     "SET LOCAL hnsw.iterative_scan = relaxed_order",
   ];
+  const keywordRows =
+    keyword === undefined || byKeyword === NO_ROWS
+      ? byKeyword
+      : sql`SELECT k.id, k.rank, k.score
+      FROM jsonb_to_recordset(${JSON.stringify(keyword)}::jsonb) AS k(id text, rank bigint, score float8)`;
   const statement = sql`
     WITH by_vector AS (${byVector}),
-    by_keyword AS (${byKeyword}),
+    by_keyword AS (${keywordRows}),
     fused AS (
       SELECT coalesce(v.id, k.id) AS id, ${fusedScore(q.fusion ?? searchTuning().fusion)} AS fused, k.rank AS keyword_rank
       FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
@@ -168,11 +194,38 @@ export function searchStatement(q: HybridSearchQuery, tsq: string | null): Searc
   return { settings, byVector, byKeyword, statement };
 }
 
-export async function hybridChunkSearch(db: Database, q: HybridSearchQuery): Promise<ChunkHit[]> {
-  const common = await commonTerms(db, "chunks");
+/** A search whose query vector may still be on its way (being embedded while the keyword side runs). */
+export type PendingSearchQuery = Omit<HybridSearchQuery, "embedding"> & {
+  embedding: number[] | PromiseLike<number[]>;
+};
+
+/**
+ * The keyword side needs no vector, so it runs first, while the query is still being embedded: the model
+ * runs on a worker thread (or another process) and the database on its own, so the two overlap instead of
+ * adding up. Then the vector side and the fusion run in one statement over the keyword rows found.
+ */
+export async function hybridChunkSearch(db: Database, q: PendingSearchQuery): Promise<ChunkHit[]> {
+  const pending = Promise.resolve(q.embedding);
+  // Observed at once: when the keyword side fails first, a failed embedding must not go unhandled.
+  pending.catch(() => undefined);
+  let tsq: string | null = null;
+  let keyword: KeywordCandidate[] | undefined;
+  if (q.retrieval !== "vector") {
+    const common = await commonTerms(db, "chunks");
+    // One transaction for the two statements: on PGlite one turn at its gate (store/pglite-gate.ts), so a
+    // search waits behind an import's writes at most once for this side and once for the other.
+    ({ tsq, keyword } = await db.transaction(async (tx) => {
+      const query = await keywordTsquery(tx as Database, q.text, common);
+      if (query === null) return { tsq: query, keyword: [] };
+      const rows = await queryRows(tx as Database, keywordSide(q, query));
+      return {
+        tsq: query,
+        keyword: rows.map((r) => ({ id: String(r.id), rank: Number(r.rank), score: Number(r.score) })),
+      };
+    }));
+  }
+  const s = searchStatement({ ...q, embedding: await pending }, tsq, keyword);
   const rows = await db.transaction(async (tx) => {
-    const tsq = q.retrieval === "vector" ? null : await keywordTsquery(tx as Database, q.text, common);
-    const s = searchStatement(q, tsq);
     for (const setting of s.settings) await tx.execute(sql.raw(setting));
     return queryRows(tx as Database, s.statement);
   });

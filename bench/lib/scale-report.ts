@@ -106,6 +106,12 @@ export function apisVerdict(runs: LoadRun[], cores: number): string {
   return out.join(" ");
 }
 
+/** The server settings a run chose (`--scale-pg`), beside the fixed ones every benchmark server runs with. */
+function serverSettingsText(settings: Record<string, string> | undefined): string {
+  const chosen = Object.entries(settings ?? {}).map(([name, value]) => `\`${name}=${value}\``);
+  return `${chosen.length ? `${chosen.join(", ")}; otherwise ` : ""}initdb's defaults, with fsync, synchronous_commit and full_page_writes off`;
+}
+
 const skipped = (flag: string) => [`Not measured in this run (\`${flag}\`).`, ""];
 
 export function renderScaleSection(r: ScaleResult, o: ScaleOptions): string[] {
@@ -141,7 +147,7 @@ export function renderScaleSection(r: ScaleResult, o: ScaleOptions): string[] {
     lines.push(
       `${SEARCH_HEADING} (${r.search.chunks.toLocaleString("en")} chunks, PostgreSQL)`,
       "",
-      `\`POST /v3/search\` (hybrid, limit 10, SciFact queries in rotation, each embedded by the API) for ${first?.durationS ?? o.durationS} s per row after a 5 s warm-up, against API processes of the scale-out shape. Latency is per response as the client saw it. Seeding ${r.search.chunks} chunks (bulk insert, index builds, ANALYZE) took ${fixed(r.search.seedMs / 1000)} s.`,
+      `\`POST /v3/search\` (hybrid, limit 10, SciFact queries in rotation, each embedded by the API) for ${first?.durationS ?? o.durationS} s per row after a ${o.warmupS ?? 5} s warm-up, against API processes of the scale-out shape. Latency is per response as the client saw it. PostgreSQL settings: ${serverSettingsText(o.serverSettings)}. Seeding ${r.search.chunks} chunks (bulk insert, index builds, ANALYZE) took ${fixed(r.search.seedMs / 1000)} s.`,
       "",
       ...(r.search.seeding ? seedingLines(r.search.seeding, m.cores) : []),
       "| API processes | connections | searches | searches/s | p50 | p95 | p99 | max | p50 vs 1 connection | errors | non-2xx | load avg |",

@@ -64,7 +64,7 @@ function sizeSection(r: SearchResult, s: SearchSizeResult): string[] {
       .map((q) => `${ms(q.ms)} for "${q.query}" (${q.terms} terms, ${q.matches} matches)`)
       .join("; ")}.`,
     "",
-    `<details><summary>Plans (EXPLAIN ANALYZE) of the three statements for the first measured query, "${s.slowKeyword.length ? r.firstQuery : ""}"</summary>`,
+    `<details><summary>Plans (EXPLAIN ANALYZE) of the three searches, statement by statement, for the first measured query, "${s.slowKeyword.length ? r.firstQuery : ""}"</summary>`,
     "",
     "```text",
     "-- hybrid",

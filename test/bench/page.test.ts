@@ -150,6 +150,15 @@ describe("the benchmark page", () => {
     for (const s of SCENARIOS) for (const sec of s.sections) expect(page).toContain(`\n${sec.heading}\n`);
     // A part of a scenario left out says so instead of showing older figures.
     expect(page).toContain("Not measured in this run (`--scale-skip-memory`)");
+    // The PostgreSQL settings and warm-up the scale search ran with, older results (neither stored) included.
+    expect(page).toContain("after a 5 s warm-up");
+    expect(page).toContain("PostgreSQL settings: initdb's defaults, with fsync");
+    const tuned = run({ started: "2026-11-26T10:00:00.000Z", commit: "abc1234", scale: scaleResult(3, 30) });
+    const stored = tuned.results.scale;
+    if (stored) stored.options = { ...scaleOptions, warmupS: 60, serverSettings: { shared_buffers: "6GB" } };
+    const tunedPage = await renderPage(tuned);
+    expect(tunedPage).toContain("after a 60 s warm-up");
+    expect(tunedPage).toContain("PostgreSQL settings: `shared_buffers=6GB`; otherwise initdb's defaults");
   });
 
   it("chooses the conclusions from the figures: they flip when the figures do", async () => {

@@ -48,7 +48,12 @@ function runToEnd(cmd: string, args: string[], ids: { uid: number; gid: number }
   });
 }
 
-export async function startNativePostgres(): Promise<NativePostgres> {
+export interface NativePostgresOptions {
+  /** Server settings (`-c name=value`), e.g. `{ shared_buffers: "6GB" }` for a store bigger than the default's 128MB. */
+  settings?: Record<string, string>;
+}
+
+export async function startNativePostgres(opts: NativePostgresOptions = {}): Promise<NativePostgres> {
   const bin = pgBinDir();
   const ids = unprivilegedIds();
   const dir = mkdtempSync(join(tmpdir(), "memory-pg-"));
@@ -78,6 +83,7 @@ export async function startNativePostgres(): Promise<NativePostgres> {
     const args = ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-k", dir];
     // fsync=off: test data need not survive a power cut, and it saves seconds.
     args.push("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off");
+    for (const [name, value] of Object.entries(opts.settings ?? {})) args.push("-c", `${name}=${value}`);
     // Spawned directly rather than through pg_ctl, so that this process owns it and the guard can end it.
     const child = spawn(join(bin, "postgres"), args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"], ...ids });
     server = child;

@@ -1,6 +1,7 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import { expect, it } from "vitest";
-import { queryRows } from "../../../store/db.ts";
+import { type Database, queryRows } from "../../../store/db.ts";
 import { documentsByIds } from "../../../store/documents.ts";
 import { isStoreUnavailable, storeErrorMessage } from "../../../store/errors.ts";
 import { checkFilter, FilterError, type FilterNode } from "../../../store/filters.ts";
@@ -65,6 +66,68 @@ export function searchCases(store: StoreOf) {
     await expect(found({ filters: { key: "pages", value: "ten", filterType: "numeric" } })).rejects.toThrow(
       FilterError,
     );
+  });
+
+  it("runs the keyword side while the query is still being embedded, then fuses both sides", async () => {
+    const { db } = store();
+    await ensureVectorIndexes(db, space);
+    const tag = "search-pending";
+    const walruses = await processedDocument(
+      db,
+      { source: "walrus", containerTags: [tag] },
+      ["walruses bask on the ice"],
+      [4],
+    );
+    await processedDocument(db, { source: "gull", containerTags: [tag] }, ["gulls circle the harbour"], [5]);
+    const query = { text: "walruses", space, containerTags: [tag], tagMode: "any" as const, candidates: 10 };
+    const given = await hybridChunkSearch(db, { ...query, embedding: axis(4) });
+
+    // The embedding arrives only once the keyword statement has run: a search that waited for the
+    // embedding before its keyword side would never finish (the test's timeout fails it).
+    const events: string[] = [];
+    let deliver: (vector: number[]) => void = () => undefined;
+    const embedding = new Promise<number[]>((resolve) => {
+      deliver = resolve;
+    });
+    const dialect = new PgDialect();
+    const watchedTx = (tx: Database) =>
+      new Proxy(tx, {
+        get(target, prop, receiver) {
+          if (prop !== "execute") return Reflect.get(target, prop, receiver);
+          return (statement: SQL) => {
+            if (dialect.sqlToQuery(statement).sql.includes("c.tsv @@")) {
+              events.push("keyword side");
+              deliver(axis(4));
+            }
+            return target.execute(statement);
+          };
+        },
+      });
+    const watched = new Proxy(db, {
+      get(target, prop, receiver) {
+        if (prop !== "transaction") return Reflect.get(target, prop, receiver);
+        return (fn: (tx: Database) => Promise<unknown>) =>
+          target.transaction((tx) => fn(watchedTx(tx as unknown as Database)));
+      },
+    });
+    const pending = await hybridChunkSearch(watched, { ...query, embedding });
+    expect(events).toEqual(["keyword side"]);
+    expect(pending).toEqual(given);
+    expect(pending[0]).toMatchObject({ documentId: walruses, keywordRank: 1 });
+    expect(pending[0]?.similarity).toBeGreaterThan(0.9);
+    expect(pending.map((h) => h.documentId)).toHaveLength(2);
+
+    // A failed embedding fails the search; a keyword side that fails first leaves no unhandled rejection.
+    await expect(
+      hybridChunkSearch(db, { ...query, embedding: Promise.reject(new Error("model down")) }),
+    ).rejects.toThrow("model down");
+    await expect(
+      hybridChunkSearch(db, {
+        ...query,
+        embedding: Promise.reject(new Error("model down")),
+        filters: { key: "pages", value: "ten", filterType: "numeric" },
+      }),
+    ).rejects.toThrow(FilterError);
   });
 
   it("checks a filter without a query, refusing what compiling would refuse", () => {
