@@ -155,23 +155,20 @@ export async function searchMemoriesAndChunks(
         memory: h.row,
       });
   }
-  if (request.searchMode !== "memories") {
-    const hits = chunkHits;
-    // A chunk with a found memory's very text (a short text kept as a memory too) is shown once, as the memory.
-    const key = (text: string) => text.trim().replace(/\s+/g, " ").toLowerCase();
-    const seen = new Set<string>(found.map((c) => key(c.content)));
-    for (const h of hits) {
-      if (seen.has(key(h.content))) continue;
-      seen.add(key(h.content));
-      found.push({
-        kind: "chunk",
-        id: h.chunkId,
-        content: h.content,
-        similarity: h.similarity,
-        score: reportedSimilarity(space.model, h.similarity),
-        chunk: h,
-      });
-    }
+  // A chunk with a found memory's very text (a short text kept as a memory too) is shown once, as the memory.
+  const key = (text: string) => text.trim().replace(/\s+/g, " ").toLowerCase();
+  const seen = new Set<string>(found.map((c) => key(c.content)));
+  for (const h of chunkHits) {
+    if (seen.has(key(h.content))) continue;
+    seen.add(key(h.content));
+    found.push({
+      kind: "chunk",
+      id: h.chunkId,
+      content: h.content,
+      similarity: h.similarity,
+      score: reportedSimilarity(space.model, h.similarity),
+      chunk: h,
+    });
   }
 
   let reranked = false;

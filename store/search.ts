@@ -88,6 +88,7 @@ export interface SearchStatement {
   /** `SET LOCAL` commands to run first, in the same transaction. */
   settings: string[];
   byVector: SQL;
+  /** The keyword side, or the rows it already returned as a value (hybridChunkSearch). */
   byKeyword: SQL;
   /** The whole statement: by_vector, by_keyword, fusion, the chunk rows. */
   statement: SQL;
@@ -114,17 +115,17 @@ function documentScope(q: KeywordSideQuery): SQL {
 }
 
 /** What the keyword side reads of a search: everything but the query's vector. */
-export type KeywordSideQuery = Omit<HybridSearchQuery, "embedding" | "space">;
+type KeywordSideQuery = Omit<HybridSearchQuery, "embedding" | "space">;
 
 const NO_ROWS = sql`SELECT NULL::text AS id, NULL::bigint AS rank, NULL::float8 AS score WHERE FALSE`;
 
 /** The keyword side alone (GIN + the tuned rank over the scoped chunks), or no rows without a keyword query. */
-export function keywordSide(q: KeywordSideQuery, tsq: string | null): SQL {
+function keywordSide(q: KeywordSideQuery, tsq: string | null, scope = documentScope(q)): SQL {
   if (q.retrieval === "vector" || tsq === null) return NO_ROWS;
   const rank = keywordRankSql(searchTuning().keywordRank, "c", sql`${tsq}::tsquery`);
   return sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
       FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.tsv @@ ${tsq}::tsquery AND ${documentScope(q)}
+      WHERE c.tsv @@ ${tsq}::tsquery AND ${scope}
       ORDER BY ${rank} DESC
       LIMIT ${q.candidates}`;
 }
@@ -137,7 +138,7 @@ export function keywordSide(q: KeywordSideQuery, tsq: string | null): SQL {
  * InitPlan), it was a guess of 500 rows, and under a small tag the planner rescanned the whole GIN
  * posting lists once per document of the tag (27 ms for a 6-document tag at 100,000 chunks).
  *
- * With `keyword` (the rows `byKeyword` returned, run beforehand) the statement fuses those rows instead of
+ * With `keyword` (the rows the keyword side returned, run beforehand) the statement fuses those rows instead of
  * running the keyword side itself: that is how hybridChunkSearch runs it, the keyword side first, while the
  * query is still being embedded. Without it the whole search is one statement, the same rows (for EXPLAIN).
  */
@@ -160,7 +161,12 @@ export function searchStatement(
       WHERE ${v.inSpace} AND ${scope}
       ORDER BY ${v.column} <=> ${queryVector}
       LIMIT ${q.candidates}`;
-  const byKeyword = keywordSide(q, tsq);
+  // Rows the keyword side already returned are fused as a value; without them it runs in the statement.
+  const byKeyword =
+    keyword === undefined || retrieval === "vector" || tsq === null
+      ? keywordSide(q, tsq, scope)
+      : sql`SELECT k.id, k.rank, k.score
+      FROM jsonb_to_recordset(${JSON.stringify(keyword)}::jsonb) AS k(id text, rank bigint, score float8)`;
   // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
   // raise it for this statement only. SET takes no parameters: the value is a checked integer.
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
@@ -170,14 +176,9 @@ export function searchStatement(
     // filtered out; an iterative scan keeps walking the graph until enough rows pass (pgvector >= 0.8).
     "SET LOCAL hnsw.iterative_scan = relaxed_order",
   ];
-  const keywordRows =
-    keyword === undefined || byKeyword === NO_ROWS
-      ? byKeyword
-      : sql`SELECT k.id, k.rank, k.score
-      FROM jsonb_to_recordset(${JSON.stringify(keyword)}::jsonb) AS k(id text, rank bigint, score float8)`;
   const statement = sql`
     WITH by_vector AS (${byVector}),
-    by_keyword AS (${keywordRows}),
+    by_keyword AS (${byKeyword}),
     fused AS (
       SELECT coalesce(v.id, k.id) AS id, ${fusedScore(q.fusion ?? searchTuning().fusion)} AS fused, k.rank AS keyword_rank
       FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
