@@ -45,6 +45,8 @@ export interface RunningService {
   url?: string;
   temporalAddress: string;
   temporalUiUrl?: string;
+  /** Document workflows this process started, and how many went straight to its own worker (eager start). */
+  processingStarts(): { total: number; eager: number };
   stop(): Promise<void>;
 }
 
@@ -197,6 +199,14 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           await running;
         });
       }
+      if (config.WORKER_QUEUES !== "heavy") {
+        // Runs this process admits start on its own worker when it has room (eager start); pushed last, so at
+        // shutdown starts go back to the plain client before the workers stop and their connection closes.
+        processing.startThroughLocalWorker(
+          new Client({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE }),
+        );
+        stops.push(async () => processing.startThroughLocalWorker(undefined));
+      }
       // Whatever a stopped process left admitted but unstarted is started now; then admission resumes.
       await reconcileUnfinished(store.background, processing, log, 0).catch((err) =>
         log.warn({ err }, "could not resume processing yet; the reconcile loop will retry"),
@@ -273,7 +283,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           }),
       );
     }
-    return { url, temporalAddress, temporalUiUrl, stop };
+    return { url, temporalAddress, temporalUiUrl, processingStarts: () => ({ ...processing.starts }), stop };
   } catch (error) {
     await stop();
     throw error;

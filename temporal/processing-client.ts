@@ -49,6 +49,10 @@ export class DocumentProcessing {
   private closed = false;
   /** Round robin among fairness keys with equal load: the last key served. */
   private lastKey: string | undefined;
+  /** A client on the connection of a document worker in this process: starts hand it the first task directly. */
+  private localWorkerClient: Client | undefined;
+  /** Workflows this process started, and how many of them Temporal handed straight to its own worker. */
+  readonly starts = { total: 0, eager: 0 };
 
   constructor(
     private readonly client: Client,
@@ -150,6 +154,16 @@ export class DocumentProcessing {
     return admitted.length;
   }
 
+  /**
+   * Starts go through a document worker of this process when there is one (`undefined`: no longer). Temporal's
+   * eager workflow start then answers the start with the run's first workflow task for that worker, instead of
+   * queueing it for a poll: measured on the dev server, a quarter less of the server's CPU per short document
+   * and an eighth less of the worker's. Without a free slot in that worker, the task is queued as usual.
+   */
+  startThroughLocalWorker(client: Client | undefined): void {
+    this.localWorkerClient = client;
+  }
+
   /** Starts an admitted run's workflow and records that Temporal has it. Idempotent. */
   async start(run: AdmittedRun): Promise<void> {
     await this.startWorkflow(run);
@@ -158,19 +172,26 @@ export class DocumentProcessing {
 
   private async startWorkflow(run: AdmittedRun): Promise<void> {
     const ref = { documentId: run.documentId, run: run.run };
+    const local = this.localWorkerClient;
     try {
-      await this.client.workflow.start<ProcessDocumentWorkflow>(WORKFLOW_TYPES.processDocument, {
-        workflowId: processingWorkflowId(ref),
-        taskQueue: this.taskQueue,
-        args: [ref],
-        // Its activities inherit it: an interactive document's tasks go before the bulk import's.
-        priority: {
-          priorityKey: TEMPORAL_PRIORITY_KEY[run.priority] ?? 3,
-          fairnessKey: temporalFairnessKey(run.fairnessKey),
+      const handle = await (local ?? this.client).workflow.start<ProcessDocumentWorkflow>(
+        WORKFLOW_TYPES.processDocument,
+        {
+          workflowId: processingWorkflowId(ref),
+          ...(local ? { requestEagerStart: true } : {}),
+          taskQueue: this.taskQueue,
+          args: [ref],
+          // Its activities inherit it: an interactive document's tasks go before the bulk import's.
+          priority: {
+            priorityKey: TEMPORAL_PRIORITY_KEY[run.priority] ?? 3,
+            fairnessKey: temporalFairnessKey(run.fairnessKey),
+          },
+          // A run that was terminated (not completed) may be started again by the reconciler.
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
         },
-        // A run that was terminated (not completed) may be started again by the reconciler.
-        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      });
+      );
+      this.starts.total++;
+      if (handle.eagerlyStarted) this.starts.eager++;
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }

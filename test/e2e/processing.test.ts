@@ -50,6 +50,19 @@ describe("document processing through Temporal", () => {
     untilProcessed((i) => client.documents.get(i), id, timeoutMs);
   const reason = (doc: object) => (doc as { errorReason: string | null }).errorReason ?? "";
 
+  it("starts each document's workflow on its own worker (eager start), and the run completes there", async () => {
+    const before = service.processingStarts();
+    const added = await Promise.all(
+      [1, 2, 3].map((n) =>
+        client.documents.add({ content: `Eager start note ${n}: tides at the north pier.` }),
+      ),
+    );
+    for (const { id } of added) expect((await finished(id)).status).toBe("done");
+    const after = service.processingStarts();
+    expect(after.total - before.total).toBe(3);
+    expect(after.eager - before.eager).toBe(3);
+  });
+
   it("fetches a web page, extracts its article text and title", async () => {
     site.serve("/ideas.html", { status: 200, type: "text/html; charset=utf-8", body: ideasPage });
     const { id } = await client.documents.add({ content: site.url("/ideas.html"), containerTag: "web" });

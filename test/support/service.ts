@@ -14,6 +14,8 @@ export interface TestService {
   url: string;
   dataDir: string;
   taskQueue: string;
+  /** Document workflows this service started, and how many went straight to its own worker (eager start). */
+  processingStarts(): { total: number; eager: number };
   stop(): Promise<void>;
 }
 
@@ -49,6 +51,7 @@ export async function startTestService(
     url: service.url as string,
     dataDir,
     taskQueue,
+    processingStarts: () => service.processingStarts(),
     async stop() {
       await service.stop();
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
