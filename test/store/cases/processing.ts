@@ -1,4 +1,6 @@
+import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
+import { queryRows } from "../../../store/db.ts";
 import { documentChunks, findDocument } from "../../../store/documents.ts";
 import { latestMemories } from "../../../store/memories.ts";
 import * as processing from "../../../store/processing.ts";
@@ -100,5 +102,51 @@ export function processingCases(store: StoreOf) {
     await expect(
       processing.saveProcessedText(db, { ...ref, run: ref.run + 1 }, result),
     ).rejects.toBeInstanceOf(processing.SupersededRunError);
+  });
+
+  it("saves chunks with any text, their metadata and vectors as given; a superseded save changes nothing", async () => {
+    const { db } = store();
+    const { document } = await addDocument(db, { source: "awkward", containerTags: ["proc-awkward"] });
+    const ref = { documentId: document.id, run: document.processingRun };
+    // Text that array literals and JSON both have to escape: quotes, backslashes, braces, commas, newlines.
+    const texts = [
+      'He said "{a,b}" \\ and left,',
+      "line one\nline two\ttab 'single' \\N NULL",
+      "Ünïcödé 🌊 {}[]",
+    ];
+    const save = (run: number, contents: string[]) =>
+      processing.saveProcessedText(
+        db,
+        { ...ref, run },
+        {
+          identified: { type: "text", mimeType: "text/plain" },
+          extracted: { content: contents.join(" "), title: null, type: "text", contentHash: `hash-${run}` },
+          pieces: contents.map((content, i) => ({
+            content,
+            position: i,
+            metadata: { section: `s"${i}`, page: i + 1 },
+            embedding: axis(3 + i),
+          })),
+          model: { name: space.model, dimension: space.dimension },
+          stages: [{ status: "done" as const, at: new Date() }],
+        },
+      );
+    await save(ref.run, texts);
+    const saved = await documentChunks(db, document.id);
+    expect(saved.map((c) => [c.position, c.content, c.metadata, c.embeddingModel])).toEqual(
+      texts.map((t, i) => [i, t, { section: `s"${i}`, page: i + 1 }, space.model]),
+    );
+    // Each vector landed on its own chunk: the chunk nearest to axis(3 + i) is chunk i.
+    for (const i of [0, 1, 2]) {
+      const [nearest] = await queryRows<{ position: number }>(
+        db,
+        sql`SELECT position FROM chunks WHERE document_id = ${document.id}
+             ORDER BY embedding::vector(${sql.raw(String(space.dimension))}) <=> ${`[${axis(3 + i).join(",")}]`}::vector LIMIT 1`,
+      );
+      expect(nearest?.position).toBe(i);
+    }
+    await expect(save(ref.run + 1, ["replaced"])).rejects.toBeInstanceOf(processing.SupersededRunError);
+    expect((await documentChunks(db, document.id)).map((c) => c.content)).toEqual(texts);
+    expect((await findDocument(db, document.id))?.contentHash).toBe(`hash-${ref.run}`);
   });
 }
