@@ -36,6 +36,10 @@ export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
     activities: allActivities(opts),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
     maxConcurrentLocalActivityExecutions: opts.maxConcurrentLocalActivities ?? 100,
+    // A short document's workflow task stays open while its local activity runs, so each run in flight holds a
+    // slot, and idle pollers hold more: with the SDK's 40, a bulk import left no slot free for eager starts (a
+    // quarter of starts went eager, measured). Slots are bookkeeping, not threads.
+    maxConcurrentWorkflowTaskExecutions: (opts.maxConcurrentLocalActivities ?? 100) + 40,
     // Let an activity finish its current batch before the process exits.
     shutdownGraceTime: "10s",
   });
