@@ -255,9 +255,8 @@ export async function saveProcessedText(
           memory.containerTags.map((containerTag) => ({ id: newId(), container_tag: containerTag })),
         )
       : "[]";
-  // One statement instead of a transaction of five (BEGIN, UPDATE, two DELETEs, INSERT, COMMIT): a statement
-  // is atomic by itself, and on PGlite each statement costs the worker's main thread about a millisecond.
-  // Every part sees the snapshot from before the statement, so the DELETEs remove only earlier rows.
+  // One statement instead of a transaction of five (BEGIN, UPDATE, two DELETEs, INSERT, COMMIT): a statement is
+  // atomic by itself. Every part sees the snapshot from before the statement, so the DELETEs remove only earlier rows.
   const [row] = await queryRows<{ matched: number }>(
     db,
     sql`WITH run AS (${run.getSQL()}),
