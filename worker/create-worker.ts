@@ -28,6 +28,7 @@ export interface WorkerOptions {
 }
 
 export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
+  const localActivities = opts.maxConcurrentLocalActivities ?? 100;
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
@@ -35,11 +36,11 @@ export function createDocumentWorker(opts: WorkerOptions): Promise<Worker> {
     ...workflowBundleOptions,
     activities: allActivities(opts),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 4,
-    maxConcurrentLocalActivityExecutions: opts.maxConcurrentLocalActivities ?? 100,
+    maxConcurrentLocalActivityExecutions: localActivities,
     // A short document's workflow task stays open while its local activity runs, so each run in flight holds a
     // slot, and idle pollers hold more: with the SDK's 40, a bulk import left no slot free for eager starts (a
     // quarter of starts went eager, measured). Slots are bookkeeping, not threads.
-    maxConcurrentWorkflowTaskExecutions: (opts.maxConcurrentLocalActivities ?? 100) + 40,
+    maxConcurrentWorkflowTaskExecutions: localActivities + 40,
     // Let an activity finish its current batch before the process exits.
     shutdownGraceTime: "10s",
   });
