@@ -570,12 +570,14 @@ const searchImported: Scenario<ImportedSearchOptions, ImportedSearchResult> = {
     "imported-churn": str,
     "imported-searches": str,
     "imported-clients": str,
+    "imported-store": str,
   },
   help: [
     "--imported-chunks 100000   live chunks after the deletes",
     "--imported-tags 1000       small tags the documents are spread over (each also carries the tag `all`)",
     "--imported-chunks-per-doc 2  --imported-churn 0.05 (share deleted, and another share updated)",
     "--imported-searches 200    requests per row  --imported-clients 8 (the concurrency rows)",
+    "--imported-store DIR       keep the filled store in DIR and reuse it next time (experiments; not for the page)",
   ],
   options: (v, ctx) => {
     const churn = nonNegative("imported-churn", v["imported-churn"], 0.05);
@@ -588,6 +590,7 @@ const searchImported: Scenario<ImportedSearchOptions, ImportedSearchResult> = {
       searches: positive("imported-searches", v["imported-searches"], 200),
       clients: positive("imported-clients", v["imported-clients"], 8),
       threads: ctx.threads,
+      ...(typeof v["imported-store"] === "string" ? { store: v["imported-store"] } : {}),
     };
   },
   async run(o, ctx) {

@@ -9,6 +9,8 @@
 // tenant's search among everybody's rows). Chunk texts and vectors come from the search benchmark's cache (no model
 // runs for the documents; queries are embedded by the service as always).
 
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type Database, openPglite } from "../store/db.ts";
 import { analyzeIfGrown } from "../store/keyword.ts";
@@ -43,6 +45,20 @@ export interface ImportedSearchOptions {
   /** Concurrent clients of the concurrency measurement. */
   clients: number;
   threads: number;
+  /**
+   * Keep the filled store in this directory and reuse it when it was filled with the same options (for
+   * experiments on one imported store: an index, a setting, a plan); unset, a temporary store is filled and removed.
+   */
+  store?: string;
+}
+
+/** What filling the store did: kept beside a reusable store (fill.json) so a reuse reports the same figures. */
+interface FillRecord {
+  options: Pick<ImportedSearchOptions, "chunks" | "tags" | "chunksPerDoc" | "churn">;
+  documents: ImportedSearchResult["documents"];
+  fillMs: number;
+  fillRate: number;
+  maintenance: ImportedSearchResult["maintenance"];
 }
 
 export interface RouteLatency {
@@ -84,6 +100,8 @@ export interface ImportedSearchResult {
   }[];
   sequential: RouteLatency[];
   concurrent: ConcurrentLatency[];
+  /** Set when the run reused a kept store (--imported-store) instead of filling one. */
+  reusedStore?: string;
 }
 
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
@@ -97,7 +115,6 @@ export async function runImportedSearch(
     throw new Error(
       `search-imported needs the bge-small model (the cached vectors); the default here is ${embedderName}`,
     );
-  const data = tempDir(o.cleanup, "memory-bench-imported-");
   const docsWanted = Math.ceil(o.chunks / o.chunksPerDoc / (1 - o.churn));
   const pool = await loadTextPool(Math.min(100_000, docsWanted * o.chunksPerDoc));
   const planned: PlannedDocument[] = plannedDocuments({
@@ -107,47 +124,26 @@ export async function runImportedSearch(
     poolSize: pool.texts.length,
   }).map((d) => ({ ...d, extraTags: [BIG_TAG] }));
 
-  const store = await openPglite(data.dir);
-  const db: Database = store.db;
+  const fillOptions = { chunks: o.chunks, tags: o.tags, chunksPerDoc: o.chunksPerDoc, churn: o.churn };
+  const kept = o.store ? keptDir(o.store) : undefined;
+  const temp = kept ? undefined : tempDir(o.cleanup, "memory-bench-imported-");
+  const dataDir = kept?.dir ?? temp?.dir ?? "";
+  let fill = o.store ? readFill(o.store, fillOptions) : undefined;
+  if (fill) log(`search-imported: reusing the store filled in ${o.store} (${fill.documents.live} documents)`);
+  else {
+    kept?.reset();
+    fill = await fillStore(dataDir, { ...o, ...fillOptions, docsWanted, pool, planned });
+    if (o.store) writeFileSync(path.join(o.store, FILL_RECORD), `${JSON.stringify(fill, null, 2)}\n`);
+  }
+
+  const store = await openPglite(dataDir);
   let closed = false;
   o.cleanup.add("imported store", async () => {
     if (!closed) await store.close();
   });
-  await ensureVectorIndexes(db, { model: CHURN_SPACE.name, dimension: CHURN_SPACE.dimension });
-  log(
-    `search-imported: ${docsWanted} documents of ${o.chunksPerDoc} chunk(s) over ${o.tags} tags (+ "${BIG_TAG}"), then ${Math.round(o.churn * 100)} % deleted and ${Math.round(o.churn * 100)} % updated`,
-  );
-  const fillStarted = performance.now();
-  const ids = await addDocuments(db, pool, planned, { label: "import" });
-  const churned = Math.floor(docsWanted * o.churn);
-  // Every other document of the first 2 × churned is deleted; the ones between are updated with later texts.
-  const deleted = ids.filter((_, i) => i < 2 * churned && i % 2 === 0);
-  const updated = ids
-    .map((id, i) => ({ id, i }))
-    .filter(({ i }) => i < 2 * churned && i % 2 === 1)
-    .map(({ id, i }) => ({
-      id,
-      doc: {
-        ...(planned[i] as PlannedDocument),
-        pieces: (planned[i] as PlannedDocument).pieces.map(
-          (p) => (p + pool.texts.length / 2) % pool.texts.length,
-        ),
-      },
-    }));
-  await deleteDocuments(db, deleted);
-  await updateDocuments(db, pool, updated);
-  const fillMs = performance.now() - fillStarted;
-
-  // What the service's schedules do meanwhile: statistics every 2 minutes, the maintenance pass every 15.
-  const statsStarted = performance.now();
-  for (const table of ["chunks", "documents", "memories"] as const) await analyzeIfGrown(db, table);
-  const statisticsMs = performance.now() - statsStarted;
-  const passStarted = performance.now();
-  const pass = await runMaintenance(store.background, { driver: "pglite" });
-  const passMs = performance.now() - passStarted;
   const sizes = [];
   for (const table of ["chunks", "documents", "memories"]) {
-    const s = await tableSizes(db, table);
+    const s = await tableSizes(store.db, table);
     sizes.push({
       table,
       heapMb: mb(s.heap + s.toast),
@@ -161,7 +157,7 @@ export async function runImportedSearch(
   await store.close();
 
   const service = await startBenchService(o.cleanup, {
-    dataDir: data.dir,
+    dataDir,
     temporalAddress: o.temporalAddress,
     threads: o.threads,
     embeddingModel: embedderName,
@@ -301,23 +297,103 @@ export async function runImportedSearch(
     }
   }
   await service.stop();
-  await data.remove();
+  await temp?.remove();
   return {
     embedder: { name: embedderName, model: CHURN_SPACE.name },
-    documents: {
-      imported: docsWanted,
-      deleted: deleted.length,
-      updated: updated.length,
-      live: docsWanted - deleted.length,
-    },
+    documents: fill.documents,
     liveChunks,
-    fillMs,
-    fillRate: ((docsWanted + updated.length) / fillMs) * 1000,
-    maintenance: { statisticsMs, passMs, steps: describePass(pass) },
+    fillMs: fill.fillMs,
+    fillRate: fill.fillRate,
+    maintenance: fill.maintenance,
     sizes,
     sequential,
     concurrent,
+    ...(o.store ? { reusedStore: o.store } : {}),
   };
+}
+
+const FILL_RECORD = "fill.json";
+
+/** A directory that outlives the run (--imported-store); reset() empties it for a new fill. */
+function keptDir(dir: string) {
+  mkdirSync(dir, { recursive: true });
+  return {
+    dir,
+    reset: () => {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
+    },
+  };
+}
+
+/** The record of a finished fill in `dir` with the same options, or undefined (no fill, or another one). */
+function readFill(dir: string, options: FillRecord["options"]): FillRecord | undefined {
+  const file = path.join(dir, FILL_RECORD);
+  if (!existsSync(file)) return undefined;
+  const record = JSON.parse(readFileSync(file, "utf8")) as FillRecord;
+  return JSON.stringify(record.options) === JSON.stringify(options) ? record : undefined;
+}
+
+/** Imports, deletes and updates through the store path, then the passes the service's schedules would run. */
+async function fillStore(
+  dir: string,
+  o: FillRecord["options"] & {
+    docsWanted: number;
+    pool: Awaited<ReturnType<typeof loadTextPool>>;
+    planned: PlannedDocument[];
+  },
+): Promise<FillRecord> {
+  const { docsWanted, pool, planned } = o;
+  const store = await openPglite(dir);
+  const db: Database = store.db;
+  try {
+    await ensureVectorIndexes(db, { model: CHURN_SPACE.name, dimension: CHURN_SPACE.dimension });
+    log(
+      `search-imported: ${docsWanted} documents of ${o.chunksPerDoc} chunk(s) over ${o.tags} tags (+ "${BIG_TAG}"), then ${Math.round(o.churn * 100)} % deleted and ${Math.round(o.churn * 100)} % updated`,
+    );
+    const fillStarted = performance.now();
+    const ids = await addDocuments(db, pool, planned, { label: "import" });
+    const churned = Math.floor(docsWanted * o.churn);
+    // Every other document of the first 2 × churned is deleted; the ones between are updated with later texts.
+    const deleted = ids.filter((_, i) => i < 2 * churned && i % 2 === 0);
+    const updated = ids
+      .map((id, i) => ({ id, i }))
+      .filter(({ i }) => i < 2 * churned && i % 2 === 1)
+      .map(({ id, i }) => ({
+        id,
+        doc: {
+          ...(planned[i] as PlannedDocument),
+          pieces: (planned[i] as PlannedDocument).pieces.map(
+            (p) => (p + pool.texts.length / 2) % pool.texts.length,
+          ),
+        },
+      }));
+    await deleteDocuments(db, deleted);
+    await updateDocuments(db, pool, updated);
+    const fillMs = performance.now() - fillStarted;
+
+    // What the service's schedules do meanwhile: statistics every 2 minutes, the maintenance pass every 15.
+    const statsStarted = performance.now();
+    for (const table of ["chunks", "documents", "memories"] as const) await analyzeIfGrown(db, table);
+    const statisticsMs = performance.now() - statsStarted;
+    const passStarted = performance.now();
+    const pass = await runMaintenance(store.background, { driver: "pglite" });
+    const passMs = performance.now() - passStarted;
+    return {
+      options: { chunks: o.chunks, tags: o.tags, chunksPerDoc: o.chunksPerDoc, churn: o.churn },
+      documents: {
+        imported: docsWanted,
+        deleted: deleted.length,
+        updated: updated.length,
+        live: docsWanted - deleted.length,
+      },
+      fillMs,
+      fillRate: ((docsWanted + updated.length) / fillMs) * 1000,
+      maintenance: { statisticsMs, passMs, steps: describePass(pass) },
+    };
+  } finally {
+    await store.close();
+  }
 }
 
 function describePass(pass: MaintenanceResult): string[] {

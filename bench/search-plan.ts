@@ -10,8 +10,12 @@
 // It prints per-stage execution times (p50/p95 over the queries), the first query's plans, the wall time
 // of hybridChunkSearch itself, and the recall of the top 10 against an exact ranking (no index).
 // The built store is kept in --store (default /tmp/search-plan-<chunks>) and reused by the next run.
+// With --imported DIR it plans on a store kept by the search-imported scenario instead
+// (`npm run bench -- --only search-imported --imported-store DIR --no-page`): filled through the service's
+// store path, with its deletes, updates and maintenance pass; the stages run in its big tag `all` and in
+// small tags, and nothing is retagged.
 
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { type SQL, sql } from "drizzle-orm";
@@ -26,6 +30,7 @@ import {
 } from "../store/keyword.ts";
 import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search.ts";
 import { ensureVectorIndexes, vectorTerms } from "../store/vector-index.ts";
+import { tagName as churnTagName } from "./lib/churn.ts";
 import { readCorpus, readQueries } from "./lib/corpus.ts";
 import { mean as average, ndcgAt } from "./lib/metrics.ts";
 import { log } from "./lib/progress.ts";
@@ -44,6 +49,9 @@ const { values } = parseArgs({
     candidates: { type: "string", default: "100" },
     store: { type: "string" },
     rebuild: { type: "boolean", default: false },
+    imported: { type: "string" },
+    /** Planner settings for every measured statement, e.g. --set enable_hashjoin=off (repeatable). */
+    set: { type: "string", multiple: true, default: [] },
     /** PGlite's buffer pool for the measured runs (default: PGlite's own; the service sets PGLITE_SHARED_BUFFERS=32MB). */
     "shared-buffers": { type: "string" },
     "no-plans": { type: "boolean", default: false },
@@ -59,7 +67,13 @@ const TAG_COUNTS = String(values.tags)
   .map((s) => Number(s.trim()));
 const QUERIES = Number(values.queries);
 const CANDIDATES = Number(values.candidates);
-const STORE = values.store ?? `/tmp/search-plan-${CHUNKS}`;
+const IMPORTED = values.imported;
+const EXTRA_SETTINGS = (values.set ?? []).map((kv) => {
+  const m = /^([a-z_.]+)=([\w.]+)$/.exec(kv);
+  if (!m) throw new Error(`--set takes NAME=VALUE, got ${kv}`);
+  return `SET LOCAL ${m[1]} = ${m[2]}`;
+});
+const STORE = IMPORTED ?? values.store ?? `/tmp/search-plan-${CHUNKS}`;
 const K = 10;
 
 const tagName = (i: number, n: number) => (n === 1 ? "plan-all" : `plan-${n}-${i}`);
@@ -70,7 +84,7 @@ const shorten = (line: string) =>
 
 async function inTransaction<T>(db: Database, settings: string[], fn: (tx: Database) => Promise<T>) {
   return db.transaction(async (tx) => {
-    for (const s of settings) await tx.execute(sql.raw(s));
+    for (const s of [...settings, ...EXTRA_SETTINGS]) await tx.execute(sql.raw(s));
     return fn(tx as unknown as Database);
   });
 }
@@ -216,7 +230,14 @@ async function main() {
   const name = resolveDefaultEmbedder().name;
   const space = await embedderSpace(name);
   const ready = path.join(STORE, "ready");
-  if (values.rebuild || !existsSync(ready)) await buildStore(space, name);
+  let importedTags = 0;
+  if (IMPORTED) {
+    const fill = path.join(IMPORTED, "fill.json");
+    if (!existsSync(fill))
+      throw new Error(`${IMPORTED} holds no store filled by --imported-store (no fill.json)`);
+    importedTags = (JSON.parse(readFileSync(fill, "utf8")) as { options: { tags: number } }).options.tags;
+    log(`planning on the imported store in ${IMPORTED} (${importedTags} small tags and "all")`);
+  } else if (values.rebuild || !existsSync(ready)) await buildStore(space, name);
   else log(`reusing the store in ${STORE} (--rebuild to fill it again)`);
 
   const texts = readQueries().slice(0, QUERIES);
@@ -240,7 +261,20 @@ async function main() {
   );
 
   const scenarios: Scenario[] = [];
-  for (const n of TAG_COUNTS) {
+  if (IMPORTED) {
+    // The imported store's layout (bench/search-imported.ts): every document in `all` and in one small tag.
+    scenarios.push({
+      label: '(a) imported: every chunk, in the tag "all"',
+      tags: 0,
+      query: () => ({ containerTags: ["all"] }),
+    });
+    scenarios.push({
+      label: `(b) imported: one of ${importedTags} small tags`,
+      tags: 0,
+      query: (i) => ({ containerTags: [churnTagName((i * 37) % importedTags, importedTags)] }),
+    });
+  }
+  for (const n of IMPORTED ? [] : TAG_COUNTS) {
     if (n === 1) {
       scenarios.push({
         label: "(a) all chunks in one tag",
@@ -259,7 +293,7 @@ async function main() {
 
   let current = 0;
   for (const sc of scenarios) {
-    if (current !== sc.tags) {
+    if (sc.tags && current !== sc.tags) {
       await retag(db, sc.tags);
       current = sc.tags;
     }
@@ -342,7 +376,7 @@ async function main() {
         for (const l of lines) process.stdout.write(`    ${l}\n`);
       }
   }
-  if (current !== 1) await retag(db, 1);
+  if (!IMPORTED && current !== 1) await retag(db, 1);
   const judged = Number(values.judged);
   if (judged > 0) await judgedQuality(db, space, name, judged);
   await store.close();
