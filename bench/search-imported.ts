@@ -132,7 +132,7 @@ export async function runImportedSearch(
   if (fill) log(`search-imported: reusing the store filled in ${o.store} (${fill.documents.live} documents)`);
   else {
     kept?.reset();
-    fill = await fillStore(dataDir, { ...o, ...fillOptions, docsWanted, pool, planned });
+    fill = await fillStore(dataDir, { ...fillOptions, options: fillOptions, docsWanted, pool, planned });
     if (o.store) writeFileSync(path.join(o.store, FILL_RECORD), `${JSON.stringify(fill, null, 2)}\n`);
   }
 
@@ -312,7 +312,8 @@ export async function runImportedSearch(
   };
 }
 
-const FILL_RECORD = "fill.json";
+/** The file beside a kept store that records its fill (bench/search-plan.ts --imported reads it too). */
+export const FILL_RECORD = "fill.json";
 
 /** A directory that outlives the run (--imported-store); reset() empties it for a new fill. */
 function keptDir(dir: string) {
@@ -338,6 +339,7 @@ function readFill(dir: string, options: FillRecord["options"]): FillRecord | und
 async function fillStore(
   dir: string,
   o: FillRecord["options"] & {
+    options: FillRecord["options"];
     docsWanted: number;
     pool: Awaited<ReturnType<typeof loadTextPool>>;
     planned: PlannedDocument[];
@@ -380,7 +382,7 @@ async function fillStore(
     const pass = await runMaintenance(store.background, { driver: "pglite" });
     const passMs = performance.now() - passStarted;
     return {
-      options: { chunks: o.chunks, tags: o.tags, chunksPerDoc: o.chunksPerDoc, churn: o.churn },
+      options: o.options,
       documents: {
         imported: docsWanted,
         deleted: deleted.length,

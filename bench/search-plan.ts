@@ -40,6 +40,7 @@ import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
 import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
 import { summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
+import { BIG_TAG, FILL_RECORD } from "./search-imported.ts";
 
 const { values } = parseArgs({
   options: {
@@ -232,7 +233,7 @@ async function main() {
   const ready = path.join(STORE, "ready");
   let importedTags = 0;
   if (IMPORTED) {
-    const fill = path.join(IMPORTED, "fill.json");
+    const fill = path.join(IMPORTED, FILL_RECORD);
     if (!existsSync(fill))
       throw new Error(`${IMPORTED} holds no store filled by --imported-store (no fill.json)`);
     importedTags = (JSON.parse(readFileSync(fill, "utf8")) as { options: { tags: number } }).options.tags;
@@ -264,9 +265,9 @@ async function main() {
   if (IMPORTED) {
     // The imported store's layout (bench/search-imported.ts): every document in `all` and in one small tag.
     scenarios.push({
-      label: '(a) imported: every chunk, in the tag "all"',
+      label: `(a) imported: every chunk, in the tag "${BIG_TAG}"`,
       tags: 0,
-      query: () => ({ containerTags: ["all"] }),
+      query: () => ({ containerTags: [BIG_TAG] }),
     });
     scenarios.push({
       label: `(b) imported: one of ${importedTags} small tags`,
