@@ -43,7 +43,7 @@ async function guardedUpdate(
     .update(documents)
     .set(values as Partial<DocumentRow>)
     .where(current(ref))
-    .returning({ id: documents.id });
+    .returning({ id: documents.id, containerTags: documents.containerTags });
   if (!rows.length) throw new SupersededRunError(ref.documentId, ref.run);
 }
 
@@ -155,12 +155,17 @@ export async function saveEmbeddings(
   vectors: { id: string; embedding: number[] }[],
   opts: { done?: boolean } = {},
 ): Promise<void> {
+  // The run's last batch becomes searchable with it (chunks.search_tags, migration 0014): written here, these
+  // rows are not written again when the document turns done; earlier batches are, by the trigger.
+  const doneTags = opts.done
+    ? sql`, search_tags = (SELECT container_tags FROM documents WHERE id = ${ref.documentId})`
+    : sql``;
   await db.transaction(async (tx) => {
     await loadRun(tx as Database, ref);
     if (vectors.length) {
       await tx.execute(sql`
         UPDATE chunks SET embedding = v.embedding::vector, embedding_model = ${model.name},
-               embedding_dimension = ${model.dimension}
+               embedding_dimension = ${model.dimension}${doneTags}
           FROM unnest(${sql.param(vectors.map((v) => v.id))}::text[],
                       ${sql.param(vectors.map((v) => `[${v.embedding.join(",")}]`))}::text[]) AS v(id, embedding)
          WHERE chunks.id = v.id AND chunks.document_id = ${ref.documentId}`);
@@ -236,7 +241,7 @@ export async function saveProcessedText(
         : {}),
     } as never)
     .where(current(ref))
-    .returning({ id: documents.id });
+    .returning({ id: documents.id, containerTags: documents.containerTags });
   // Rows travel as one JSON parameter: no array-literal quoting of arbitrary text, the same on both drivers.
   const pieces = JSON.stringify(
     result.pieces.map((p) => ({
@@ -247,6 +252,9 @@ export async function saveProcessedText(
       embedding: `[${p.embedding.join(",")}]`,
     })),
   );
+  // Searchable at once when this run is done (chunks.search_tags, migration 0014); otherwise NULL, and the
+  // trigger sets it when the document turns done. Read from `run`: the tags as this statement leaves them.
+  const searchTags = last?.status === "done" ? sql`(SELECT container_tags FROM run)` : sql`NULL::text[]`;
   const memory = result.memory;
   const vector = result.pieces[0]?.embedding;
   const keptMemories =
@@ -278,9 +286,9 @@ export async function saveProcessedText(
          WHERE EXISTS (SELECT 1 FROM run)),
       new_chunks AS (
         INSERT INTO chunks (id, document_id, position, content, metadata, embedding, embedding_model,
-                            embedding_dimension)
+                            embedding_dimension, search_tags)
         SELECT p.id, ${ref.documentId}::text, p.position, p.content, p.metadata, p.embedding::vector,
-               ${result.model.name}::text, ${result.model.dimension}::int
+               ${result.model.name}::text, ${result.model.dimension}::int, ${searchTags}
           FROM jsonb_to_recordset(${pieces}::jsonb) AS p(id text, position int, content text, metadata jsonb,
                                                         embedding text)
          WHERE EXISTS (SELECT 1 FROM run))

@@ -94,24 +94,38 @@ export interface SearchStatement {
   statement: SQL;
 }
 
-/** Which documents a search may return: done, in the caller's scope and tags, and matching its other narrowings. */
-function documentScope(q: KeywordSideQuery): SQL {
-  const textArray = (values: readonly string[]) =>
-    sql`ARRAY[${sql.join(
-      values.map((t) => sql`${t}`),
-      sql`, `,
-    )}]::text[]`;
+const textArray = (values: readonly string[]) =>
+  sql`ARRAY[${sql.join(
+    values.map((t) => sql`${t}`),
+    sql`, `,
+  )}]::text[]`;
+
+/**
+ * Which chunks a search may return, and the FROM clause that reads them. Whether a chunk's document is done,
+ * and its tags, are on the chunk itself (`search_tags`, kept by the triggers of migration 0014): the caller's
+ * scope and tags need no join. Only the narrowings the document row alone can answer (a document id, an end
+ * user, a filepath, metadata filters) join `documents`. Joined for every search, `documents` was most of
+ * its time at 50,000 documents: a scan of every document row to hash, or a probe per keyword match
+ * (bench/search-plan.ts --imported: keyword side p50 106 ms in a tag holding every chunk, 17 ms without the join).
+ */
+function searchScope(q: KeywordSideQuery): { from: SQL; where: SQL } {
   const tags = q.containerTags?.length ? textArray(q.containerTags) : undefined;
-  const conditions = [
-    sql`d.status = 'done'`,
-    q.scope && sql`d.container_tags && ${textArray(q.scope)}`,
-    tags && (q.tagMode === "all" ? sql`d.container_tags @> ${tags}` : sql`d.container_tags && ${tags}`),
+  const onChunk = [
+    q.scope && sql`c.search_tags && ${textArray(q.scope)}`,
+    tags && (q.tagMode === "all" ? sql`c.search_tags @> ${tags}` : sql`c.search_tags && ${tags}`),
+  ].filter((c): c is SQL => Boolean(c));
+  // Without a tag condition, searchable is spelled out (NULL while the document is not done).
+  if (!onChunk.length) onChunk.push(sql`c.search_tags IS NOT NULL`);
+  const onDocument = [
     q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
     q.endUserId && sql`d.end_user_id = ${q.endUserId}`,
     filepathCondition(q.filepath),
     q.filters && compileFilter(sql`d.metadata`, q.filters),
   ].filter((c): c is SQL => Boolean(c));
-  return sql.join(conditions, sql` AND `);
+  return {
+    from: onDocument.length ? sql`chunks c JOIN documents d ON d.id = c.document_id` : sql`chunks c`,
+    where: sql.join([...onChunk, ...onDocument], sql` AND `),
+  };
 }
 
 /** What the keyword side reads of a search: everything but the query's vector. */
@@ -120,12 +134,12 @@ type KeywordSideQuery = Omit<HybridSearchQuery, "embedding" | "space">;
 const NO_ROWS = sql`SELECT NULL::text AS id, NULL::bigint AS rank, NULL::float8 AS score WHERE FALSE`;
 
 /** The keyword side alone (GIN + the tuned rank over the scoped chunks), or no rows without a keyword query. */
-function keywordSide(q: KeywordSideQuery, tsq: string | null, scope = documentScope(q)): SQL {
+function keywordSide(q: KeywordSideQuery, tsq: string | null, scope = searchScope(q)): SQL {
   if (q.retrieval === "vector" || tsq === null) return NO_ROWS;
   const rank = keywordRankSql(searchTuning().keywordRank, "c", sql`${tsq}::tsquery`);
   return sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
-      FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.tsv @@ ${tsq}::tsquery AND ${scope}
+      FROM ${scope.from}
+      WHERE c.tsv @@ ${tsq}::tsquery AND ${scope.where}
       ORDER BY ${rank} DESC
       LIMIT ${q.candidates}`;
 }
@@ -148,7 +162,7 @@ export function searchStatement(
   keyword?: readonly KeywordCandidate[],
 ): SearchStatement {
   const vector = `[${q.embedding.join(",")}]`;
-  const scope = documentScope(q);
+  const scope = searchScope(q);
   const retrieval = q.retrieval ?? "hybrid";
   const v = vectorTerms("c", q.space);
   const queryVector = sql`${vector}${v.cast}`;
@@ -157,8 +171,8 @@ export function searchStatement(
       ? NO_ROWS
       : sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank,
              1 - (${v.column} <=> ${queryVector}) AS score
-      FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE ${v.inSpace} AND ${scope}
+      FROM ${scope.from}
+      WHERE ${v.inSpace} AND ${scope.where}
       ORDER BY ${v.column} <=> ${queryVector}
       LIMIT ${q.candidates}`;
   // Rows the keyword side already returned are fused as a value; without them it runs in the statement.

@@ -1,7 +1,7 @@
 // The plans search gets on a table big enough for the planner to choose (issue #25): the vector side walks
 // the model's HNSW index without a tag filter and under a large tag, sorts a small tag's own chunks exactly
-// (reached through their documents, never by walking the whole graph for them), and the keyword side
-// scans its GIN index once whatever the tag. On both drivers, as the shared store suite runs. Plans and
+// (found by their tags, never by walking the whole graph for them), neither side reads the documents table
+// unless a filter needs it, and the keyword side scans its GIN index once whatever the tag. On both drivers, as the shared store suite runs. Plans and
 // results only: nothing here is timed.
 
 import { type SQL, sql } from "drizzle-orm";
@@ -137,15 +137,30 @@ describe.each(drivers)("search plans on %s", (_name, open) => {
     }
   });
 
-  it("sorts a small tag's own chunks exactly, reached through its documents, not the graph", async () => {
+  it("sorts a small tag's own chunks exactly, found by their tags, not by walking the graph", async () => {
     for (const q of [query(3, { containerTags: [SMALL] }), query(3, { scope: [SMALL] })]) {
       const p = await plan(store.db, searchStatement({ ...q, retrieval: "vector" }, null).byVector);
       expect(p).not.toContain(HNSW);
-      // The tag's documents first (by its GIN index, or a scan of this small documents table), then their
-      // chunks by document, sorted by distance.
-      expect(p).toContain("chunks_document_idx");
+      // The tag's chunks by the GIN index on their own tags, sorted by distance.
+      expect(p).toContain("chunks_search_tags_gin");
       expect(p).toMatch(/Sort Key: .*<=>/);
     }
+  });
+
+  it("reads no document row for a search narrowed only by tags and scope; joins them for document filters", async () => {
+    const tsq = "'quarter'";
+    for (const q of [
+      query(3),
+      query(3, { containerTags: [LARGE] }),
+      query(3, { containerTags: [SMALL, LARGE], tagMode: "all" }),
+      query(3, { scope: [SMALL] }),
+    ]) {
+      const s = searchStatement(q, tsq);
+      for (const statement of [s.byVector, s.byKeyword])
+        expect(await plan(store.db, statement)).not.toContain("documents");
+    }
+    const s = searchStatement(query(3, { containerTags: [LARGE], endUserId: "someone" }), tsq);
+    expect(await plan(store.db, s.byKeyword)).toContain("documents");
   });
 
   it("returns only the tag's chunks, the nearest ones", async () => {

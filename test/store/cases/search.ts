@@ -2,9 +2,10 @@ import { type SQL, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { expect, it } from "vitest";
 import { type Database, queryRows } from "../../../store/db.ts";
-import { documentsByIds } from "../../../store/documents.ts";
+import { documentsByIds, requeueDocument, updateDocument } from "../../../store/documents.ts";
 import { isStoreUnavailable, storeErrorMessage } from "../../../store/errors.ts";
 import { checkFilter, FilterError, type FilterNode } from "../../../store/filters.ts";
+import * as processing from "../../../store/processing.ts";
 import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../../store/search.ts";
 import { ensureVectorIndexes } from "../../../store/vector-index.ts";
 import { addDocument, axis, processedDocument, type StoreOf, space } from "./support.ts";
@@ -66,6 +67,78 @@ export function searchCases(store: StoreOf) {
     await expect(found({ filters: { key: "pages", value: "ten", filterType: "numeric" } })).rejects.toThrow(
       FilterError,
     );
+  });
+
+  it("keeps each chunk's search tags with its document: done, retagged, requeued, in one go or in batches", async () => {
+    const { db } = store();
+    await ensureVectorIndexes(db, space);
+    const tagsOf = async (documentId: string) =>
+      (
+        await queryRows<{ search_tags: string[] | null }>(
+          db,
+          sql`SELECT search_tags FROM chunks WHERE document_id = ${documentId} ORDER BY position`,
+        )
+      ).map((r) => r.search_tags);
+    const found = async (tags: string[]) =>
+      (
+        await hybridChunkSearch(db, {
+          text: "capybaras",
+          embedding: axis(11),
+          space,
+          containerTags: tags,
+          tagMode: "any",
+          candidates: 10,
+        })
+      ).map((h) => h.documentId);
+    // Chunked, embedded, then marked done (the long path): searchable only from `done` on.
+    const id = await processedDocument(
+      db,
+      { source: "capybaras", containerTags: ["tags-a"] },
+      ["capybaras graze", "capybaras swim"],
+      [11, 11],
+    );
+    expect(await tagsOf(id)).toEqual([["tags-a"], ["tags-a"]]);
+    expect(await found(["tags-a"])).toEqual([id, id]);
+    // Retagged while done: found under the new tag only.
+    await updateDocument(db, id, { containerTags: ["tags-b"] });
+    expect(await tagsOf(id)).toEqual([["tags-b"], ["tags-b"]]);
+    expect(await found(["tags-a"])).toEqual([]);
+    expect(await found(["tags-b"])).toEqual([id, id]);
+    // A new run: hidden until it is done again, as before it.
+    const requeued = await requeueDocument(db, id);
+    expect(await tagsOf(id)).toEqual([null, null]);
+    expect(await found(["tags-b"])).toEqual([]);
+    // Embedded in two batches, the last one marking the run done: every chunk searchable.
+    const ref = { documentId: id, run: requeued?.processingRun ?? 0 };
+    await processing.replaceChunks(db, ref, [
+      { content: "capybaras again", position: 0 },
+      { content: "capybaras twice", position: 1 },
+    ]);
+    expect(await tagsOf(id)).toEqual([null, null]);
+    const [first, second] = await processing.chunksWithoutEmbedding(db, id, 10);
+    const model = { name: space.model, dimension: space.dimension };
+    await processing.saveEmbeddings(db, ref, model, [{ id: String(first?.id), embedding: axis(11, 0.01) }]);
+    expect(await tagsOf(id)).toEqual([null, null]);
+    await processing.saveEmbeddings(db, ref, model, [{ id: String(second?.id), embedding: axis(11, 0.01) }], {
+      done: true,
+    });
+    expect(await tagsOf(id)).toEqual([["tags-b"], ["tags-b"]]);
+    expect(await found(["tags-b"])).toEqual([id, id]);
+    // A short text saved in one statement with its chunks: searchable at once; not done yet, not searchable.
+    const { document } = await addDocument(db, { source: "capybara note", containerTags: ["tags-c"] });
+    const shortRef = { documentId: document.id, run: document.processingRun };
+    const short = (status: "embedding" | "done") => ({
+      identified: { type: "text", mimeType: "text/plain" },
+      extracted: { content: "capybara note", title: null, type: "text", contentHash: "h" },
+      pieces: [{ content: "capybaras nap", position: 0, embedding: axis(11, 0.01) }],
+      model,
+      stages: [{ status, at: new Date() }],
+    });
+    await processing.saveProcessedText(db, shortRef, short("embedding"));
+    expect(await tagsOf(document.id)).toEqual([null]);
+    await processing.saveProcessedText(db, shortRef, short("done"));
+    expect(await tagsOf(document.id)).toEqual([["tags-c"]]);
+    expect(await found(["tags-c"])).toEqual([document.id]);
   });
 
   it("runs the keyword side while the query is still being embedded, then fuses both sides", async () => {
