@@ -6,6 +6,9 @@ ALTER TABLE "chunks" ADD COLUMN "search_tags" text[];--> statement-breakpoint
 UPDATE "chunks" AS c SET "search_tags" = d."container_tags"
   FROM "documents" AS d WHERE d."id" = c."document_id" AND d."status" = 'done';--> statement-breakpoint
 CREATE INDEX "chunks_search_tags_gin" ON "chunks" USING gin ("search_tags");--> statement-breakpoint
+-- The planner needs the new column's statistics at once: without them it takes a tag holding every chunk for
+-- a handful of rows and sorts them all instead of walking the HNSW index.
+ANALYZE "chunks";--> statement-breakpoint
 -- A chunk written without the value takes it from its document (a document being processed gives NULL).
 -- Writers that know it (the run that marks its document done in the same statement) set it themselves.
 CREATE FUNCTION "chunks_search_tags_from_document"() RETURNS trigger LANGUAGE plpgsql AS $$
