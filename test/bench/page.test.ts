@@ -184,6 +184,33 @@ describe("the benchmark page", () => {
     }
   });
 
+  it("takes a scenario the run left out from the newest earlier run that measured it, and says so", async () => {
+    const older = run({ started: "2026-11-24T10:00:00.000Z", commit: "0000000", scale: scaleResult(2, 20) });
+    const old = run({ started: "2026-11-25T10:00:00.000Z", commit: "1111111", scale: scaleResult(3, 30) });
+    // The newest run measured extraction only.
+    const newer = run({
+      started: "2026-11-26T10:00:00.000Z",
+      commit: "2222222",
+      scale: scaleResult(1.2, 15),
+    });
+    delete newer.results.scale;
+    newer.header.scenarios = ["extraction"];
+    const history = [older, old, newer].map((r, i) => ({ file: path.join(temp, `run-${i}.json`), run: r }));
+    const page = await renderPage(newer, { file: path.join(temp, "run-2.json"), history });
+    // Scale's section comes from the newest run with scale (1111111), its provenance naming that run.
+    expect(page).toContain("*Scenario `scale` of an earlier run, ");
+    expect(page).toContain(
+      "2026-11-25T10:00:00.000Z, commit 1111111; not run in the run this page is rendered from",
+    );
+    expect(page).toContain("2 workers 1.50× the documents/s of 1");
+    expect(page).not.toContain("2 workers 1.00× the documents/s of 1");
+    expect(page).toContain("*Scenario `extraction` of this run, options: repeats=3;");
+    expect(page).toContain("from earlier runs: `scale` (2026-11-25, 1111111)");
+    expect(page).toContain("come from the newest earlier stored run that measured each");
+    // Scenarios no stored run measured stay listed as not run.
+    expect(page).toContain("Not run in this run: `npm run bench -- --with bulk");
+  });
+
   it("generates the History table from every stored result file", async () => {
     const dir = path.join(temp, "results");
     const older = run({ started: "2026-11-25T10:00:00.000Z", commit: "1111111", scale: scaleResult(3, 30) });
