@@ -11,10 +11,13 @@ CREATE INDEX "chunks_search_tags_gin" ON "chunks" USING gin ("search_tags");--> 
 ANALYZE "chunks";--> statement-breakpoint
 -- A chunk written without the value takes it from its document (a document being processed gives NULL).
 -- Writers that know it (the run that marks its document done in the same statement) set it themselves.
+-- Both functions plan their statement at each call (EXECUTE): PL/pgSQL would otherwise keep a generic plan made
+-- while the tables were small, a sequential scan, and with no autovacuum (PGlite) nothing replans it: a
+-- 6,000-document import slowed from 132 to 81 documents/s with static SQL here, and held 130 with EXECUTE.
 CREATE FUNCTION "chunks_search_tags_from_document"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  SELECT CASE WHEN d.status = 'done' THEN d.container_tags END INTO NEW.search_tags
-    FROM documents d WHERE d.id = NEW.document_id;
+  EXECUTE 'SELECT CASE WHEN status = ''done'' THEN container_tags END FROM documents WHERE id = $1'
+    INTO NEW.search_tags USING NEW.document_id;
   RETURN NEW;
 END $$;--> statement-breakpoint
 CREATE TRIGGER "chunks_search_tags_from_document" BEFORE INSERT ON "chunks"
@@ -25,7 +28,8 @@ CREATE FUNCTION "documents_search_tags_to_chunks"() RETURNS trigger LANGUAGE plp
 DECLARE
   tags text[] := CASE WHEN NEW.status = 'done' THEN NEW.container_tags END;
 BEGIN
-  UPDATE chunks SET search_tags = tags WHERE document_id = NEW.id AND search_tags IS DISTINCT FROM tags;
+  EXECUTE 'UPDATE chunks SET search_tags = $1 WHERE document_id = $2 AND search_tags IS DISTINCT FROM $1'
+    USING tags, NEW.id;
   RETURN NULL;
 END $$;--> statement-breakpoint
 CREATE TRIGGER "documents_search_tags_to_chunks" AFTER UPDATE OF "status", "container_tags" ON "documents"
