@@ -143,7 +143,7 @@ export async function runImportedSearch(
   });
   const sizes = [];
   for (const table of ["chunks", "documents", "memories"]) {
-    const s = await tableSizes(store.db, table);
+    const s = await tableSizes(store.db, table, { countLive: true });
     sizes.push({
       table,
       heapMb: mb(s.heap + s.toast),

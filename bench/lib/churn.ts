@@ -232,7 +232,15 @@ export interface TableSizes {
   indexes: Record<string, number>;
 }
 
-export async function tableSizes(db: Database, table: string): Promise<TableSizes> {
+/**
+ * With `countLive`, live rows are counted (`count(*)`) rather than read from the statistics: PGlite does not
+ * keep them across a reopen (a store reopened after its fill reported 0 live rows).
+ */
+export async function tableSizes(
+  db: Database,
+  table: string,
+  opts: { countLive?: boolean } = {},
+): Promise<TableSizes> {
   const [t] = await queryRows<{ heap: string; toast: string; live: string; dead: string }>(
     db,
     sql`SELECT pg_relation_size(c.oid) AS heap,
@@ -247,11 +255,14 @@ export async function tableSizes(db: Database, table: string): Promise<TableSize
           FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
          WHERE x.indrelid = to_regclass(${table}) ORDER BY i.relname`,
   );
+  const [counted] = opts.countLive
+    ? await queryRows<{ live: string }>(db, sql`SELECT count(*) AS live FROM ${sql.identifier(table)}`)
+    : [];
   return {
     table,
     heap: Number(t?.heap ?? 0),
     toast: Number(t?.toast ?? 0),
-    live: Number(t?.live ?? 0),
+    live: Number(counted?.live ?? t?.live ?? 0),
     dead: Number(t?.dead ?? 0),
     indexes: Object.fromEntries(idx.map((r) => [r.name, Number(r.size)])),
   };

@@ -81,4 +81,15 @@ describe("the search-imported section", () => {
     const alone = renderImportedSection(result(40, 120), options).join("\n");
     expect(alone).toContain("npm run bench -- --only search,search-imported --chunks 100000");
   });
+
+  it("counts live chunks when the run counted them, else names what the documents hold by construction", () => {
+    const counted = renderImportedSection(result(40, 120), options).join("\n");
+    expect(counted).toContain("Live: 50,001 documents, 100,002 chunks.");
+    expect(counted).toContain("covers about 100 chunks");
+    const lost = renderImportedSection({ ...result(40, 120), liveChunks: 0 }, options).join("\n");
+    expect(lost).toContain(
+      "Live: 50,001 documents, 100,002 chunks (2 per document; not counted in this run).",
+    );
+    expect(lost).toContain("covers about 100 chunks");
+  });
 });
