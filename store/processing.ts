@@ -43,7 +43,7 @@ async function guardedUpdate(
     .update(documents)
     .set(values as Partial<DocumentRow>)
     .where(current(ref))
-    .returning({ id: documents.id, containerTags: documents.containerTags });
+    .returning({ id: documents.id });
   if (!rows.length) throw new SupersededRunError(ref.documentId, ref.run);
 }
 
