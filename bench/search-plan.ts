@@ -21,13 +21,7 @@ import { parseArgs } from "node:util";
 import { type SQL, sql } from "drizzle-orm";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type Database, openPglite, queryRows } from "../store/db.ts";
-import {
-  type CommonTerms,
-  commonTerms,
-  keywordQuery,
-  keywordTsquery,
-  MATCH_BUDGET,
-} from "../store/keyword.ts";
+import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../store/keyword.ts";
 import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search.ts";
 import { ensureVectorIndexes, vectorTerms } from "../store/vector-index.ts";
 import { tagName as churnTagName } from "./lib/churn.ts";
@@ -117,10 +111,10 @@ async function explain(db: Database, settings: string[], statement: SQL): Promis
 
 /**
  * The statement as store/search.ts built it before issue #25 (for the same-run comparison): the keyword
- * query computed inside the statement (an InitPlan the planner cannot see into) and without the match
- * budget. The vector side is unchanged. Only the conditions the scenarios use (tags, scope) are built.
+ * query (`tsq`, made without the match budget) read inside the statement from a CTE (an InitPlan the planner
+ * cannot see into). The vector side is unchanged. Only the conditions the scenarios use (tags, scope) are built.
  */
-function legacyStatements(q: HybridSearchQuery, common: CommonTerms) {
+function legacyStatements(q: HybridSearchQuery, tsq: string | null) {
   const v = vectorTerms("c", q.space);
   const queryVector = sql`${`[${q.embedding.join(",")}]`}${v.cast}`;
   const arr = (tags: readonly string[]) =>
@@ -137,7 +131,7 @@ function legacyStatements(q: HybridSearchQuery, common: CommonTerms) {
     sql` AND `,
   );
   const rank = sql.raw("ts_rank(c.tsv, (SELECT tsq FROM query), 1)");
-  const query = keywordQuery(q.text, { ...common, rows: 0 });
+  const query = sql`SELECT ${tsq}::tsquery AS tsq`;
   const byVector = sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank,
       1 - (${v.column} <=> ${queryVector}) AS score
       FROM chunks c JOIN documents d ON d.id = c.document_id
@@ -318,7 +312,7 @@ async function main() {
         ...sc.query(i),
       };
       const s = searchStatement(q, await keywordTsquery(db, q.text, common));
-      const before = legacyStatements(q, common);
+      const before = legacyStatements(q, await keywordTsquery(db, q.text, { ...common, rows: 0 }));
       const stages: Record<string, SQL> = {
         by_vector: s.byVector,
         by_keyword: s.byKeyword,

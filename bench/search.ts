@@ -7,7 +7,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type Database, openPglite, queryRows } from "../store/db.ts";
-import { commonTerms, keywordQuery } from "../store/keyword.ts";
+import { commonTerms, keywordTsquery } from "../store/keyword.ts";
 import { hybridChunkSearch, type Retrieval } from "../store/search.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
 import type { Abstract } from "./lib/corpus.ts";
@@ -323,11 +323,11 @@ async function runSize(o: {
   const matches: number[] = [];
   const terms: number[] = [];
   for (const p of pairs) {
+    const tsq = await keywordTsquery(db, p.q, common);
     const [row] = await queryRows<{ n: number; terms: number }>(
       db,
-      sql`WITH query AS (${keywordQuery(p.q, common)})
-          SELECT (SELECT count(*)::int FROM chunks c, query WHERE c.tsv @@ query.tsq) AS n,
-                 (SELECT numnode(tsq) FROM query) AS terms`,
+      sql`SELECT (SELECT count(*)::int FROM chunks c WHERE c.tsv @@ ${tsq}::tsquery) AS n,
+                 numnode(${tsq}::tsquery) AS terms`,
     );
     matches.push(row?.n ?? 0);
     // numnode counts the OR operators too: n terms are 2n - 1 nodes.

@@ -93,6 +93,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       niceness: config.EMBEDDING_NICE,
       queryThreads: config.EMBEDDING_QUERY_THREADS,
       batchTexts: config.EMBEDDING_BATCH_TEXTS,
+      queryInstruction: config.EMBEDDING_QUERY_INSTRUCTION,
     });
     stops.push(() => embedder.close());
     // Each model has its own vector index; building it over existing rows can take a while.

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { compileFilter, type FilterNode } from "./filters.ts";
 import { newId } from "./ids.ts";
-import { commonTerms, keywordQuery } from "./keyword.ts";
+import { commonTerms, keywordTsquery } from "./keyword.ts";
 import { type RunRef, SupersededRunError } from "./processing.ts";
 import {
   documents,
@@ -13,7 +13,7 @@ import {
   memories,
 } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
-import { KEYWORD_RANK } from "./search.ts";
+import { keywordRankSql, searchTuning } from "./search-tuning.ts";
 import { type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 export type { MemoryRow };
@@ -361,6 +361,9 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
   const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
   const common = await commonTerms(db, "memories");
   const rows = await db.transaction(async (tx) => {
+    // Null when the text has no lexeme: `@@ NULL` matches nothing, so only the vector side ranks.
+    const tsq = await keywordTsquery(tx as Database, q.text, common);
+    const rank = keywordRankSql(searchTuning().keywordRank, "m", sql`${tsq}::tsquery`);
     await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
     // With a selective filter (a small container among large ones) the ef_search nearest rows may all be
     // filtered out; an iterative scan keeps walking the graph until enough rows pass (pgvector >= 0.8).
@@ -368,8 +371,7 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
     return queryRows<{ id: string; similarity: number; fused: number }>(
       tx as Database,
       sql`
-    WITH query AS (${keywordQuery(q.text, common)}),
-    by_vector AS (
+    WITH by_vector AS (
       SELECT m.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank
       FROM memories m
       WHERE ${v.inSpace} AND ${where}
@@ -377,10 +379,10 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
       LIMIT ${q.candidates}
     ),
     by_keyword AS (
-      SELECT m.id, row_number() OVER (ORDER BY ${KEYWORD_RANK("m")} DESC) AS rank
+      SELECT m.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank
       FROM memories m
-      WHERE m.tsv @@ (SELECT tsq FROM query) AND ${where}
-      ORDER BY ${KEYWORD_RANK("m")} DESC
+      WHERE m.tsv @@ ${tsq}::tsquery AND ${where}
+      ORDER BY ${rank} DESC
       LIMIT ${q.candidates}
     ),
     fused AS (

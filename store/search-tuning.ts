@@ -77,14 +77,10 @@ export function setSearchTuning(changes: Partial<SearchTuning> = {}): void {
 }
 
 /**
- * The SQL ranking function of the keyword side over the alias's tsv and a tsquery: memory search's
- * `(SELECT tsq FROM query)` by default, or a parameter (chunk search passes the query as a value).
+ * The SQL ranking function of the keyword side over the alias's tsv and a tsquery (chunk and memory search
+ * pass the query as a value: store/keyword.ts keywordTsquery).
  */
-export function keywordRankSql(
-  rank: KeywordRank,
-  alias: "c" | "m",
-  query: SQL = sql.raw("(SELECT tsq FROM query)"),
-): SQL {
+export function keywordRankSql(rank: KeywordRank, alias: "c" | "m", query: SQL): SQL {
   const [fn, normalization] = rank.split("/") as [string, string];
   return sql`${sql.raw(fn)}(${sql.raw(alias)}.tsv, ${query}, ${sql.raw(String(Number(normalization)))})`;
 }

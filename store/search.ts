@@ -45,13 +45,6 @@ export interface ChunkHit {
   fused: number;
 }
 
-/**
- * Keyword relevance: the tuned ranking function (store/search-tuning.ts: ts_rank with length
- * normalisation 1, divided by 1 + log length). Here the query is a scalar subquery (an InitPlan), so the
- * GIN index can serve `@@`; chunk search passes it as a value instead (searchStatement).
- */
-export const KEYWORD_RANK = (alias: "c" | "m") => keywordRankSql(searchTuning().keywordRank, alias);
-
 /** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
 const RRF_K = 60;
 

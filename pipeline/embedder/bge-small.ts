@@ -38,6 +38,13 @@ export interface BgeSmallOptions {
   textsPerTask?: number;
   /** Directory with model.onnx and tokenizer.json. Default <cacheDir>/models/bge-small-en-v1.5. */
   modelDir?: string;
+  /**
+   * Prepend BGE's retrieval instruction (BGE_QUERY_PREFIX) to queries. Default false: measured on SciFact (300
+   * judged queries, in-process), nDCG@10 hybrid 0.7344 with it and 0.7310 without, vector-only 0.7168 and
+   * 0.7229, recall@100 0.9667 and 0.9750; without it a query is about 10 tokens shorter, and embedding it,
+   * the part of a search that runs on the model's threads, costs about a third less CPU.
+   */
+  queryInstruction?: boolean;
 }
 
 export class BgeSmallEmbedder implements Embedder {
@@ -63,6 +70,7 @@ export class BgeSmallEmbedder implements Embedder {
     if (!check.ok) throw new Error(`bge-small-en-v1.5 is not available: ${check.reason}`);
     const filename = workerFileBeside(import.meta.url);
     const queryThreads = options.queryThreads ?? 1;
+    const queryPrefix = options.queryInstruction ? BGE_QUERY_PREFIX : "";
     this.threads = new ScheduledThreads({
       threads,
       queryThreads,
@@ -85,7 +93,7 @@ export class BgeSmallEmbedder implements Embedder {
           // (they take one task at a time), else a query would wait behind the queued task too.
           tasksPerThread: !dedicated && queryThreads > 0 ? 2 : 1,
           task: (texts, purpose) => ({
-            texts: purpose === "query" ? texts.map((t) => BGE_QUERY_PREFIX + t) : texts,
+            texts: purpose === "query" && queryPrefix ? texts.map((t) => queryPrefix + t) : texts,
             batchSize,
           }),
           vectors: (flat) => {

@@ -33,6 +33,8 @@ export interface EmbedderOptions {
   queryThreads?: number;
   /** Most texts per task handed to a thread; texts of concurrent calls are coalesced up to this (default 16). */
   batchTexts?: number;
+  /** bge-small only: prepend BGE's retrieval instruction to queries (default false). */
+  queryInstruction?: boolean;
 }
 
 export type EmbedderName = "bge-small" | "use-lite";
@@ -45,6 +47,7 @@ const registry: Record<EmbedderName, (options: EmbedderOptions) => Embedder> = {
       niceness: options.niceness,
       queryThreads: options.queryThreads,
       textsPerTask: options.batchTexts,
+      queryInstruction: options.queryInstruction,
     }),
   "use-lite": (options) =>
     new UseLiteEmbedder({

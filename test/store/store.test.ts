@@ -14,7 +14,7 @@ import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../sto
 import * as docs from "../../store/documents.ts";
 import { isStoreUnavailable } from "../../store/errors.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
-import { keywordQuery } from "../../store/keyword.ts";
+import { keywordTsquery } from "../../store/keyword.ts";
 import * as processing from "../../store/processing.ts";
 import { apiKeys, documents } from "../../store/schema/index.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
@@ -123,11 +123,8 @@ describe.each(drivers)("store on %s", (_name, open) => {
 
   it("leaves very common terms out of keyword queries, keeping the rarest if nothing else is left", async () => {
     const lexemes = async (text: string, common: string[], frequencies: number[]) => {
-      const [row] = await queryRows<{ tsq: string | null }>(
-        store.db,
-        sql`SELECT tsq::text AS tsq FROM (${keywordQuery(text, { lexemes: common, frequencies, loadedAt: 0 })}) q`,
-      );
-      return (row?.tsq ?? "").split(" | ").filter(Boolean).sort();
+      const tsq = await keywordTsquery(store.db, text, { lexemes: common, frequencies, loadedAt: 0 });
+      return (tsq ?? "").split(" | ").filter(Boolean).sort();
     };
     expect(await lexemes("The common cats chase rare dogs", ["common", "chase"], [0.5, 0.2])).toEqual([
       "'cat'",
