@@ -4,7 +4,7 @@ import type { Embedder } from "../pipeline/embedder/types.ts";
 import type { ChatModel } from "../pipeline/llm/chat.ts";
 import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
 import type { Database } from "../store/db.ts";
-import { type DocumentRow, documentsByIds } from "../store/documents.ts";
+import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import { checkFilter, FilterError, type FilterNode } from "../store/filters.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, chunksAt, type Fusion, hybridChunkSearch, type Retrieval } from "../store/search.ts";
@@ -243,11 +243,12 @@ export async function searchDocuments(
   ranked = ranked.slice(0, request.limit);
 
   if (!request.onlyMatchingChunks) await addContext(deps.db, ranked);
-  const rows = new Map<string, DocumentRow>();
+  const rows = new Map<string, ResultDocument>();
   // Unscoped: every ranked document came out of the scoped search above.
-  for (const row of await documentsByIds(
+  for (const row of await resultDocuments(
     deps.db,
     ranked.map((r) => r.documentId),
+    { content: request.includeFullDocs ? "full" : request.includeSummary ? "unsummarized" : "none" },
   ))
     rows.set(row.id, row);
   const results = ranked.flatMap((r): DocumentResult[] => {

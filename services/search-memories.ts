@@ -1,6 +1,6 @@
 // POST /v4/search: memories, document chunks, or both. One implementation for REST and MCP.
 
-import { type DocumentRow, documentsByIds } from "../store/documents.ts";
+import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import type { FilterNode } from "../store/filters.ts";
 import {
   type MemoryHit,
@@ -203,13 +203,14 @@ export async function searchMemoriesAndChunks(
     if (c.chunk) documentIds.add(c.chunk.documentId);
     if (c.memory?.sourceDocumentId) documentIds.add(c.memory.sourceDocumentId);
   }
-  const docs = new Map<string, DocumentRow>();
+  const docs = new Map<string, ResultDocument>();
   // In scope only: a memory's source document may since have lost the caller's tags (retagged to another
   // tenant); the memory is still the caller's, the document's title, metadata and summary are not.
-  for (const d of await documentsByIds(deps.db, [...documentIds], scope)) docs.set(d.id, d);
+  const content = request.include.summaries ? "unsummarized" : "none";
+  for (const d of await resultDocuments(deps.db, [...documentIds], { content, scope })) docs.set(d.id, d);
   const related = request.include.relatedMemories ? await relatedContext(deps, ranked) : undefined;
 
-  const documentOut = (doc: DocumentRow) => ({
+  const documentOut = (doc: ResultDocument) => ({
     id: doc.id,
     createdAt: doc.createdAt.toISOString(),
     updatedAt: doc.updatedAt.toISOString(),

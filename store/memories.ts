@@ -14,7 +14,7 @@ import {
 } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 import { keywordRankSql, searchTuning } from "./search-tuning.ts";
-import { type VectorSpace, vectorTerms } from "./vector-index.ts";
+import { hnswScanSettings, type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 export type { MemoryRow };
 
@@ -358,16 +358,12 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
     q.filters ? compileFilter(sql`m.metadata`, q.filters) : undefined,
   ].filter((c): c is SQL => Boolean(c));
   const where = sql.join(conditions, sql` AND `);
-  const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
   const common = await commonTerms(db, "memories");
   const rows = await db.transaction(async (tx) => {
     // Null when the text has no lexeme: `@@ NULL` matches nothing, so only the vector side ranks.
     const tsq = await keywordTsquery(tx as Database, q.text, common);
     const rank = keywordRankSql(searchTuning().keywordRank, "m", sql`${tsq}::tsquery`);
-    await tx.execute(sql.raw(`SET LOCAL hnsw.ef_search = ${efSearch}`));
-    // With a selective filter (a small container among large ones) the ef_search nearest rows may all be
-    // filtered out; an iterative scan keeps walking the graph until enough rows pass (pgvector >= 0.8).
-    await tx.execute(sql.raw("SET LOCAL hnsw.iterative_scan = relaxed_order"));
+    await tx.execute(sql.raw(hnswScanSettings(q.candidates)));
     return queryRows<{ id: string; similarity: number; fused: number }>(
       tx as Database,
       sql`

@@ -5,7 +5,7 @@ import { commonTerms, keywordTsquery } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 import { type Fusion, keywordRankSql, searchTuning } from "./search-tuning.ts";
-import { type VectorSpace, vectorTerms } from "./vector-index.ts";
+import { hnswScanSettings, type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 /** Which retrievers run: both fused (the default), or one alone (for evaluation and comparison). */
 export type Retrieval = "hybrid" | "vector" | "keyword";
@@ -78,8 +78,9 @@ export interface KeywordCandidate {
 
 /** The parts of the search statement, each runnable on its own (bench/search-plan.ts explains them per stage). */
 export interface SearchStatement {
-  /** `SET LOCAL` commands to run first, in the same transaction. */
+  /** Statements that set transaction-local settings (SET LOCAL), to run first in the same transaction. */
   settings: string[];
+  /** The vector side on its own (with the query vector it reads). */
   byVector: SQL;
   /** The keyword side, or the rows it already returned as a value (hybridChunkSearch). */
   byKeyword: SQL;
@@ -158,7 +159,10 @@ export function searchStatement(
   const scope = searchScope(q);
   const retrieval = q.retrieval ?? "hybrid";
   const v = vectorTerms("c", q.space);
-  const queryVector = sql`${vector}${v.cast}`;
+  // The vector is sent once and read where needed: as a parameter at each use it was parsed four times
+  // (384 numbers as text, ~0.3 ms each in PGlite). A scalar subquery (an InitPlan) still drives the HNSW scan.
+  const queryVector = sql`(SELECT v FROM query_vector)`;
+  const withQueryVector = sql`query_vector AS (SELECT ${vector}${v.cast} AS v)`;
   const byVector =
     retrieval === "keyword"
       ? NO_ROWS
@@ -174,17 +178,10 @@ export function searchStatement(
       ? keywordSide(q, tsq, scope)
       : sql`SELECT k.id, k.rank, k.score
       FROM jsonb_to_recordset(${JSON.stringify(keyword)}::jsonb) AS k(id text, rank bigint, score float8)`;
-  // HNSW returns at most ef_search rows (40 by default), fewer than the candidates the fusion asks for;
-  // raise it for this statement only. SET takes no parameters: the value is a checked integer.
-  const efSearch = Math.min(1000, Math.max(40, Math.floor(q.candidates)));
-  const settings = [
-    `SET LOCAL hnsw.ef_search = ${efSearch}`,
-    // With a selective filter (a small container among large ones) the ef_search nearest rows may all be
-    // filtered out; an iterative scan keeps walking the graph until enough rows pass (pgvector >= 0.8).
-    "SET LOCAL hnsw.iterative_scan = relaxed_order",
-  ];
+  const settings = [hnswScanSettings(q.candidates)];
   const statement = sql`
-    WITH by_vector AS (${byVector}),
+    WITH ${withQueryVector},
+    by_vector AS (${byVector}),
     by_keyword AS (${byKeyword}),
     fused AS (
       SELECT coalesce(v.id, k.id) AS id, ${fusedScore(q.fusion ?? searchTuning().fusion)} AS fused, k.rank AS keyword_rank
@@ -199,7 +196,7 @@ export function searchStatement(
     ORDER BY f.fused DESC
     LIMIT ${q.candidates}
   `;
-  return { settings, byVector, byKeyword, statement };
+  return { settings, byVector: sql`WITH ${withQueryVector} ${byVector}`, byKeyword, statement };
 }
 
 /** A search whose query vector may still be on its way (being embedded while the keyword side runs). */

@@ -21,6 +21,18 @@ export function checkedSpace(space: VectorSpace): VectorSpace {
   return space;
 }
 
+/**
+ * The HNSW scan's settings for one search, as one statement to run first in its transaction (set_config with
+ * is_local true is SET LOCAL; one round trip, not one per setting). HNSW returns at most ef_search rows (40 by
+ * default), fewer than the candidates a fusion asks for, so it is raised to them; and with a selective filter (a
+ * small container among large ones) the ef_search nearest rows may all be filtered out, so an iterative scan
+ * keeps walking the graph until enough rows pass (pgvector >= 0.8). The value is a checked integer.
+ */
+export function hnswScanSettings(candidates: number): string {
+  const efSearch = Math.min(1000, Math.max(40, Math.floor(candidates)));
+  return `SELECT set_config('hnsw.ef_search', '${efSearch}', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`;
+}
+
 /** `alias.embedding::vector(N)`, the indexed expression of the space, and the predicate that selects its rows. */
 export function vectorTerms(alias: string, space: VectorSpace) {
   const { model, dimension } = checkedSpace(space);

@@ -2,7 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { expect, it } from "vitest";
 import { type Database, queryRows } from "../../../store/db.ts";
-import { documentsByIds, requeueDocument, updateDocument } from "../../../store/documents.ts";
+import { requeueDocument, resultDocuments, updateDocument } from "../../../store/documents.ts";
 import { isStoreUnavailable, storeErrorMessage } from "../../../store/errors.ts";
 import { checkFilter, FilterError, type FilterNode } from "../../../store/filters.ts";
 import * as processing from "../../../store/processing.ts";
@@ -219,11 +219,40 @@ export function searchCases(store: StoreOf) {
     const theirs = (await addDocument(db, { source: "scoped theirs", containerTags: ["scope-theirs"] }))
       .document.id;
     const ids = async (scope?: string[] | null) =>
-      (await documentsByIds(db, [mine, theirs, "no-such-document"], scope)).map((d) => d.id).sort();
+      (await resultDocuments(db, [mine, theirs, "no-such-document"], { content: "none", scope }))
+        .map((d) => d.id)
+        .sort();
     expect(await ids()).toEqual([mine, theirs].sort());
     expect(await ids(["scope-shared"])).toEqual([mine]);
     expect(await ids(["scope-nobody"])).toEqual([]);
-    expect(await documentsByIds(db, [])).toEqual([]);
+    expect(await resultDocuments(db, [], { content: "full" })).toEqual([]);
+  });
+
+  it("reads a result document's text only as far as asked: all, those without a summary, or none", async () => {
+    const { db } = store();
+    const summarized = await processedDocument(
+      db,
+      { source: "Text with a summary.", containerTags: ["rd"] },
+      ["x"],
+      [1],
+    );
+    const plain = await processedDocument(
+      db,
+      { source: "Text without one.", containerTags: ["rd"] },
+      ["y"],
+      [2],
+    );
+    await queryRows(db, sql`UPDATE documents SET summary = 'The summary.' WHERE id = ${summarized}`);
+    const texts = async (content: "full" | "unsummarized" | "none") => {
+      const rows = await resultDocuments(db, [summarized, plain], { content });
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      expect(byId.get(summarized)?.summary).toBe("The summary.");
+      expect(byId.get(plain)?.containerTags).toEqual(["rd"]);
+      return [byId.get(summarized)?.content ?? null, byId.get(plain)?.content ?? null];
+    };
+    expect(await texts("full")).toEqual(["Text with a summary.", "Text without one."]);
+    expect(await texts("unsummarized")).toEqual([null, "Text without one."]);
+    expect(await texts("none")).toEqual([null, null]);
   });
 
   it("fetches the chunks at given positions, to show a match in its context", async () => {
