@@ -79,9 +79,20 @@ export async function keywordTsquery(
   return budgetedTsquery(row?.lexemes ?? [], common);
 }
 
+/** The common lexemes by frequency, made once per loaded CommonTerms (they are cached a minute), not per search. */
+const frequencyMaps = new WeakMap<CommonTerms, Map<string, number>>();
+function frequencyMap(common: CommonTerms): Map<string, number> {
+  let map = frequencyMaps.get(common);
+  if (!map) {
+    map = new Map(common.lexemes.map((lexeme, i) => [lexeme, common.frequencies[i] ?? 0]));
+    frequencyMaps.set(common, map);
+  }
+  return map;
+}
+
 /** The rule of keywordTsquery over lexemes already made (to_tsvector's output). */
 export function budgetedTsquery(lexemes: readonly string[], common: CommonTerms): string | null {
-  const frequencyOf = new Map(common.lexemes.map((lexeme, i) => [lexeme, common.frequencies[i] ?? 0]));
+  const frequencyOf = frequencyMap(common);
   // Rarest first; ties in code-unit order, so the same text always gives the same query.
   const weighted = lexemes
     .filter((lexeme) => lexeme !== "" && !/['\\]/.test(lexeme))
