@@ -1,24 +1,22 @@
-// Does search stay flat over months on the embedded store (PGlite runs no autovacuum)? Adds documents through
-// the service's store path, deletes and updates some the way the API does, and compares table sizes, index
-// sizes and search latency with a fresh load of the same final rows; then runs the maintenance steps one by one
-// (VACUUM, ANALYZE, REINDEX) and records what each reclaims and how long it holds the single connection.
-// No model runs: chunk vectors come from the search benchmark's cache (bench/lib/churn.ts).
+// Scenario `churn` (issue #25 point 2): does the embedded store stay flat over months? PGlite runs no
+// autovacuum, so a tenant's adds, deletes and updates leave dead rows, bloated HNSW graphs and holes in the
+// heap unless the service's maintenance schedule takes them back. This adds documents through the service's
+// store path, deletes and updates some the way the API does, in rounds, with the schedule's own pass
+// (store/maintenance.ts `runMaintenance`) after each round, and then compares table sizes, index sizes and
+// search latency with a fresh load of the same final rows. No model runs: chunk vectors come from the search
+// benchmark's cache (bench/lib/churn.ts).
 //
-//   npx tsx bench/churn.ts --adds 100000 --deletes 50000 --updates 50000 --tags 1 [--chunks-per-doc 1]
-//        [--rounds 10] [--maintain end|rounds] [--searches 300] [--json FILE] [--skip-fresh]
-//
-// --rounds spreads the operations over rounds (each: its share of adds, then deletes, then updates), as a
-// tenant's months would; --maintain rounds runs the maintenance schedule's own pass (store/maintenance.ts)
-// after every round, --maintain end only after all of them (then step by step).
+// `maintain: "end"` runs the pass only after the last round, and `steps` then adds VACUUM, ANALYZE, REINDEX
+// and VACUUM FULL one by one with a snapshot after each: what each step reclaims and how long it holds the
+// single connection (docs/operations.md#table-maintenance).
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
 import { type Database, openPglite, type Store } from "../store/db.ts";
 import { analyzeIfGrown } from "../store/keyword.ts";
-import { runMaintenance } from "../store/maintenance.ts";
+import { type MaintenanceResult, runMaintenance } from "../store/maintenance.ts";
 import { hybridChunkSearch } from "../store/search.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
 import {
@@ -37,44 +35,53 @@ import { log } from "./lib/progress.ts";
 import { seededRandom } from "./lib/random.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 
-const { values } = parseArgs({
-  options: {
-    adds: { type: "string", default: "20000" },
-    deletes: { type: "string", default: "10000" },
-    updates: { type: "string", default: "10000" },
-    tags: { type: "string", default: "1" },
-    "chunks-per-doc": { type: "string", default: "1" },
-    rounds: { type: "string", default: "10" },
-    maintain: { type: "string", default: "end" },
-    searches: { type: "string", default: "300" },
-    seed: { type: "string", default: "25" },
-    json: { type: "string" },
-    "skip-fresh": { type: "boolean", default: false },
-    "fresh-only": { type: "boolean", default: false },
-  },
-});
-const adds = Number(values.adds);
-const deletes = Number(values.deletes);
-const updates = Number(values.updates);
-const tags = Number(values.tags);
-const chunksPerDoc = Number(values["chunks-per-doc"]);
-const rounds = Math.max(1, Number(values.rounds));
-const maintain = values.maintain as "end" | "rounds";
-const searches = Number(values.searches);
-/** Only the fresh load of the final rows (the plan is replayed without a store: it depends on the seed only). */
-const freshOnly = values["fresh-only"];
-if (deletes > adds) throw new Error("--deletes cannot exceed --adds");
-if (maintain !== "end" && maintain !== "rounds") throw new Error("--maintain is end or rounds");
+export interface ChurnOptions {
+  adds: number;
+  deletes: number;
+  updates: number;
+  tags: number;
+  chunksPerDoc: number;
+  rounds: number;
+  /** `rounds`: the schedule's pass after every round (what the service does); `end`: once, after the last. */
+  maintain: "rounds" | "end";
+  searches: number;
+  seed: number;
+  /** After the comparison, each maintenance step by hand with a snapshot after it (diagnostics). */
+  steps: boolean;
+}
 
-const SPACE = { model: CHURN_SPACE.name, dimension: CHURN_SPACE.dimension };
-
-interface Snapshot {
+export interface ChurnSnapshot {
   label: string;
   chunks: TableSizes;
   documents: TableSizes;
   memories: TableSizes;
   search: Summary;
 }
+
+export interface ChurnPass {
+  round: number;
+  ms: number;
+  pass: MaintenanceResult;
+}
+
+export interface ChurnResult {
+  /** Documents live at the end (in both stores). */
+  liveDocuments: number;
+  /** Seconds from the first add to the end of the last round's pass. */
+  churnSeconds: number;
+  passes: ChurnPass[];
+  /** The churned store as the schedule left it. */
+  afterChurn: ChurnSnapshot;
+  /** A new store loaded with the same final rows (the statistics refresh after it, as the service would). */
+  fresh: ChurnSnapshot;
+  freshLoadSeconds: number;
+  /** `steps`: snapshots after each manual step, and how long each step held the connection. */
+  diagnostics?: { snapshots: ChurnSnapshot[]; steps: { step: string; ms: number }[] };
+  totalSeconds: number;
+}
+
+const SPACE = { model: CHURN_SPACE.name, dimension: CHURN_SPACE.dimension };
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Searches through the store's own hybrid search, each query a stored chunk's vector and its first words. */
 async function measureSearch(
@@ -110,15 +117,16 @@ async function snapshot(
   db: Database,
   pool: TextPool,
   live: PlannedDocument[],
-): Promise<Snapshot> {
+  searches: number,
+): Promise<ChurnSnapshot> {
   // PGlite publishes its table counters about a second after the statements that changed them.
-  await new Promise((r) => setTimeout(r, 1_200));
+  await pause(1_200);
   await db.execute(sql`SELECT 1`);
-  const s: Snapshot = {
+  const s: ChurnSnapshot = {
     label,
-    chunks: await tableSizes(db, "chunks"),
-    documents: await tableSizes(db, "documents"),
-    memories: await tableSizes(db, "memories"),
+    chunks: await tableSizes(db, "chunks", { countLive: true }),
+    documents: await tableSizes(db, "documents", { countLive: true }),
+    memories: await tableSizes(db, "memories", { countLive: true }),
     search: await measureSearch(db, pool, live, searches),
   };
   const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`;
@@ -157,137 +165,157 @@ async function refreshStatistics(db: Database) {
   await analyzeIfGrown(db, "memories");
 }
 
-async function main() {
-  const started = performance.now();
-  const pool = await loadTextPool(Math.min(100_000, adds * chunksPerDoc));
-  log(
-    `churn: ${adds} adds, ${deletes} deletes, ${updates} updates in ${rounds} rounds over ${tags} tag(s), ${chunksPerDoc} chunk(s) per document, pool ${pool.texts.length} texts, maintenance ${maintain}`,
-  );
-  const rnd = seededRandom(Number(values.seed));
-  const initial = plannedDocuments({ count: adds, tags, chunksPerDoc, poolSize: pool.texts.length });
-  const half = Math.floor(pool.texts.length / 2);
+/** The documents of each round, and which are deleted and updated with what: depends on the seed only. */
+interface Round {
+  add: PlannedDocument[];
+  /** Indices into the documents added so far (in add order). */
+  remove: number[];
+  change: { index: number; doc: PlannedDocument }[];
+}
 
-  const { store, dir } = await openFresh("churned");
-  const db = store.background;
-  const result: Record<string, unknown> = {
-    options: { adds, deletes, updates, tags, chunksPerDoc, rounds, maintain, searches },
-  };
-  /** Live documents: id → what it holds now. */
-  const live = new Map<string, PlannedDocument>();
-  const maintenancePasses: unknown[] = [];
+function planRounds(
+  o: ChurnOptions,
+  poolSize: number,
+): { rounds: Round[]; live: Map<number, PlannedDocument> } {
+  const rnd = seededRandom(o.seed);
+  const initial = plannedDocuments({ count: o.adds, tags: o.tags, chunksPerDoc: o.chunksPerDoc, poolSize });
+  const half = Math.floor(poolSize / 2);
+  const live = new Map<number, PlannedDocument>();
+  const rounds: Round[] = [];
   let version = 0;
+  for (let r = 0; r < o.rounds; r++) {
+    const share = (total: number) =>
+      Math.floor((total * (r + 1)) / o.rounds) - Math.floor((total * r) / o.rounds);
+    const start = Math.floor((o.adds * r) / o.rounds);
+    const add = initial.slice(start, start + share(o.adds));
+    add.forEach((doc, i) => {
+      live.set(start + i, doc);
+    });
+    const keys = [...live.keys()];
+    const remove: number[] = [];
+    for (let i = 0; i < share(o.deletes) && keys.length; i++) {
+      const at = Math.floor(rnd() * keys.length);
+      remove.push(keys[at] as number);
+      keys[at] = keys[keys.length - 1] as number;
+      keys.pop();
+    }
+    for (const k of remove) live.delete(k);
+    // Updates: new content from the other half of the pool, a new stretch each time (each document at most once
+    // a round: an update with the content it already has reprocesses nothing).
+    const picked = new Set<number>();
+    while (picked.size < Math.min(share(o.updates), keys.length))
+      picked.add(keys[Math.floor(rnd() * keys.length)] as number);
+    const change = [...picked].map((index) => {
+      const before = live.get(index) as PlannedDocument;
+      version++;
+      const doc = {
+        tag: before.tag,
+        pieces: before.pieces.map((p) => {
+          const next = (p + half + version * 7) % poolSize;
+          return next === p ? (p + 1) % poolSize : next;
+        }),
+      };
+      live.set(index, doc);
+      return { index, doc };
+    });
+    rounds.push({ add, remove, change });
+  }
+  return { rounds, live };
+}
+
+export async function runChurn(o: ChurnOptions): Promise<ChurnResult> {
+  if (o.deletes > o.adds) throw new Error("churn: deletes cannot exceed adds");
+  const started = performance.now();
+  const pool = await loadTextPool(Math.min(100_000, o.adds * o.chunksPerDoc));
+  log(
+    `churn: ${o.adds} adds, ${o.deletes} deletes, ${o.updates} updates in ${o.rounds} rounds over ${o.tags} tag(s), ${o.chunksPerDoc} chunk(s) per document, pool ${pool.texts.length} texts, maintenance ${o.maintain}`,
+  );
+  const plan = planRounds(o, pool.texts.length);
+  const liveDocs = [...plan.live.values()];
+
+  const churned = await openFresh("churned");
+  const passes: ChurnPass[] = [];
+  let afterChurn: ChurnSnapshot;
+  let diagnostics: ChurnResult["diagnostics"];
+  let churnSeconds: number;
   try {
-    for (let r = 0; r < rounds; r++) {
-      const share = (total: number) =>
-        Math.floor((total * (r + 1)) / rounds) - Math.floor((total * r) / rounds);
-      const start = Math.floor((adds * r) / rounds);
-      const batch = initial.slice(start, start + share(adds));
-      const ids = freshOnly
-        ? batch.map((_, i) => `planned-${start + i}`)
-        : await addDocuments(db, pool, batch, { label: `round ${r + 1} add` });
-      ids.forEach((id, i) => {
-        live.set(id, batch[i] as PlannedDocument);
-      });
-      const gone: string[] = [];
-      const keys = [...live.keys()];
-      for (let i = 0; i < share(deletes) && keys.length; i++) {
-        const at = Math.floor(rnd() * keys.length);
-        gone.push(keys[at] as string);
-        keys[at] = keys[keys.length - 1] as string;
-        keys.pop();
-      }
-      if (!freshOnly) await deleteDocuments(db, gone, `round ${r + 1} delete`);
-      for (const id of gone) live.delete(id);
-      // Updates: new content from the other half of the pool, a new stretch each time.
-      // (each document at most once a round: an update with the content it already has reprocesses nothing)
-      const picked = new Set<string>();
-      while (picked.size < Math.min(share(updates), keys.length))
-        picked.add(keys[Math.floor(rnd() * keys.length)] as string);
-      const changed = [...picked].map((id) => {
-        const before = live.get(id) as PlannedDocument;
-        version++;
-        return {
-          id,
-          doc: {
-            tag: before.tag,
-            pieces: before.pieces.map((p) => {
-              const next = (p + half + version * 7) % pool.texts.length;
-              return next === p ? (p + 1) % pool.texts.length : next;
-            }),
-          },
-        };
-      });
-      for (const u of changed) live.set(u.id, u.doc);
-      if (freshOnly) continue;
-      await updateDocuments(db, pool, changed, { label: `round ${r + 1} update` });
+    const db = churned.store.background;
+    const ids: string[] = [];
+    for (const [r, round] of plan.rounds.entries()) {
+      ids.push(...(await addDocuments(db, pool, round.add, { label: `round ${r + 1} add` })));
+      await deleteDocuments(
+        db,
+        round.remove.map((i) => ids[i] as string),
+        `round ${r + 1} delete`,
+      );
+      await updateDocuments(
+        db,
+        pool,
+        round.change.map((c) => ({ id: ids[c.index] as string, doc: c.doc })),
+        { label: `round ${r + 1} update` },
+      );
       await refreshStatistics(db);
-      if (maintain === "rounds") {
-        await new Promise((res) => setTimeout(res, 1_200)); // counters are published about a second later
+      if (o.maintain === "rounds" || r === plan.rounds.length - 1) {
+        await pause(1_200); // the counters the pass reads are published about a second later
         const t0 = performance.now();
         const pass = await runMaintenance(db, { driver: "pglite" });
         const ms = performance.now() - t0;
-        maintenancePasses.push({ round: r + 1, ms, pass });
+        passes.push({ round: r + 1, ms, pass });
         log(`round ${r + 1} maintenance (${(ms / 1000).toFixed(1)} s): ${JSON.stringify(pass)}`);
       }
     }
-    const liveDocs = [...live.values()];
-    if (freshOnly) {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-    if (!freshOnly) {
-      result.fillSeconds = (performance.now() - started) / 1000;
-      result.maintenancePasses = maintenancePasses;
-      result.afterChurn = await snapshot("after churn", db, pool, liveDocs);
+    churnSeconds = (performance.now() - started) / 1000;
+    afterChurn = await snapshot("after churn and the schedule's passes", db, pool, liveDocs, o.searches);
 
+    if (o.steps) {
+      const snapshots: ChurnSnapshot[] = [];
       const steps: { step: string; ms: number }[] = [];
       for (const table of ["chunks", "documents", "memories"])
         steps.push(await timed(`vacuum ${table}`, db, `VACUUM ${table}`));
-      result.afterVacuum = await snapshot("after VACUUM", db, pool, liveDocs);
+      snapshots.push(await snapshot("+ VACUUM", db, pool, liveDocs, o.searches));
       for (const table of ["chunks", "documents", "memories"])
         steps.push(await timed(`analyze ${table}`, db, `ANALYZE ${table}`));
-      result.afterAnalyze = await snapshot("after ANALYZE", db, pool, liveDocs);
-      const churned = result.afterChurn as Snapshot;
-      const hnsw = [...Object.keys(churned.chunks.indexes), ...Object.keys(churned.memories.indexes)].filter(
-        (n) => n.includes("hnsw"),
-      );
+      snapshots.push(await snapshot("+ ANALYZE", db, pool, liveDocs, o.searches));
+      const hnsw = [
+        ...Object.keys(afterChurn.chunks.indexes),
+        ...Object.keys(afterChurn.memories.indexes),
+      ].filter((name) => name.includes("hnsw"));
       for (const index of hnsw) steps.push(await timed(`reindex ${index}`, db, `REINDEX INDEX ${index}`));
       steps.push(await timed("reindex gin", db, "REINDEX INDEX chunks_tsv_gin"));
-      result.afterReindex = await snapshot("after REINDEX", db, pool, liveDocs);
-      steps.push(await timed("vacuum full chunks", db, "VACUUM FULL chunks"));
-      steps.push(await timed("vacuum full documents", db, "VACUUM FULL documents"));
-      steps.push(await timed("vacuum full memories", db, "VACUUM FULL memories"));
-      result.afterVacuumFull = await snapshot("after VACUUM FULL", db, pool, liveDocs);
-      result.steps = steps;
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      snapshots.push(await snapshot("+ REINDEX", db, pool, liveDocs, o.searches));
+      for (const table of ["chunks", "documents", "memories"])
+        steps.push(await timed(`vacuum full ${table}`, db, `VACUUM FULL ${table}`));
+      snapshots.push(await snapshot("+ VACUUM FULL", db, pool, liveDocs, o.searches));
+      diagnostics = { snapshots, steps };
     }
-
-    if (!values["skip-fresh"]) {
-      const fresh = await openFresh("fresh");
-      try {
-        await addDocuments(fresh.store.background, pool, liveDocs, { label: "fresh load" });
-        await refreshStatistics(fresh.store.background);
-        result.fresh = await snapshot("fresh load", fresh.store.background, pool, liveDocs);
-      } finally {
-        await fresh.store.close();
-        rmSync(fresh.dir, { recursive: true, force: true });
-      }
-    }
-  } catch (error) {
-    await store.close().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
-    throw error;
+  } finally {
+    await churned.store.close().catch(() => undefined);
+    rmSync(churned.dir, { recursive: true, force: true });
   }
-  result.totalSeconds = (performance.now() - started) / 1000;
-  if (values.json) writeFileSync(values.json, `${JSON.stringify(result, null, 2)}\n`);
-  log(`churn: done in ${(result.totalSeconds as number).toFixed(0)} s`);
-}
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    process.stderr.write(`${(error as Error).stack ?? error}\n`);
-    process.exit(1);
-  },
-);
+  const fresh = await openFresh("fresh");
+  let freshSnapshot: ChurnSnapshot;
+  let freshLoadSeconds: number;
+  try {
+    const t0 = performance.now();
+    await addDocuments(fresh.store.background, pool, liveDocs, { label: "fresh load" });
+    await refreshStatistics(fresh.store.background);
+    freshLoadSeconds = (performance.now() - t0) / 1000;
+    freshSnapshot = await snapshot("fresh load", fresh.store.background, pool, liveDocs, o.searches);
+  } finally {
+    await fresh.store.close().catch(() => undefined);
+    rmSync(fresh.dir, { recursive: true, force: true });
+  }
+  const totalSeconds = (performance.now() - started) / 1000;
+  log(`churn: done in ${totalSeconds.toFixed(0)} s`);
+  return {
+    liveDocuments: liveDocs.length,
+    churnSeconds,
+    passes,
+    afterChurn,
+    fresh: freshSnapshot,
+    freshLoadSeconds,
+    ...(diagnostics ? { diagnostics } : {}),
+    totalSeconds,
+  };
+}

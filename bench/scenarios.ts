@@ -18,10 +18,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { BulkOptions, BulkResult, BulkScenario } from "./bulk.ts";
+import type { ChurnOptions, ChurnResult } from "./churn.ts";
 import type { ConnectionsOptions, ConnectionsResult } from "./connections.ts";
 import type { ExtractionResult } from "./extraction.ts";
 import type { IngestResult } from "./ingest.ts";
 import { BULK_HEADING, bulkSummaryLines, renderBulkSection } from "./lib/bulk-report.ts";
+import { CHURN_HEADING, churnComparisons, renderChurnSection, withinGoal } from "./lib/churn-report.ts";
 import { CONNECTIONS_HEADING, renderConnectionsSection } from "./lib/connections-report.ts";
 import type { Abstract } from "./lib/corpus.ts";
 import type { EvalResult } from "./lib/eval-report.ts";
@@ -621,11 +623,79 @@ const searchImported: Scenario<ImportedSearchOptions, ImportedSearchResult> = {
   ],
 };
 
+const churn: Scenario<ChurnOptions, ChurnResult> = {
+  name: "churn",
+  inDefault: false,
+  about:
+    "the embedded store after months of adds, deletes and updates with the maintenance schedule's passes, against a fresh load of the same rows: sizes and search; about 75 min at 100,000 adds (no model)",
+  sections: [{ heading: CHURN_HEADING, flags: "--with churn" }],
+  args: {
+    "churn-adds": str,
+    "churn-deletes": str,
+    "churn-updates": str,
+    "churn-tags": str,
+    "churn-chunks-per-doc": str,
+    "churn-rounds": str,
+    "churn-maintain": str,
+    "churn-searches": str,
+    "churn-steps": flag,
+  },
+  help: [
+    "--churn-adds 100000 --churn-deletes 50000 --churn-updates 50000   documents added, deleted, updated",
+    "--churn-tags 1  --churn-chunks-per-doc 1  --churn-rounds 10  --churn-searches 300",
+    "--churn-maintain rounds    the schedule's pass after each round (rounds) or only after the last (end)",
+    "--churn-steps              then VACUUM, ANALYZE, REINDEX, VACUUM FULL by hand, a snapshot after each",
+  ],
+  options: (v) => {
+    const maintain = (v["churn-maintain"] as string | undefined) ?? "rounds";
+    if (maintain !== "rounds" && maintain !== "end") throw new Error("--churn-maintain is rounds or end");
+    const o: ChurnOptions = {
+      adds: positive("churn-adds", v["churn-adds"], 100_000),
+      deletes: nonNegative("churn-deletes", v["churn-deletes"], 50_000),
+      updates: nonNegative("churn-updates", v["churn-updates"], 50_000),
+      tags: positive("churn-tags", v["churn-tags"], 1),
+      chunksPerDoc: positive("churn-chunks-per-doc", v["churn-chunks-per-doc"], 1),
+      rounds: positive("churn-rounds", v["churn-rounds"], 10),
+      maintain,
+      searches: positive("churn-searches", v["churn-searches"], 300),
+      seed: 25,
+      steps: v["churn-steps"] === true,
+    };
+    if (o.deletes > o.adds) throw new Error("--churn-deletes cannot exceed --churn-adds");
+    return o;
+  },
+  async run(o) {
+    const { runChurn } = await import("./churn.ts");
+    return runChurn(o);
+  },
+  render: (r, o) => renderChurnSection(r, o),
+  headline: (r) => {
+    const p95 = churnComparisons(r).find((c) => c.what === "search p95");
+    const sizes = churnComparisons(r).filter((c) => c.unit === "bytes" && c.fresh >= 8192);
+    const worst = sizes.reduce<(typeof sizes)[0] | undefined>(
+      (a, b) => (a === undefined || b.after / b.fresh > a.after / a.fresh ? b : a),
+      undefined,
+    );
+    return {
+      "months: worst size, p95 vs fresh":
+        worst && p95
+          ? `${(worst.after / worst.fresh).toFixed(2)}× (${worst.what}), ${(p95.after / p95.fresh).toFixed(2)}×`
+          : undefined,
+    };
+  },
+  terminal: (r) =>
+    churnComparisons(r).map(
+      (c) =>
+        `churn ${c.what}: fresh ${c.fresh.toFixed(c.unit === "ms" ? 1 : 0)}, after ${c.after.toFixed(c.unit === "ms" ? 1 : 0)}${withinGoal(c) ? "" : " (over 1.2×)"}`,
+    ),
+};
+
 /** Every scenario, in the order a run takes them and the page shows them. */
 export const SCENARIOS: Scenario[] = [
   ingest,
   search,
   searchImported,
+  churn,
   extraction,
   evalScenario,
   scale,
