@@ -27,7 +27,7 @@ import { percentile, type Summary, summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
 
 const INGEST_TAG = "bench-scale";
-const SEARCH_TAG = "bench-search";
+export const SEARCH_TAG = "bench-search";
 export const WORDS_PER_DOCUMENT = 200;
 
 export interface ScaleOptions {
@@ -306,7 +306,8 @@ export interface Seeding {
   documentsTotalBytes: number;
 }
 
-async function seedSearchStore(store: Store, size: number, buildMemory = "256MB"): Promise<Seeding> {
+/** Fills `store` (empty) with `size` chunks in the tag SEARCH_TAG and builds its indexes (also bench/search-plan.ts). */
+export async function seedSearchStore(store: Store, size: number, buildMemory = "256MB"): Promise<Seeding> {
   const { name } = resolveDefaultEmbedder();
   const space = await embedderSpace(name);
   const real = Math.min(size, REAL_SEED_CHUNKS);

@@ -14,16 +14,23 @@
 // (`npm run bench -- --only search-imported --imported-store DIR --no-page`): filled through the service's
 // store path, with its deletes, updates and maintenance pass; the stages run in its big tag `all` and in
 // small tags, and nothing is retagged.
+// With --postgres DIR it plans on PostgreSQL (the DATABASE_URL path) instead: a native cluster kept in DIR,
+// seeded on first use exactly as the `scale` scenario seeds its search store (real chunks, then blends past
+// 100,000; bench/scale.ts seedSearchStore) and reused after; --pg NAME=VALUE sets server settings
+// (e.g. --pg shared_buffers=6GB). Only the one-tag layouts (a) and (c) run there: retagging a million rows
+// would be its own experiment.
+//   npx tsx bench/search-plan.ts --postgres /tmp/plan-pg-1m --chunks 1000000 --pg shared_buffers=6GB --queries 20
 
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { type SQL, sql } from "drizzle-orm";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
-import { type Database, openPglite, queryRows } from "../store/db.ts";
+import { type Database, openPglite, openStore, queryRows, type Store } from "../store/db.ts";
 import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../store/keyword.ts";
 import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search.ts";
 import { ensureVectorIndexes, vectorTerms } from "../store/vector-index.ts";
+import { startNativePostgres } from "../test/support/postgres.ts";
 import { tagName as churnTagName } from "./lib/churn.ts";
 import { readCorpus, readQueries } from "./lib/corpus.ts";
 import { mean as average, ndcgAt } from "./lib/metrics.ts";
@@ -34,6 +41,7 @@ import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
 import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
 import { summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
+import { SEARCH_TAG as SCALE_TAG, seedSearchStore } from "./scale.ts";
 import { BIG_TAG, FILL_RECORD } from "./search-imported.ts";
 
 const { values } = parseArgs({
@@ -45,6 +53,8 @@ const { values } = parseArgs({
     store: { type: "string" },
     rebuild: { type: "boolean", default: false },
     imported: { type: "string" },
+    postgres: { type: "string" },
+    pg: { type: "string", multiple: true, default: [] },
     /** Planner settings for every measured statement, e.g. --set enable_hashjoin=off (repeatable). */
     set: { type: "string", multiple: true, default: [] },
     /** PGlite's buffer pool for the measured runs (default: PGlite's own; the service sets PGLITE_SHARED_BUFFERS=32MB). */
@@ -68,10 +78,54 @@ const EXTRA_SETTINGS = (values.set ?? []).map((kv) => {
   if (!m) throw new Error(`--set takes NAME=VALUE, got ${kv}`);
   return `SET LOCAL ${m[1]} = ${m[2]}`;
 });
+const POSTGRES = values.postgres;
+if (POSTGRES && IMPORTED) throw new Error("--postgres and --imported are two different stores: pick one");
 const STORE = IMPORTED ?? values.store ?? `/tmp/search-plan-${CHUNKS}`;
 const K = 10;
 
-const tagName = (i: number, n: number) => (n === 1 ? "plan-all" : `plan-${n}-${i}`);
+const tagName = (i: number, n: number) => (n === 1 ? (POSTGRES ? SCALE_TAG : "plan-all") : `plan-${n}-${i}`);
+
+/**
+ * The PostgreSQL store of --postgres: a cluster kept in that dir, seeded with CHUNKS chunks the first time (a
+ * marker file records how many), as the scale scenario seeds its search store.
+ */
+async function openPostgresPlanStore(dir: string): Promise<Store & { stopServer(): Promise<void> }> {
+  const settings: Record<string, string> = {};
+  for (const kv of values.pg ?? []) {
+    const eq = kv.indexOf("=");
+    if (eq < 1) throw new Error(`--pg takes NAME=VALUE, got ${kv}`);
+    settings[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  const server = await startNativePostgres({ settings, keepIn: dir });
+  const marker = path.join(dir, "seeded");
+  const seeded = existsSync(marker) ? Number(readFileSync(marker, "utf8")) : 0;
+  if (server.reused && seeded !== CHUNKS) {
+    await server.stop();
+    throw new Error(
+      `${dir} holds a cluster seeded with ${seeded} chunks, not ${CHUNKS}: remove it to seed again`,
+    );
+  }
+  const data = path.join(dir, "service-data");
+  const store = await openStore({ databaseUrl: server.url, dataDir: data });
+  if (!server.reused) {
+    const seeding = await seedSearchStore(
+      store,
+      CHUNKS,
+      `${Math.max(256, Math.ceil((CHUNKS * 3) / 1024))}MB`,
+    );
+    log(
+      `seeded ${CHUNKS} chunks in ${(seeding.seedMs / 1000).toFixed(0)} s (HNSW ${(seeding.hnswMs / 1000).toFixed(0)} s)`,
+    );
+    writeFileSync(marker, `${CHUNKS}\n`);
+  } else log(`reusing the PostgreSQL store in ${dir} (${CHUNKS} chunks)`);
+  return {
+    ...store,
+    async stopServer() {
+      await store.close();
+      await server.stop();
+    },
+  };
+}
 
 /** A 384-d vector literal would fill pages: show its size instead. */
 const shorten = (line: string) =>
@@ -232,6 +286,8 @@ async function main() {
       throw new Error(`${IMPORTED} holds no store filled by --imported-store (no fill.json)`);
     importedTags = (JSON.parse(readFileSync(fill, "utf8")) as { options: { tags: number } }).options.tags;
     log(`planning on the imported store in ${IMPORTED} (${importedTags} small tags and "all")`);
+  } else if (POSTGRES) {
+    // seeded below, once the server is up
   } else if (values.rebuild || !existsSync(ready)) await buildStore(space, name);
   else log(`reusing the store in ${STORE} (--rebuild to fill it again)`);
 
@@ -240,7 +296,8 @@ async function main() {
   const vectors = await embedder.embed(texts, "query");
   await embedder.close();
 
-  const store = await openPglite(STORE, { sharedBuffers: values["shared-buffers"] });
+  const pgStore = POSTGRES ? await openPostgresPlanStore(POSTGRES) : undefined;
+  const store = pgStore ?? (await openPglite(STORE, { sharedBuffers: values["shared-buffers"] }));
   const { db } = store;
   const [size] = await queryRows<{ chunks: number; documents: number; table: string; hnsw: string }>(
     db,
@@ -269,12 +326,12 @@ async function main() {
       query: (i) => ({ containerTags: [churnTagName((i * 37) % importedTags, importedTags)] }),
     });
   }
-  for (const n of IMPORTED ? [] : TAG_COUNTS) {
+  for (const n of IMPORTED ? [] : POSTGRES ? [1] : TAG_COUNTS) {
     if (n === 1) {
       scenarios.push({
         label: "(a) all chunks in one tag",
         tags: 1,
-        query: () => ({ containerTags: ["plan-all"] }),
+        query: () => ({ containerTags: [tagName(0, 1)] }),
       });
       scenarios.push({ label: "(c) no tag filter", tags: 1, query: () => ({}) });
     } else {
@@ -286,7 +343,8 @@ async function main() {
     }
   }
 
-  let current = 0;
+  // A seeded PostgreSQL store holds every chunk in its one tag already.
+  let current = POSTGRES ? 1 : 0;
   for (const sc of scenarios) {
     if (sc.tags && current !== sc.tags) {
       await retag(db, sc.tags);
@@ -371,10 +429,11 @@ async function main() {
         for (const l of lines) process.stdout.write(`    ${l}\n`);
       }
   }
-  if (!IMPORTED && current !== 1) await retag(db, 1);
+  if (!IMPORTED && !POSTGRES && current !== 1) await retag(db, 1);
   const judged = Number(values.judged);
   if (judged > 0) await judgedQuality(db, space, name, judged);
-  await store.close();
+  if (pgStore) await pgStore.stopServer();
+  else await store.close();
 }
 
 /**

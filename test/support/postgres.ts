@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -10,8 +10,10 @@ import { findFreePort, guardChildProcess } from "../../runtime/temporal-dev-serv
 export interface NativePostgres {
   /** postgres://postgres@127.0.0.1:PORT/memory_test, with pgvector created. */
   url: string;
-  /** The temp dir holding the cluster and its unix socket; removed by stop(). */
+  /** The dir holding the cluster and its unix socket; removed by stop() unless it was `keepIn`. */
   dir: string;
+  /** The cluster was already there (`keepIn` of an earlier run): its databases are as that run left them. */
+  reused: boolean;
   /** Stops the server and keeps its data (a database outage, for durability tests). */
   pause(): Promise<void>;
   /** Starts it again on the same port, with the same data. */
@@ -51,14 +53,21 @@ function runToEnd(cmd: string, args: string[], ids: { uid: number; gid: number }
 export interface NativePostgresOptions {
   /** Server settings (`-c name=value`), e.g. `{ shared_buffers: "6GB" }` for a store bigger than the default's 128MB. */
   settings?: Record<string, string>;
+  /**
+   * Keep the cluster in this dir and reuse it next time (benchmark experiments on a seeded store): stop() then
+   * leaves it in place. Without it, a new temp cluster that stop() removes.
+   */
+  keepIn?: string;
 }
 
 export async function startNativePostgres(opts: NativePostgresOptions = {}): Promise<NativePostgres> {
   const bin = pgBinDir();
   const ids = unprivilegedIds();
-  const dir = mkdtempSync(join(tmpdir(), "memory-pg-"));
+  const dir = opts.keepIn ?? mkdtempSync(join(tmpdir(), "memory-pg-"));
+  mkdirSync(dir, { recursive: true });
   if (ids) chownSync(dir, ids.uid, ids.gid);
   const dataDir = join(dir, "data");
+  const reused = opts.keepIn !== undefined && existsSync(join(dataDir, "PG_VERSION"));
   let server: ChildProcess | undefined;
   let guard: { release(): void } | undefined;
   let output = "";
@@ -77,7 +86,7 @@ export async function startNativePostgres(opts: NativePostgresOptions = {}): Pro
   };
   const stop = async () => {
     await halt();
-    rmSync(dir, { recursive: true, force: true });
+    if (!opts.keepIn) rmSync(dir, { recursive: true, force: true });
   };
   const launch = async () => {
     const args = ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-k", dir];
@@ -98,19 +107,22 @@ export async function startNativePostgres(opts: NativePostgresOptions = {}): Pro
 
   try {
     // --no-sync: test data need not survive a power cut.
-    await runToEnd(
-      join(bin, "initdb"),
-      ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
-      ids,
-      dir,
-    );
+    if (!reused)
+      await runToEnd(
+        join(bin, "initdb"),
+        ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+        ids,
+        dir,
+      );
     port = await findFreePort();
     await launch();
     const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
-    await query(adminUrl, `CREATE DATABASE ${DATABASE}`);
     const url = `postgres://postgres@127.0.0.1:${port}/${DATABASE}`;
-    await query(url, "CREATE EXTENSION vector");
-    return { url, dir, stop, pause: halt, resume: launch };
+    if (!reused) {
+      await query(adminUrl, `CREATE DATABASE ${DATABASE}`);
+      await query(url, "CREATE EXTENSION vector");
+    }
+    return { url, dir, reused, stop, pause: halt, resume: launch };
   } catch (err) {
     await stop();
     throw new Error(
