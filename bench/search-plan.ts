@@ -20,6 +20,8 @@
 // (e.g. --pg shared_buffers=6GB). Only the one-tag layouts (a) and (c) run there: retagging a million rows
 // would be its own experiment.
 //   npx tsx bench/search-plan.ts --postgres /tmp/plan-pg-1m --chunks 1000000 --pg shared_buffers=6GB --queries 20
+// --run STATEMENT (repeatable) runs statements on the store before measuring, e.g. a statistics target to try;
+// they change the kept store for later runs too.
 
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -60,6 +62,8 @@ const { values } = parseArgs({
     /** PGlite's buffer pool for the measured runs (default: PGlite's own; the service sets PGLITE_SHARED_BUFFERS=32MB). */
     "shared-buffers": { type: "string" },
     "no-plans": { type: "boolean", default: false },
+    /** Statements run once on the store before measuring (an experiment: --run "ANALYZE chunks"); they persist. */
+    run: { type: "string", multiple: true, default: [] },
     "before-plans": { type: "boolean", default: false },
     /** SciFact test queries to score (nDCG@10 by document) with and without the keyword match budget. */
     judged: { type: "string", default: "0" },
@@ -308,6 +312,11 @@ async function main() {
   );
   const [buffers] = await queryRows<{ shared_buffers: string }>(db, sql`SHOW shared_buffers`);
   log(`shared_buffers ${buffers?.shared_buffers}`);
+  for (const statement of values.run ?? []) {
+    const started = performance.now();
+    await db.execute(sql.raw(statement));
+    log(`ran ${statement} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
   log(
     `store: ${size?.chunks} chunks in ${size?.documents} documents, chunks ${size?.table}; indexes: ${size?.hnsw}`,
   );
@@ -359,6 +368,8 @@ async function main() {
     const recallHybrid: number[] = [];
     const sameAsUnbudgeted: number[] = [];
     const vectorRows: number[] = [];
+    /** Rows the keyword side fetched and ranked (its Bitmap Heap Scan's actual rows): what the match budget bounds. */
+    const keywordMatches: number[] = [];
     let firstPlans: Record<string, string[]> | undefined;
     for (let i = 0; i < texts.length; i++) {
       const q: HybridSearchQuery = {
@@ -383,6 +394,10 @@ async function main() {
         const e = await explain(db, s.settings, statement);
         stageMs[stage]?.push(e.ms);
         stageBuffers[stage]?.push(e.buffers);
+        if (stage === "by_keyword") {
+          const scan = e.lines.find((l) => l.includes("Bitmap Heap Scan"));
+          keywordMatches.push(Number(/actual time=\S+ rows=(\d+)/.exec(scan ?? "")?.[1] ?? 0));
+        }
         plans[stage] = e.lines;
       }
       firstPlans ??= plans;
@@ -414,6 +429,10 @@ async function main() {
     process.stdout.write(`  hybridChunkSearch wall ${fmt(wall)}\n`);
     process.stdout.write(
       `  by_vector rows returned: mean ${mean(vectorRows).toFixed(1)} (min ${Math.min(...vectorRows)}) of ${CANDIDATES}\n`,
+    );
+    const matches = summarize(keywordMatches);
+    process.stdout.write(
+      `  keyword matches ranked (budget ${MATCH_BUDGET} estimated): p50 ${matches.p50.toFixed(0)}, p95 ${matches.p95.toFixed(0)}, max ${matches.max}\n`,
     );
     process.stdout.write(
       `  top-${K} overlap with an exact ranking (no index): vector ${mean(recallVector).toFixed(3)}, hybrid ${mean(recallHybrid).toFixed(3)}\n`,
