@@ -38,11 +38,11 @@ export async function serverKind(db: Database): Promise<"pglite" | "postgres"> {
 }
 
 /**
- * On PGlite a table about to be vacuumed gets its HNSW indexes rebuilt first when its dead rows are at least
+ * On PGlite a table about to be vacuumed has its HNSW indexes rebuilt instead when its dead rows are at least
  * 1/REPAIR_COST_RATIO of its live ones: VACUUM repairs the graph around every dead element (pgvector's
  * RepairGraph, a neighbour search per affected element), which cost about 8× a rebuild's per-row work
- * (bench/churn.ts; 1,500 dead of 3,000 chunks: VACUUM 21.5 s, REINDEX then VACUUM 2.6 + 0.2 s). The rebuilt
- * index holds no dead element, so the VACUUM that follows only frees heap space and the other indexes' entries.
+ * (bench/churn.ts; 1,500 dead of 3,000 chunks: VACUUM 21.5 s, REINDEX then VACUUM 2.6 + 0.2 s). The rebuild is
+ * a VACUUM FULL (runMaintenance): the heap packed and every index rebuilt, no dead element left.
  */
 export const REPAIR_COST_RATIO = 8;
 
@@ -156,8 +156,44 @@ export function heapBloated(bloat: HeapBloat, minBytes = MIN_COMPACT_BYTES): boo
 }
 
 /** VACUUM FULL (ANALYZE): the table rewritten packed, every index rebuilt, the space given back to the disk. */
-export async function compactTable(db: Database, table: MaintainedTable): Promise<void> {
-  await db.execute(sql.raw(`VACUUM (FULL, ANALYZE) ${table}`));
+export async function compactTable(db: Database, table: MaintainedTable, memoryMb?: number): Promise<void> {
+  await withMaintenanceMemory(db, memoryMb, () => db.execute(sql.raw(`VACUUM (FULL, ANALYZE) ${table}`)));
+}
+
+/**
+ * The most maintenance_work_mem a rebuild on PGlite gets, in MB: the same as the first build of an index
+ * (store/vector-index.ts). PGlite's default is 64MB, which holds the HNSW graph of about 30,000 384-d rows;
+ * past that pgvector inserts the rest the slow way: a REINDEX of 50,000 chunks held the connection 99.5 s at
+ * 64MB (bench/results/20261127T143817Z-b4effa3-dirty.json, round 10), where a build of 100,000 with the graph in
+ * memory took 84 s. PGlite's WebAssembly memory keeps what it grew to, so the bound is also what a rebuild may
+ * add to the process's resident memory.
+ */
+export const REBUILD_MEMORY_MAX_MB = 256;
+const DEFAULT_PGLITE_MAINTENANCE_MB = 64;
+
+/** maintenance_work_mem for rebuilding these HNSW indexes (what fresh builds would take, with a quarter spare). */
+export function rebuildMemoryMb(indexes: readonly Pick<HnswIndexSize, "expectedBytes">[]): number {
+  const bytes = indexes.reduce((sum, index) => sum + index.expectedBytes, 0) * 1.25;
+  return Math.min(
+    REBUILD_MEMORY_MAX_MB,
+    Math.max(DEFAULT_PGLITE_MAINTENANCE_MB, Math.ceil(bytes / 1_048_576)),
+  );
+}
+
+/**
+ * Runs `work` with maintenance_work_mem set for the session, then resets it. PGlite only (one connection, so
+ * the SET reaches the statement; VACUUM cannot run in a transaction, so SET LOCAL is no option). Statements of
+ * other callers that run between are not affected: only index builds and VACUUM read the setting.
+ */
+async function withMaintenanceMemory<T>(db: Database, memoryMb: number | undefined, work: () => Promise<T>) {
+  if (memoryMb === undefined) return work();
+  if (!Number.isInteger(memoryMb) || memoryMb < 1) throw new Error(`bad maintenance memory ${memoryMb}`);
+  await db.execute(sql.raw(`SET maintenance_work_mem = '${memoryMb}MB'`));
+  try {
+    return await work();
+  } finally {
+    await db.execute(sql.raw("RESET maintenance_work_mem"));
+  }
 }
 
 export interface HnswIndexSize {
@@ -208,12 +244,16 @@ export function hnswBloated(size: HnswIndexSize): boolean {
  * Rebuilds an index. On PostgreSQL CONCURRENTLY: reads and writes go on meanwhile (a failed attempt leaves an
  * invalid `<name>_ccnew` copy, dropped by the next pass). On PGlite the single connection is held throughout.
  */
-export async function reindex(db: Database, index: string, opts: { concurrently: boolean }): Promise<void> {
+export async function reindex(
+  db: Database,
+  index: string,
+  opts: { concurrently: boolean; memoryMb?: number },
+): Promise<void> {
   if (!/^[a-z0-9_]{1,63}$/.test(index)) throw new Error(`unsafe index name "${index}"`);
   if (opts.concurrently) {
     await db.execute(sql.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${index}_ccnew`));
     await db.execute(sql.raw(`REINDEX INDEX CONCURRENTLY ${index}`));
-  } else await db.execute(sql.raw(`REINDEX INDEX ${index}`));
+  } else await withMaintenanceMemory(db, opts.memoryMb, () => db.execute(sql.raw(`REINDEX INDEX ${index}`)));
 }
 
 export interface MaintenanceStep {
@@ -249,7 +289,9 @@ export function estimatedHoldMs(churn: TableChurn, hasHnsw: boolean): number {
  * One pass. On PGlite, table by table (each step a separate statement at the caller's gate class, so searches
  * waiting go first between them): a table whose heap is bloated past HEAP_COMPACT_FACTOR is compacted (VACUUM
  * FULL, which also drops its dead rows and rebuilds its indexes); otherwise one with enough dead rows gets
- * VACUUM (ANALYZE), its HNSW indexes rebuilt first when that is cheaper than VACUUM's graph repair. On both
+ * VACUUM (ANALYZE), or, when rebuilding its HNSW indexes is cheaper than VACUUM's graph repair, is compacted
+ * (the rebuild with the heap packed and its other indexes rebuilt, for a tenth more). Rebuilds on PGlite get
+ * maintenance_work_mem for their graph (rebuildMemoryMb). On both
  * drivers, REINDEX of an HNSW index bloated beyond what VACUUM gives back (CONCURRENTLY on PostgreSQL). What did
  * not change is left alone: a pass over a quiet store costs a few catalog reads and a 1 % sample of big heaps.
  */
@@ -281,32 +323,48 @@ export async function runMaintenance(
     await work();
     record({ step, target, ms: Date.now() - started });
   };
-  const rebuild = async (index: string) => {
-    await timed("reindex", index, () => reindex(db, index, { concurrently: opts.driver === "postgres" }));
-    result.reindexed.push(index);
+  const rebuild = async (size: HnswIndexSize) => {
+    const concurrently = opts.driver === "postgres";
+    // On PostgreSQL the server's own maintenance_work_mem (docs/operations.md); on PGlite sized to the graph.
+    const memoryMb = concurrently ? undefined : rebuildMemoryMb([size]);
+    await timed("reindex", size.index, () => reindex(db, size.index, { concurrently, memoryMb }));
+    result.reindexed.push(size.index);
+  };
+  const compact = async (table: MaintainedTable, indexes: HnswIndexSize[]) => {
+    await timed("compact", table, () => compactTable(db, table, rebuildMemoryMb(indexes)));
+    result.compacted.push(table);
   };
   if (opts.driver === "pglite") {
     for (const table of MAINTAINED_TABLES) {
       const churn = await tableChurn(db, table);
       const indexes = (await hnswIndexSizes(db)).filter((size) => size.table === table);
       const bloat = await heapBloat(db, table, churn.live, opts.minCompactBytes);
+      const compactMs =
+        churn.live * (REWRITE_MS_PER_LIVE_ROW + (indexes.length > 0 ? REBUILD_MS_PER_LIVE_ROW : 0));
       if (heapBloated(bloat, opts.minCompactBytes)) {
-        const estimateMs =
-          churn.live * (REWRITE_MS_PER_LIVE_ROW + (indexes.length > 0 ? REBUILD_MS_PER_LIVE_ROW : 0));
-        if (!tooLong(estimateMs)) {
-          await timed("compact", table, () => compactTable(db, table));
-          result.compacted.push(table);
+        if (!tooLong(compactMs)) {
+          await compact(table, indexes);
           continue;
         }
-        result.deferred.push({ table, step: "compact", estimateMs });
+        result.deferred.push({ table, step: "compact", estimateMs: compactMs });
       }
       if (!needsVacuum(churn)) continue;
-      const estimateMs = estimatedHoldMs(churn, indexes.length > 0);
+      // With enough dead rows the HNSW graph is rebuilt rather than repaired. VACUUM FULL rebuilds it too, and
+      // for about a tenth more (the rewrite) also packs the heap and rebuilds the other indexes, which VACUUM
+      // leaves at their peak: in the churn scenario (100,000 adds, 50,000 deletes, 50,000 updates) rebuild then
+      // VACUUM left the chunks heap at 1.25× a fresh load's and its btrees at up to 1.36×
+      // (bench/results/20261127T143817Z-b4effa3-dirty.json).
+      const rebuildFirst = indexes.length > 0 && rebuildBeforeVacuum(churn);
+      const estimateMs = rebuildFirst ? compactMs : estimatedHoldMs(churn, indexes.length > 0);
       if (tooLong(estimateMs)) {
-        result.deferred.push({ table, step: "vacuum", estimateMs });
+        if (!result.deferred.some((d) => d.table === table))
+          result.deferred.push({ table, step: rebuildFirst ? "compact" : "vacuum", estimateMs });
         continue;
       }
-      if (rebuildBeforeVacuum(churn)) for (const size of indexes) await rebuild(size.index);
+      if (rebuildFirst) {
+        await compact(table, indexes);
+        continue;
+      }
       await timed("vacuum", table, () => vacuumTable(db, table));
       result.vacuumed.push(table);
     }
@@ -320,7 +378,7 @@ export async function runMaintenance(
         result.deferred.push({ table: size.table, step: "reindex", estimateMs });
       continue;
     }
-    await rebuild(size.index);
+    await rebuild(size);
   }
   return result;
 }

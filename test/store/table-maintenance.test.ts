@@ -13,6 +13,8 @@ import {
   HEAP_COMPACT_FACTOR,
   heapBloat,
   hnswIndexSizes,
+  REBUILD_MEMORY_MAX_MB,
+  rebuildMemoryMb,
   runMaintenance,
   serverKind,
   tableChurn,
@@ -75,6 +77,17 @@ const drivers: [string, () => Promise<Store>][] = [
   ["postgres", async () => openPostgres(await freshDatabase())],
 ];
 
+describe("the memory of a rebuild on PGlite", () => {
+  it("holds the graph of fresh builds with a quarter spare, between PGlite's default and the bound", () => {
+    const rows = (n: number) => ({ expectedBytes: n * (384 * 4 + 400) });
+    expect(rebuildMemoryMb([rows(1_000)])).toBe(64);
+    expect(rebuildMemoryMb([rows(50_000)])).toBe(116);
+    expect(rebuildMemoryMb([rows(50_000), rows(50_000)])).toBe(231);
+    expect(rebuildMemoryMb([rows(1_000_000)])).toBe(REBUILD_MEMORY_MAX_MB);
+    expect(rebuildMemoryMb([])).toBe(64);
+  });
+});
+
 describe.each(drivers)("table maintenance on %s", (driver, open) => {
   let store: Store;
   let db: Database;
@@ -131,7 +144,7 @@ describe.each(drivers)("table maintenance on %s", (driver, open) => {
     });
   });
 
-  it("vacuums (PGlite) and reindexes the bloated HNSW index after mass deletes, and search answers the same", async () => {
+  it("rebuilds the bloated HNSW index after mass deletes (PGlite: with the heap, a VACUUM FULL), and search answers the same", async () => {
     const ids: string[] = [];
     for (let i = 0; i < DOCUMENTS; i++)
       ids.push(await processed(db, i, all.slice(i * CHUNKS_PER_DOCUMENT, (i + 1) * CHUNKS_PER_DOCUMENT)));
@@ -158,27 +171,27 @@ describe.each(drivers)("table maintenance on %s", (driver, open) => {
       expect(await vacuumCount("chunks")).toBe(vacuumsBefore);
     }
 
+    const heapBefore = (await heapBloat(db, "chunks", 0, 0)).heapBytes;
     const pass = await runMaintenance(db, { driver: driver as "pglite" });
     expect(pass.deferred).toEqual([]);
-    expect(pass.reindexed).toEqual(["chunks_hnsw_maint_test"]);
     expect(await hnswBytes()).toBeLessThan(indexBefore / 2);
     if (driver === "pglite") {
-      // Documents (an insert, an update and a delete each: fewer dead rows than MIN_DEAD_ROWS) and memories
-      // (none) are left alone.
-      expect(pass.vacuumed).toEqual(["chunks"]);
+      // With most rows dead the graph is rebuilt rather than repaired (cheaper), and the rebuild is a VACUUM
+      // FULL: the heap packed and every index rebuilt. Documents (an insert, an update and a delete each: fewer
+      // dead rows than MIN_DEAD_ROWS) and memories (none) are left alone.
+      expect(pass.steps.map((s) => [s.step, s.target])).toEqual([["compact", "chunks"]]);
+      expect(pass).toMatchObject({ compacted: ["chunks"], vacuumed: [], reindexed: [] });
       await settle();
       expect((await tableChurn(db, "chunks")).dead).toBe(0);
-      expect(await vacuumCount("chunks")).toBe(vacuumsBefore + 1);
-    } else expect(pass.vacuumed).toEqual([]); // autovacuum's job
-    // On PGlite, with most rows dead, the index is rebuilt before the VACUUM (cheaper than its graph repair).
-    expect(pass.steps.map((s) => [s.step, s.target])).toEqual(
-      driver === "pglite"
-        ? [
-            ["reindex", "chunks_hnsw_maint_test"],
-            ["vacuum", "chunks"],
-          ]
-        : [["reindex", "chunks_hnsw_maint_test"]],
-    );
+      expect((await heapBloat(db, "chunks", 0, 0)).heapBytes).toBeLessThan(heapBefore / 2);
+      // The rebuild's maintenance_work_mem was for that statement only.
+      const [mem] = await queryRows<{ maintenance_work_mem: string }>(db, sql`SHOW maintenance_work_mem`);
+      expect(mem?.maintenance_work_mem).toBe("64MB");
+    } else {
+      // autovacuum's job; the bloated index is rebuilt CONCURRENTLY.
+      expect(pass.steps.map((s) => [s.step, s.target])).toEqual([["reindex", "chunks_hnsw_maint_test"]]);
+      expect(pass).toMatchObject({ vacuumed: [], reindexed: ["chunks_hnsw_maint_test"] });
+    }
 
     // The same answers: each query's own chunk first, and (nearly) the same ten. Not the same order below the
     // first: a rebuilt HNSW graph draws new random levels, and keyword scores tie among these look-alike notes,
