@@ -210,6 +210,26 @@ describe.each(drivers)("search plans on %s", (_name, open) => {
     expect(hits).toHaveLength(10);
   });
 
+  it("keeps the statistics of 10,000 lexemes per text column the keyword budget weighs (migration 0015)", async () => {
+    // At the default (100: about 1,000 lexemes) a term outside the list counts as rare; on a million chunks many
+    // such terms match thousands each, and the keyword side ranked twice its budget (store/keyword.ts).
+    const targets = await queryRows<{ table: string; target: number }>(
+      store.db,
+      sql`SELECT c.relname AS table, a.attstattarget::int AS target
+            FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+           WHERE a.attname = 'tsv' AND c.relname IN ('chunks', 'memories')
+             AND c.relnamespace = to_regnamespace(current_schema())
+           ORDER BY c.relname`,
+    );
+    expect(targets).toEqual([
+      { table: "chunks", target: 1000 },
+      { table: "memories", target: 1000 },
+    ]);
+    const common = await commonTerms(store.db, "chunks");
+    expect(common.lexemes.length).toBeGreaterThan(0);
+    expect(common.lexemes.length).toBe(common.frequencies.length);
+  });
+
   it("keeps a keyword query's rarest terms while their estimated matches stay within the budget", async () => {
     const lexemes = async (text: string, rows: number) => {
       const tsq = await keywordTsquery(store.db, text, {
