@@ -670,8 +670,9 @@ const churn: Scenario<ChurnOptions, ChurnResult> = {
   },
   render: (r, o) => renderChurnSection(r, o),
   headline: (r) => {
-    const p95 = churnComparisons(r).find((c) => c.what === "search p95");
-    const sizes = churnComparisons(r).filter((c) => c.unit === "bytes" && c.fresh >= 8192);
+    const compared = churnComparisons(r);
+    const p95 = compared.find((c) => c.what === "search p95");
+    const sizes = compared.filter((c) => c.unit === "bytes" && c.fresh >= 8192);
     const worst = sizes.reduce<(typeof sizes)[0] | undefined>(
       (a, b) => (a === undefined || b.after / b.fresh > a.after / a.fresh ? b : a),
       undefined,
