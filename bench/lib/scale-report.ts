@@ -106,6 +106,17 @@ export function apisVerdict(runs: LoadRun[], cores: number): string {
   return out.join(" ");
 }
 
+/** Issue #25 point 4: search p95 at or under this with one API process and one connection, at this many chunks. */
+export const SCALE_SEARCH_GOAL = { chunks: 1_000_000, p95Ms: 100 } as const;
+
+/** The 1 API × 1 connection row against issue #25's goal, or nothing when the run is smaller than the goal's store. */
+export function searchGoalVerdict(chunks: number, runs: LoadRun[]): string {
+  const one = runs.find((x) => x.apis === 1 && x.connections === 1);
+  if (!one || chunks < SCALE_SEARCH_GOAL.chunks) return "";
+  const within = one.errors === 0 && one.non2xx === 0 && one.latency.p95 <= SCALE_SEARCH_GOAL.p95Ms;
+  return `Issue #25 asks for a search p95 of ${SCALE_SEARCH_GOAL.p95Ms} ms or less at ${SCALE_SEARCH_GOAL.chunks.toLocaleString("en")} chunks: one API process, one connection, ${fixed(one.latency.p95)} ms with ${one.errors + one.non2xx} failed requests, **${within ? "within" : "over"}**.`;
+}
+
 /** The server settings a run chose (`--scale-pg`), beside the fixed ones every benchmark server runs with. */
 function serverSettingsText(settings: Record<string, string> | undefined): string {
   const chosen = Object.entries(settings ?? {}).map(([name, value]) => `\`${name}=${value}\``);
@@ -159,6 +170,9 @@ export function renderScaleSection(r: ScaleResult, o: ScaleOptions): string[] {
       "",
       apisVerdict(r.search.runs, m.cores),
       "",
+      ...(searchGoalVerdict(r.search.chunks, r.search.runs)
+        ? [searchGoalVerdict(r.search.chunks, r.search.runs), ""]
+        : []),
     );
   }
   if (!r.memory) lines.push(MEMORY_HEADING, "", ...skipped("--scale-skip-memory"));

@@ -3,8 +3,13 @@
 
 import { describe, expect, it } from "vitest";
 import { blendedDocuments, blendVectors } from "../../bench/lib/blended-chunks.ts";
-import { SIZING_CHUNKS, seedingLines } from "../../bench/lib/scale-report.ts";
-import type { Seeding } from "../../bench/scale.ts";
+import {
+  SCALE_SEARCH_GOAL,
+  SIZING_CHUNKS,
+  searchGoalVerdict,
+  seedingLines,
+} from "../../bench/lib/scale-report.ts";
+import type { LoadRun, Seeding } from "../../bench/scale.ts";
 
 const dot = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let s = 0;
@@ -94,5 +99,33 @@ describe("the sizing derived from a seeded store", () => {
     // 30 minutes for a million chunks: at least 5 hours for ten million.
     expect(text).toContain("at least 5.0 h for that rebuild on 2 cores");
     expect(seedingLines(seeding(1_000_000, 3_600_000), 2).join("\n")).toContain("at least 10.0 h");
+  });
+});
+
+describe("the scale search goal (issue #25 point 4)", () => {
+  const run = (apis: number, connections: number, p95: number, errors = 0): LoadRun => ({
+    label: `${apis}x${connections}`,
+    apis,
+    connections,
+    durationS: 15,
+    requests: 400,
+    perSecond: 26,
+    latency: { n: 400, mean: p95 / 2, p50: p95 / 2, p95, p99: p95 * 1.5, max: p95 * 2 },
+    errors,
+    non2xx: 0,
+    load: [1, 2],
+  });
+
+  it("judges the one-connection row of a million-chunk store against 100 ms", () => {
+    expect(SCALE_SEARCH_GOAL).toEqual({ chunks: 1_000_000, p95Ms: 100 });
+    const rows = [run(1, 4, 170), run(1, 1, 45)];
+    expect(searchGoalVerdict(1_000_000, rows)).toMatch(/45\.0 ms with 0 failed requests, \*\*within\*\*/);
+    expect(searchGoalVerdict(1_000_000, [run(1, 1, 126)])).toMatch(/\*\*over\*\*/);
+    expect(searchGoalVerdict(1_000_000, [run(1, 1, 45, 2)])).toMatch(/2 failed requests, \*\*over\*\*/);
+  });
+
+  it("says nothing for a smaller store or without a one-connection row", () => {
+    expect(searchGoalVerdict(10_000, [run(1, 1, 20)])).toBe("");
+    expect(searchGoalVerdict(1_000_000, [run(1, 4, 20)])).toBe("");
   });
 });
