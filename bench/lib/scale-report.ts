@@ -170,9 +170,7 @@ export function renderScaleSection(r: ScaleResult, o: ScaleOptions): string[] {
       "",
       apisVerdict(r.search.runs, m.cores),
       "",
-      ...(searchGoalVerdict(r.search.chunks, r.search.runs)
-        ? [searchGoalVerdict(r.search.chunks, r.search.runs), ""]
-        : []),
+      ...[searchGoalVerdict(r.search.chunks, r.search.runs)].filter(Boolean).flatMap((line) => [line, ""]),
     );
   }
   if (!r.memory) lines.push(MEMORY_HEADING, "", ...skipped("--scale-skip-memory"));
