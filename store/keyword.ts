@@ -1,6 +1,6 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
-import { searchTuning } from "./search-tuning.ts";
+import { keywordRankSql, searchTuning } from "./search-tuning.ts";
 
 /** Terms in more rows than this share are left out of the keyword query (tuned: store/search-tuning.ts). */
 const maxTermFrequency = () => searchTuning().maxTermFrequency;
@@ -136,4 +136,29 @@ export async function analyzeIfGrown(db: Database, table: KeywordTable | "docume
   await db.execute(sql`ANALYZE ${sql.identifier(table)}`);
   if (table !== "documents") cache.get(db)?.delete(table);
   return true;
+}
+
+/**
+ * The best `limit` keyword matches of `from` (aliased `alias`) under `where`, as rows (id, rank, score): rank 1 is
+ * the best. Each match's rank is computed once and only the top rows are kept (a top-N heapsort of id and score),
+ * then those are numbered. Numbered with row_number() over every match, as before, the statement sorted all the
+ * matches with their tsvector carried along and ran the window over each of them: at 100,000 imported chunks
+ * (3,300 matches) that was 2 ms of the keyword side's 16.5 (p50, PGlite; bench/search-imported.ts store).
+ * Ties go by id, so one query always gives the same rows.
+ */
+export function topKeywordMatches(o: {
+  from: SQL;
+  alias: "c" | "m";
+  where: SQL;
+  tsq: string | null;
+  limit: number;
+}): SQL {
+  const a = sql.raw(o.alias);
+  const rank = keywordRankSql(searchTuning().keywordRank, o.alias, sql`${o.tsq}::tsquery`);
+  return sql`SELECT top.id, row_number() OVER (ORDER BY top.score DESC, top.id) AS rank, top.score
+      FROM (SELECT ${a}.id, ${rank}::float8 AS score
+            FROM ${o.from}
+            WHERE ${a}.tsv @@ ${o.tsq}::tsquery AND ${o.where}
+            ORDER BY score DESC, ${a}.id
+            LIMIT ${o.limit}) top`;
 }

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { compileFilter, type FilterNode } from "./filters.ts";
 import { newId } from "./ids.ts";
-import { commonTerms, keywordTsquery } from "./keyword.ts";
+import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
 import { type RunRef, SupersededRunError } from "./processing.ts";
 import {
   documents,
@@ -13,7 +13,6 @@ import {
   memories,
 } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
-import { keywordRankSql, searchTuning } from "./search-tuning.ts";
 import { hnswScanSettings, type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 export type { MemoryRow };
@@ -362,7 +361,6 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
   const rows = await db.transaction(async (tx) => {
     // Null when the text has no lexeme: `@@ NULL` matches nothing, so only the vector side ranks.
     const tsq = await keywordTsquery(tx as Database, q.text, common);
-    const rank = keywordRankSql(searchTuning().keywordRank, "m", sql`${tsq}::tsquery`);
     await tx.execute(sql.raw(hnswScanSettings(q.candidates)));
     return queryRows<{ id: string; similarity: number; fused: number }>(
       tx as Database,
@@ -374,13 +372,7 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
       ORDER BY ${v.column} <=> ${queryVector}
       LIMIT ${q.candidates}
     ),
-    by_keyword AS (
-      SELECT m.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank
-      FROM memories m
-      WHERE m.tsv @@ ${tsq}::tsquery AND ${where}
-      ORDER BY ${rank} DESC
-      LIMIT ${q.candidates}
-    ),
+    by_keyword AS (${topKeywordMatches({ from: sql`memories m`, alias: "m", where, tsq, limit: q.candidates })}),
     fused AS (
       SELECT coalesce(v.id, k.id) AS id,
              coalesce(1.0 / (60 + v.rank), 0) + coalesce(1.0 / (60 + k.rank), 0) AS fused
