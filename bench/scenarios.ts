@@ -593,6 +593,8 @@ const searchImported: Scenario<ImportedSearchOptions, ImportedSearchResult> = {
       clients: positive("imported-clients", v["imported-clients"], 8),
       threads: ctx.threads,
       ...(typeof v["imported-store"] === "string" ? { store: v["imported-store"] } : {}),
+      // The service reads it from the environment (bench/lib/service.ts); recorded so a run with another pool says so.
+      ...(process.env.PGLITE_SHARED_BUFFERS ? { sharedBuffers: process.env.PGLITE_SHARED_BUFFERS } : {}),
     };
   },
   async run(o, ctx) {

@@ -50,6 +50,8 @@ export interface ImportedSearchOptions {
    * experiments on one imported store: an index, a setting, a plan); unset, a temporary store is filled and removed.
    */
   store?: string;
+  /** The service's PGLITE_SHARED_BUFFERS when the run set one (PGLITE_SHARED_BUFFERS=1GB npm run bench ...). */
+  sharedBuffers?: string;
 }
 
 /** What filling the store did: kept beside a reusable store (fill.json) so a reuse reports the same figures. */
