@@ -178,16 +178,18 @@ export function searchStatement(
       FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
       FULL OUTER JOIN (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_keyword) k
         ON v.id = k.id
-    )
+    ),
+    -- The best rows first, then their chunks: joined before the LIMIT, every fused row (up to both sides' candidates
+    -- together) was fetched from the table and most were thrown away.
+    best AS (SELECT * FROM fused ORDER BY fused DESC, id LIMIT ${q.candidates})
     SELECT c.id AS chunk_id, c.document_id, c.position, c.content, c.metadata,
            -- The vector side's score where it has one: the embedding lives out of line (TOAST) in most rows, and
            -- computing the distance again read it a second time (~1 ms a search at 100,000 chunks).
            CASE WHEN f.vector_score IS NOT NULL THEN f.vector_score
                 WHEN ${v.inSpace} THEN 1 - (${v.column} <=> ${queryVector}) ELSE 0 END AS similarity,
            f.keyword_rank, f.fused
-    FROM fused f JOIN chunks c ON c.id = f.id
+    FROM best f JOIN chunks c ON c.id = f.id
     ORDER BY f.fused DESC, c.id
-    LIMIT ${q.candidates}
   `;
   return { settings, byVector: sql`WITH ${withQueryVector} ${byVector}`, byKeyword, statement };
 }
