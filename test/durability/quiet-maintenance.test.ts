@@ -10,6 +10,7 @@ import { createMaintenanceActivities } from "../../activities/maintenance.ts";
 import { createLogger } from "../../config/logger.ts";
 import { openMemoryPglite, type Store } from "../../store/db.ts";
 import { heapBloat, type MaintenanceResult, MIN_COMPACT_BYTES, tableChurn } from "../../store/maintenance.ts";
+import { publishTableCounters } from "../support/statistics.ts";
 
 const ROWS = 7_500;
 
@@ -29,7 +30,7 @@ describe("maintenance steps over the hold bound wait for a quiet service", () =>
     await store.background.execute(
       sql`DELETE FROM documents WHERE id LIKE 'quiet-%' AND right(id, 1) !~ '[036]'`,
     );
-    await new Promise((r) => setTimeout(r, 1_500)); // PGlite publishes its row counters about a second late
+    await publishTableCounters(store.background);
   });
   afterAll(async () => {
     await store?.close();
