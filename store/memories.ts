@@ -13,7 +13,7 @@ import {
   memories,
 } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
-import { hnswScanSettings, type VectorSpace, vectorTerms } from "./vector-index.ts";
+import { hnswScanSettings, queryVectorText, type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 export type { MemoryRow };
 
@@ -338,9 +338,9 @@ export interface MemoryHit {
 
 /** Hybrid search over the latest versions of memories: nearest by vector and best by keyword, fused by rank. */
 export async function searchMemories(db: Database, q: MemorySearchQuery): Promise<MemoryHit[]> {
-  const vector = `[${q.embedding.join(",")}]`;
   const v = vectorTerms("m", q.space);
-  const queryVector = sql`${vector}${v.cast}`;
+  // Sent once, read at each use (as in store/search.ts): each parameter is parsed on its own.
+  const queryVector = sql`(SELECT v FROM query_vector)`;
   const textArray = (tags: readonly string[]) =>
     sql`ARRAY[${sql.join(
       tags.map((t) => sql`${t}`),
@@ -365,7 +365,8 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
     return queryRows<{ id: string; similarity: number; fused: number }>(
       tx as Database,
       sql`
-    WITH by_vector AS (
+    WITH query_vector AS (SELECT ${queryVectorText(q.embedding)}${v.cast} AS v),
+    by_vector AS (
       SELECT m.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank
       FROM memories m
       WHERE ${v.inSpace} AND ${where}
@@ -431,7 +432,7 @@ export async function memoriesNear(
   limit: number,
 ): Promise<Pick<MemoryRow, "id" | "content" | "isStatic">[]> {
   const v = vectorTerms("m", space);
-  const queryVector = sql`${`[${embedding.join(",")}]`}${v.cast}`;
+  const queryVector = sql`${queryVectorText(embedding)}${v.cast}`;
   const rows = await queryRows<{ id: string; content: string; is_static: boolean }>(
     db,
     sql`SELECT m.id, m.content, m.is_static FROM memories m

@@ -5,7 +5,7 @@ import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 import { type Fusion, searchTuning } from "./search-tuning.ts";
-import { hnswScanSettings, type VectorSpace, vectorTerms } from "./vector-index.ts";
+import { hnswScanSettings, queryVectorText, type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 /** Which retrievers run: both fused (the default), or one alone (for evaluation and comparison). */
 export type Retrieval = "hybrid" | "vector" | "keyword";
@@ -144,12 +144,12 @@ export function searchStatement(
   tsq: string | null,
   keywordRows?: string,
 ): SearchStatement {
-  const vector = `[${q.embedding.join(",")}]`;
+  const vector = queryVectorText(q.embedding);
   const scope = searchScope(q);
   const retrieval = q.retrieval ?? "hybrid";
   const v = vectorTerms("c", q.space);
-  // The vector is sent once and read where needed: as a parameter at each use it was parsed four times
-  // (384 numbers as text, ~0.3 ms each in PGlite). A scalar subquery (an InitPlan) still drives the HNSW scan.
+  // The vector is sent once and read where needed: as a parameter at each use it was parsed four times. A
+  // scalar subquery (an InitPlan) still drives the HNSW scan.
   const queryVector = sql`(SELECT v FROM query_vector)`;
   const withQueryVector = sql`query_vector AS (SELECT ${vector}${v.cast} AS v)`;
   const byVector =

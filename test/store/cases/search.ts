@@ -7,7 +7,7 @@ import { isStoreUnavailable, storeErrorMessage } from "../../../store/errors.ts"
 import { checkFilter, FilterError, type FilterNode } from "../../../store/filters.ts";
 import * as processing from "../../../store/processing.ts";
 import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../../store/search.ts";
-import { ensureVectorIndexes } from "../../../store/vector-index.ts";
+import { ensureVectorIndexes, queryVectorText } from "../../../store/vector-index.ts";
 import { addDocument, axis, processedDocument, type StoreOf, space } from "./support.ts";
 
 export function searchCases(store: StoreOf) {
@@ -275,6 +275,32 @@ export function searchCases(store: StoreOf) {
       [2, "third part"],
     ]);
     expect(await chunksAt(db, [])).toEqual([]);
+  });
+
+  it("compares a query vector sent as whole numbers by cosine as it would the exact one", async () => {
+    const { db } = store();
+    // Unit vectors with components of every magnitude, the smallest far below the rounding step.
+    const unit = (seed: number) => {
+      const raw = Array.from({ length: 384 }, (_, i) => Math.sin(seed * 7.3 + i * i * 0.37) * 10 ** -(i % 7));
+      const norm = Math.hypot(...raw);
+      return raw.map((x) => Math.fround(x / norm));
+    };
+    for (let seed = 1; seed <= 5; seed++) {
+      const query = unit(seed);
+      const text = queryVectorText(query);
+      const numbers = JSON.parse(text) as number[];
+      expect(numbers.every((n) => Number.isInteger(n) && Math.abs(n) < 2 ** 24)).toBe(true);
+      expect(Math.max(...numbers.map(Math.abs))).toBeGreaterThan(2 ** 22);
+      const [row] = await queryRows<{ exact: number; sent: number }>(
+        db,
+        sql`SELECT ${`[${query.join(",")}]`}::vector(384) <=> ${`[${unit(seed + 10).join(",")}]`}::vector(384) AS exact,
+                   ${text}::vector(384) <=> ${`[${unit(seed + 10).join(",")}]`}::vector(384) AS sent`,
+      );
+      expect(Math.abs(Number(row?.sent) - Number(row?.exact))).toBeLessThan(1.2e-6);
+    }
+    // A vector with nothing to scale goes as it is.
+    expect(queryVectorText([0, 0, 0])).toBe("[0,0,0]");
+    expect(queryVectorText([0.5, -0.25])).toBe(`[${2 ** 23},${-(2 ** 22)}]`);
   });
 
   it("reports a failed query by its cause only, never with the query's parameters", async () => {
