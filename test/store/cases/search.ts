@@ -6,7 +6,12 @@ import { requeueDocument, resultDocuments, updateDocument } from "../../../store
 import { isStoreUnavailable, storeErrorMessage } from "../../../store/errors.ts";
 import { checkFilter, FilterError, type FilterNode } from "../../../store/filters.ts";
 import * as processing from "../../../store/processing.ts";
-import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../../store/search.ts";
+import {
+  chunksAt,
+  type HybridSearchQuery,
+  hybridChunkSearch,
+  searchStatement,
+} from "../../../store/search.ts";
 import { ensureVectorIndexes, queryVectorText } from "../../../store/vector-index.ts";
 import { addDocument, axis, processedDocument, type StoreOf, space } from "./support.ts";
 
@@ -201,6 +206,65 @@ export function searchCases(store: StoreOf) {
         filters: { key: "pages", value: "ten", filterType: "numeric" },
       }),
     ).rejects.toThrow(FilterError);
+  });
+
+  it("shows every hit's own chunk, whichever side found it, and drops a keyword match deleted meanwhile", async () => {
+    const { db } = store();
+    await ensureVectorIndexes(db, space);
+    const tag = "search-sides";
+    // Two candidates a side: the two nearest by vector (gull, tern), the keyword side's walrus far from the query.
+    const gull = await processedDocument(
+      db,
+      { source: "gull", containerTags: [tag] },
+      ["gulls circle the harbour"],
+      [4],
+    );
+    await processedDocument(
+      db,
+      { source: "tern", containerTags: [tag] },
+      ["terns dive for fish"],
+      [5],
+    );
+    const walrus = await processedDocument(
+      db,
+      { source: "walrus", containerTags: [tag] },
+      ["a", "walruses bask"],
+      [7, 8],
+    );
+    await db.execute(
+      sql`UPDATE chunks SET metadata = '{"page": 2}'::jsonb WHERE document_id IN (${gull}, ${walrus})`,
+    );
+    const near = axis(4).map((x, i) => x + (i === 5 ? 0.5 : 0));
+    const query: HybridSearchQuery = {
+      text: "walruses",
+      embedding: near,
+      space,
+      containerTags: [tag],
+      tagMode: "any",
+      candidates: 2,
+    };
+    const hits = await hybridChunkSearch(db, query);
+    expect(hits.map((h) => [h.documentId, h.position, h.content, h.metadata, h.keywordRank])).toEqual([
+      [gull, 0, "gulls circle the harbour", { page: 2 }, null],
+      [walrus, 1, "walruses bask", { page: 2 }, 1],
+    ]);
+    // Found by keywords alone, its similarity is still the chunk's own (axis 8 is orthogonal to the query).
+    expect(hits[1]?.similarity).toBeCloseTo(0, 1);
+
+    // The keyword side's rows as they were, then the document deleted before the vector side runs.
+    const [walrusChunk] = await queryRows<{ id: string }>(
+      db,
+      sql`SELECT id FROM chunks WHERE document_id = ${walrus} AND position = 1`,
+    );
+    const keywordRows = JSON.stringify([{ id: walrusChunk?.id, rank: 1, score: 0.5 }]);
+    await db.execute(sql`DELETE FROM documents WHERE id = ${walrus}`);
+    const s = searchStatement(query, "walruses", keywordRows);
+    const rows = await db.transaction(async (tx) => {
+      for (const setting of s.settings) await tx.execute(sql.raw(setting));
+      return queryRows<{ chunk_id: string; document_id: string }>(tx as unknown as Database, s.statement);
+    });
+    // Gone, as a chunk the final join no longer finds: not a row of nulls (the best two were gull and walrus).
+    expect(rows.map((r) => r.document_id)).toEqual([gull]);
   });
 
   it("checks a filter without a query, refusing what compiling would refuse", () => {
