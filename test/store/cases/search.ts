@@ -219,12 +219,7 @@ export function searchCases(store: StoreOf) {
       ["gulls circle the harbour"],
       [4],
     );
-    await processedDocument(
-      db,
-      { source: "tern", containerTags: [tag] },
-      ["terns dive for fish"],
-      [5],
-    );
+    await processedDocument(db, { source: "tern", containerTags: [tag] }, ["terns dive for fish"], [5]);
     const walrus = await processedDocument(
       db,
       { source: "walrus", containerTags: [tag] },
