@@ -242,15 +242,17 @@ export async function searchDocuments(
   if (reranked) ranked.sort((a, b) => b.score - a.score);
   ranked = ranked.slice(0, request.limit);
 
-  if (!request.onlyMatchingChunks) await addContext(deps.db, ranked);
-  const rows = new Map<string, ResultDocument>();
-  // Unscoped: every ranked document came out of the scoped search above.
-  for (const row of await resultDocuments(
-    deps.db,
-    ranked.map((r) => r.documentId),
-    { content: request.includeFullDocs ? "full" : request.includeSummary ? "unsummarized" : "none" },
-  ))
-    rows.set(row.id, row);
+  // The neighbours and the document rows at once: on PostgreSQL two connections, one round trip of the wait.
+  const [, documentRows] = await Promise.all([
+    request.onlyMatchingChunks ? undefined : addContext(deps.db, ranked),
+    // Unscoped: every ranked document came out of the scoped search above.
+    resultDocuments(
+      deps.db,
+      ranked.map((r) => r.documentId),
+      { content: request.includeFullDocs ? "full" : request.includeSummary ? "unsummarized" : "none" },
+    ),
+  ]);
+  const rows = new Map<string, ResultDocument>(documentRows.map((row) => [row.id, row]));
   const results = ranked.flatMap((r): DocumentResult[] => {
     const doc = rows.get(r.documentId);
     if (!doc) return [];
