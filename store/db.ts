@@ -11,6 +11,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
 import lockfile from "proper-lockfile";
 import { gatedPglite, PriorityGate } from "./pglite-gate.ts";
+import { installTextParsers } from "./pglite-parsers.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -54,6 +55,7 @@ export async function openPglite(dataDir: string, opts: { sharedBuffers?: string
         ? [...PGlite.defaultStartParams, "-c", `shared_buffers=${opts.sharedBuffers}`]
         : undefined,
     });
+    installTextParsers(client);
     const { db, background } = gatedDatabases(client);
     await migratePglite(db, { migrationsFolder });
     return {
@@ -74,6 +76,7 @@ export async function openPglite(dataDir: string, opts: { sharedBuffers?: string
 /** An in-memory PGlite, for tests that need a throwaway store. */
 export async function openMemoryPglite(): Promise<Store> {
   const client = await PGlite.create({ extensions: { vector } });
+  installTextParsers(client);
   const { db, background } = gatedDatabases(client);
   await migratePglite(db, { migrationsFolder });
   return { db, background, driver: "pglite", close: () => client.close() };

@@ -6,6 +6,7 @@
 // PostgreSQL needs no gate: it runs each pool connection's statements side by side.
 
 import type { PGlite, Transaction } from "@electric-sql/pglite";
+import { withoutClientParsers } from "./pglite-parsers.ts";
 
 export type GateClass = "interactive" | "background";
 
@@ -53,18 +54,32 @@ export class PriorityGate {
  */
 export function gatedPglite(client: PGlite, gate: PriorityGate, cls: GateClass): PGlite {
   const gated = {
-    query: (...args: Parameters<PGlite["query"]>) => gate.run(cls, () => client.query(...args)),
+    query: (...[query, params, options]: Parameters<PGlite["query"]>) =>
+      gate.run(cls, () => client.query(query, params, withoutClientParsers(client, options))),
     exec: (...args: Parameters<PGlite["exec"]>) => gate.run(cls, () => client.exec(...args)),
     transaction: <T>(callback: (tx: Transaction) => Promise<T>) =>
-      gate.run(cls, () => client.transaction(callback)),
+      gate.run(cls, () =>
+        client.transaction((tx) => callback(overriding(tx, { query: txQuery(client, tx) }))),
+      ),
   };
   // Everything else (close, dumpDataDir, listen...) is PGlite's own.
-  return new Proxy(client, {
-    get(target, prop) {
-      if (prop in gated) return gated[prop as keyof typeof gated];
+  return overriding(client, gated);
+}
+
+/** A transaction's `query`, with the parsers the client already has left out (store/pglite-parsers.ts). */
+function txQuery(client: PGlite, tx: Transaction) {
+  return (...[query, params, options]: Parameters<Transaction["query"]>) =>
+    tx.query(query, params, withoutClientParsers(client, options));
+}
+
+/** `target` with some methods replaced and the rest its own. */
+function overriding<T extends object>(target: T, methods: Record<string, unknown>): T {
+  return new Proxy(target, {
+    get(t, prop) {
+      if (typeof prop === "string" && Object.hasOwn(methods, prop)) return methods[prop];
       // PGlite's getters read private fields, so they must see PGlite itself as `this`, not the proxy.
-      const value = Reflect.get(target, prop);
-      return typeof value === "function" ? value.bind(target) : value;
+      const value = Reflect.get(t, prop);
+      return typeof value === "function" ? value.bind(t) : value;
     },
   });
 }
