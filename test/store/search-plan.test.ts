@@ -189,6 +189,42 @@ describe.each(drivers)("search plans on %s", (_name, open) => {
     }
   });
 
+  it("reads a chunk again only when the keyword side alone found it", async () => {
+    // 60 vector rows and one more from the keyword side, its best (fused 0.4 at least): among the 60 kept.
+    const q = query(7, { containerTags: [LARGE], candidates: 60 });
+    const vectorSide = await hybridChunkSearch(store.db, { ...q, retrieval: "vector" });
+    // Keyword rows that are all on the vector side too, and one that is not: one lookup, not one per fused row.
+    const alsoByVector = vectorSide.slice(0, 20).map((h) => h.chunkId);
+    const byKeywordOnly = exactNearest(7, (d) => d >= 10, 400).find(
+      (id) => !vectorSide.some((h) => h.chunkId === id),
+    );
+    expect(byKeywordOnly).toBeDefined();
+    const keywordRows = JSON.stringify(
+      [byKeywordOnly, ...alsoByVector].map((id, i) => ({ id, rank: i + 1, score: 1 / (i + 1) })),
+    );
+    const s = searchStatement(q, "'quarter'", keywordRows);
+    const p = await plan(store.db, s.statement, true);
+    const lookups = p.split("\n").filter((l) => l.includes("Index Scan using chunks_pkey on chunks"));
+    expect(lookups, p).toHaveLength(1);
+    // The index is searched once, for the keyword-only chunk, and gives back that row; none is dropped afterwards.
+    expect(lookups[0], p).toMatch(/rows=1(\.00)? loops=1\)/);
+    expect(p).not.toMatch(/Rows Removed by Join Filter: [1-9]/);
+    const rows = await store.db.transaction(async (tx) => {
+      for (const setting of s.settings) await tx.execute(sql.raw(setting));
+      return queryRows<{ chunk_id: string; document_id: string; content: string }>(
+        tx as Database,
+        s.statement,
+      );
+    });
+    expect(rows).toHaveLength(60);
+    const own = rows.find((r) => r.chunk_id === byKeywordOnly);
+    // Its fields come from the lookup, as the vector side's rows bring their own.
+    expect(own?.document_id).toBe(
+      `plan-doc-${Math.floor(Number(byKeywordOnly?.slice(11)) / CHUNKS_PER_DOCUMENT)}`,
+    );
+    expect(own?.content).toBeTruthy();
+  });
+
   it("scans the keyword GIN index once under a small tag, not once per document of the tag", async () => {
     const common = await commonTerms(store.db, "chunks");
     // "quarter" is in a quarter of the chunks (1,250): far too many to look up once per document of the tag.
