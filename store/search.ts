@@ -199,11 +199,11 @@ export function searchStatement(
            CASE WHEN f.on_vector_side THEN f.vector_score
                 WHEN ${v.inSpace} THEN 1 - (${v.column} <=> ${queryVector}) ELSE 0 END AS similarity,
            f.keyword_rank, f.fused
-    -- Looked up per fused row, and only for the keyword side's own: as a plain join condition
-    -- (\`NOT f.on_vector_side AND c.id = f.id\`) the planner looked every fused row up and dropped it afterwards (a
-    -- join filter), 96 useless index lookups for a small tag (in process on the imported store, runs interleaved, this
-    -- statement p50 5.1–5.5 → 4.7–5.1 ms in small tags; the same rows). OFFSET 0
-    -- keeps the subquery from being merged back into that join; the outer condition then gates the index scan.
+    -- Looked up only for the keyword side's own rows. As a plain join condition (NOT f.on_vector_side AND
+    -- c.id = f.id) the planner looked every fused row up and dropped it afterwards (a join filter): 96 useless
+    -- index lookups in a small tag (in process on the imported store, runs interleaved, this statement p50
+    -- 5.1–5.5 → 4.7–5.1 ms in small tags, the same rows). OFFSET 0 keeps the subquery from being merged back into
+    -- that join, so the outer condition gates the index scan (a one-time filter per fused row).
     FROM best f LEFT JOIN LATERAL (
       SELECT c.id, c.document_id, c.position, c.content, c.metadata, c.embedding, c.embedding_model
       FROM chunks c WHERE NOT f.on_vector_side AND c.id = f.id OFFSET 0) c ON true
