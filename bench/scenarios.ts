@@ -595,6 +595,9 @@ const searchImported: Scenario<ImportedSearchOptions, ImportedSearchResult> = {
       ...(typeof v["imported-store"] === "string" ? { store: v["imported-store"] } : {}),
       // The service reads it from the environment (bench/lib/service.ts); recorded so a run with another pool says so.
       ...(process.env.PGLITE_SHARED_BUFFERS ? { sharedBuffers: process.env.PGLITE_SHARED_BUFFERS } : {}),
+      ...(process.env.EMBEDDING_QUERY_PRECISION
+        ? { queryPrecision: process.env.EMBEDDING_QUERY_PRECISION }
+        : {}),
     };
   },
   async run(o, ctx) {

@@ -52,6 +52,8 @@ export interface ImportedSearchOptions {
   store?: string;
   /** The service's PGLITE_SHARED_BUFFERS when the run set one (PGLITE_SHARED_BUFFERS=1GB npm run bench ...). */
   sharedBuffers?: string;
+  /** The service's EMBEDDING_QUERY_PRECISION when the run set one (EMBEDDING_QUERY_PRECISION=int8 npm run bench ...). */
+  queryPrecision?: string;
 }
 
 /** What filling the store did: kept beside a reusable store (fill.json) so a reuse reports the same figures. */

@@ -115,6 +115,12 @@ export const envSchema = z.object({
    */
   EMBEDDING_QUERY_INSTRUCTION: flag,
   /**
+   * bge-small only: the weights that embed search queries. int8 (the int8 export of the same model, installed by
+   * setup) halves the model's time per query at a small cost in ranking; documents stay fp32 either way
+   * (docs/configuration.md gives the figures).
+   */
+  EMBEDDING_QUERY_PRECISION: z.enum(["fp32", "int8"]).default("fp32"),
+  /**
    * V8's heap growth between full collections, in percent (0 = V8's own, which lets the main heap reach about
    * three times its live size first). Measured on 1,000-document imports, two each: peak resident memory
    * 1,300–1,314 against 1,414–1,424 MiB, at 6.06–6.59 against 6.64–6.71 documents/s (more full collections).

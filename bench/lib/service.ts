@@ -92,6 +92,10 @@ export async function startBenchService(
     ...(process.env.PGLITE_SHARED_BUFFERS
       ? { PGLITE_SHARED_BUFFERS: process.env.PGLITE_SHARED_BUFFERS }
       : {}),
+    // The query weights, for comparing them (EMBEDDING_QUERY_PRECISION=int8 npm run bench ...).
+    ...(process.env.EMBEDDING_QUERY_PRECISION
+      ? { EMBEDDING_QUERY_PRECISION: process.env.EMBEDDING_QUERY_PRECISION }
+      : {}),
     LOG_LEVEL: "warn",
   });
   const service = await startService(config, createLogger("warn"), ["api", "worker"]);

@@ -30,11 +30,28 @@ export const BGE_SMALL_FILES: readonly PinnedFile[] = [
   },
 ];
 
+/**
+ * Xenova/bge-small-en-v1.5, revision ea104dac, `onnx/model_quantized.onnx`: the same model with int8 weights, for
+ * queries only (EMBEDDING_QUERY_PRECISION=int8); it reads the tokenizer above. Must match the
+ * bge-small-en-v1.5-int8 entry in scripts/setup.mjs.
+ */
+export const BGE_SMALL_INT8_FILES: readonly PinnedFile[] = [
+  {
+    name: "model.onnx",
+    bytes: 34_014_426,
+    sha256: "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
+  },
+];
+
 /** Written by setup.mjs after it checked every file's sha256; lets a start skip re-hashing 133 MB. */
 export const VERIFIED_STAMP = "memory-service.verified.json";
 
 export function bgeSmallModelDir(): string {
   return join(cacheDir(), "models", "bge-small-en-v1.5");
+}
+
+export function bgeSmallInt8ModelDir(): string {
+  return join(cacheDir(), "models", "bge-small-en-v1.5-int8");
 }
 
 export type FilesCheck = { ok: true } | { ok: false; reason: string };
@@ -97,4 +114,12 @@ export function sha256File(path: string): string {
 
 export function checkBgeSmallFiles(dir = bgeSmallModelDir()): FilesCheck {
   return checkModelFiles(dir, BGE_SMALL_FILES, "run `node scripts/setup.mjs` to install the model");
+}
+
+export function checkBgeSmallInt8Files(dir = bgeSmallInt8ModelDir()): FilesCheck {
+  return checkModelFiles(
+    dir,
+    BGE_SMALL_INT8_FILES,
+    "run `node scripts/setup.mjs` to install the int8 query model",
+  );
 }

@@ -3,9 +3,15 @@
 // installed by scripts/setup.mjs into <cacheDir>/models/bge-small-en-v1.5/ (see docs/models.md).
 
 import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { workerFileBeside } from "../threads.ts";
 import type { BgeTask, BgeWorkerData } from "./bge-small.worker.ts";
-import { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
+import {
+  bgeSmallInt8ModelDir,
+  bgeSmallModelDir,
+  checkBgeSmallFiles,
+  checkBgeSmallInt8Files,
+} from "./bge-small-files.ts";
 import { piscinaBackend, ScheduledThreads } from "./scheduler.ts";
 import type { Embedder, EmbeddingPurpose, EmbedOptions } from "./types.ts";
 
@@ -45,11 +51,23 @@ export interface BgeSmallOptions {
    * the part of a search that runs on the model's threads, costs about a third less CPU.
    */
   queryInstruction?: boolean;
+  /**
+   * The weights that embed search queries. "int8": the int8 export of the same model (bge-small-files.ts), about
+   * half the model's time per query on this project's 2-core machine, at a small cost in ranking
+   * (docs/configuration.md gives the figures); documents are embedded in fp32 either way, so it can be switched
+   * without re-embedding anything. Queries then go to the query threads only (when there are any), so every
+   * query is embedded by the same weights whatever the load. Default "fp32".
+   */
+  queryPrecision?: "fp32" | "int8";
+  /** Directory with the int8 model.onnx. Default <cacheDir>/models/bge-small-en-v1.5-int8. */
+  int8ModelDir?: string;
 }
 
 export class BgeSmallEmbedder implements Embedder {
   readonly model = BGE_SMALL_MODEL;
   readonly dimension = BGE_SMALL_DIMENSION;
+  /** The weights that embed queries (BgeSmallOptions.queryPrecision). */
+  readonly queryPrecision: "fp32" | "int8";
   private readonly threads: ScheduledThreads;
 
   /** Throws when the model files are missing or not the pinned ones: use resolveDefaultEmbedder() to choose. */
@@ -71,10 +89,20 @@ export class BgeSmallEmbedder implements Embedder {
     const filename = workerFileBeside(import.meta.url);
     const queryThreads = options.queryThreads ?? 1;
     const queryPrefix = options.queryInstruction ? BGE_QUERY_PREFIX : "";
+    const queryPrecision = options.queryPrecision ?? "fp32";
+    let queryModelFile: string | undefined;
+    if (queryPrecision === "int8") {
+      const int8Dir = options.int8ModelDir ?? bgeSmallInt8ModelDir();
+      const int8 = checkBgeSmallInt8Files(int8Dir);
+      if (!int8.ok) throw new Error(`the int8 query model is not available: ${int8.reason}`);
+      queryModelFile = join(int8Dir, "model.onnx");
+    } else if (queryPrecision !== "fp32") throw new RangeError(`unknown query precision "${queryPrecision}"`);
+    this.queryPrecision = queryPrecision;
     this.threads = new ScheduledThreads({
       threads,
       queryThreads,
       textsPerTask: options.textsPerTask,
+      queriesOnQueryThreadsOnly: queryModelFile !== undefined,
       // The dedicated query threads run one onnxruntime thread each: a query is a single short text.
       backend: (count, dedicated) =>
         piscinaBackend<BgeTask, Float32Array>({
@@ -85,6 +113,10 @@ export class BgeSmallEmbedder implements Embedder {
             niceness: dedicated ? 0 : niceness,
             maxTokens: BGE_MAX_TOKENS,
             dimension: BGE_SMALL_DIMENSION,
+            queryModelFile,
+            // The query threads load it with the thread, so the first search does not wait for it; the shared
+            // threads embed queries only when there are no query threads, and load it then.
+            preloadQueryModel: dedicated,
           } satisfies BgeWorkerData,
           threads: count,
           // The shared threads get their next bulk task queued ahead: measured during a 2,000-document import,
@@ -94,7 +126,11 @@ export class BgeSmallEmbedder implements Embedder {
           tasksPerThread: !dedicated && queryThreads > 0 ? 2 : 1,
           task: (texts, purpose) => ({
             texts: purpose === "query" && queryPrefix ? texts.map((t) => queryPrefix + t) : texts,
-            batchSize,
+            // The int8 model quantises its activations over the whole input (dynamic quantisation): a query
+            // batched with others would get a vector that depends on them (cosine ~0.997 to its own). Alone, the
+            // same query always gets the same vector; batching saved nothing on queries anyway (short texts).
+            batchSize: purpose === "query" && queryModelFile ? 1 : batchSize,
+            query: purpose === "query",
           }),
           vectors: (flat) => {
             const vectors: Float32Array[] = [];

@@ -15,12 +15,20 @@ export interface BgeWorkerData {
   niceness: number;
   maxTokens: number;
   dimension: number;
+  /**
+   * The model file that embeds queries when it is not model.onnx (EMBEDDING_QUERY_PRECISION=int8: the int8
+   * export, same tokenizer). Loaded with the thread when `preloadQueryModel`, else at the first query.
+   */
+  queryModelFile?: string;
+  preloadQueryModel?: boolean;
 }
 
 export interface BgeTask {
   texts: string[];
   /** Most texts in one inference call; a batch is padded to its longest text. */
   batchSize: number;
+  /** Search queries: embedded by the query model when there is one (BgeWorkerData.queryModelFile). */
+  query?: boolean;
 }
 
 const config = workerData as BgeWorkerData;
@@ -44,7 +52,12 @@ async function load(): Promise<Loaded> {
   const clsId = tokenizer.token_to_id("[CLS]");
   const sepId = tokenizer.token_to_id("[SEP]");
   if (clsId === undefined || sepId === undefined) throw new Error("tokenizer.json lacks [CLS] or [SEP]");
-  const session = await InferenceSession.create(join(config.modelDir, "model.onnx"), {
+  const session = await createSession(join(config.modelDir, "model.onnx"));
+  return { session, tokenizer, clsId, sepId, wantsTokenTypes: session.inputNames.includes("token_type_ids") };
+}
+
+function createSession(file: string): Promise<InferenceSession> {
+  return InferenceSession.create(file, {
     intraOpNumThreads: config.intraOpThreads,
     interOpNumThreads: 1,
     executionMode: "sequential",
@@ -57,13 +70,21 @@ async function load(): Promise<Loaded> {
     // machine that CPU belongs to the rest of the pipeline (measured: the same rate with ~10 % less CPU).
     extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
   });
-  return { session, tokenizer, clsId, sepId, wantsTokenTypes: session.inputNames.includes("token_type_ids") };
 }
 
 // Loading starts when piscina imports this file, so the first request does not also pay for it. The catch
 // keeps a failed load from being an unhandled rejection; every task that awaits it gets the error.
 const ready = load();
 ready.catch(() => {});
+
+/** The query model's session, when queries have their own model file: created once, on first use or at start. */
+let querySession: Promise<InferenceSession> | undefined;
+function queryModel(): Promise<InferenceSession> | undefined {
+  if (!config.queryModelFile) return undefined;
+  querySession ??= createSession(config.queryModelFile);
+  return querySession;
+}
+if (config.preloadQueryModel) queryModel()?.catch(() => {});
 
 /** [CLS] text [SEP], cut to maxTokens the way Hugging Face truncation does (the text loses its tail). */
 function tokenize(model: Loaded, text: string): number[] {
@@ -119,8 +140,9 @@ async function embedNow(task: BgeTask): Promise<Float32Array> {
     };
     if (model.wantsTokenTypes)
       feeds.token_type_ids = new Tensor("int64", new BigInt64Array(ids.length), dims);
-    const result = await model.session.run(feeds);
-    const hidden = result.last_hidden_state ?? result[model.session.outputNames[0] as string];
+    const session = (task.query && (await queryModel())) || model.session;
+    const result = await session.run(feeds);
+    const hidden = result.last_hidden_state ?? result[session.outputNames[0] as string];
     if (hidden?.dims.length !== 3 || hidden.dims[2] !== dim)
       throw new Error(`unexpected model output shape ${JSON.stringify(hidden?.dims)}`);
     const data = hidden.data as Float32Array;

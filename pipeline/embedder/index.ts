@@ -12,7 +12,12 @@ export {
   BgeSmallEmbedder,
   type BgeSmallOptions,
 } from "./bge-small.ts";
-export { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
+export {
+  bgeSmallInt8ModelDir,
+  bgeSmallModelDir,
+  checkBgeSmallFiles,
+  checkBgeSmallInt8Files,
+} from "./bge-small-files.ts";
 export {
   DEFAULT_TEXTS_PER_TASK,
   type EmbeddingBackend,
@@ -35,6 +40,8 @@ export interface EmbedderOptions {
   batchTexts?: number;
   /** bge-small only: prepend BGE's retrieval instruction to queries (default false). */
   queryInstruction?: boolean;
+  /** bge-small only: the weights that embed queries (default fp32; int8 needs its model file). */
+  queryPrecision?: "fp32" | "int8";
 }
 
 export type EmbedderName = "bge-small" | "use-lite";
@@ -48,13 +55,20 @@ const registry: Record<EmbedderName, (options: EmbedderOptions) => Embedder> = {
       queryThreads: options.queryThreads,
       textsPerTask: options.batchTexts,
       queryInstruction: options.queryInstruction,
+      queryPrecision: options.queryPrecision,
     }),
-  "use-lite": (options) =>
-    new UseLiteEmbedder({
+  "use-lite": (options) => {
+    // No silent fallback: the setting names weights this model does not have.
+    if ((options.queryPrecision ?? "fp32") !== "fp32")
+      throw new Error(
+        `EMBEDDING_QUERY_PRECISION=${options.queryPrecision} applies to bge-small only; the embedding model here is use-lite`,
+      );
+    return new UseLiteEmbedder({
       threads: options.threads,
       queryThreads: options.queryThreads,
       textsPerTask: options.batchTexts,
-    }),
+    });
+  },
 };
 
 export const EMBEDDER_NAMES: readonly string[] = Object.keys(registry);

@@ -39,6 +39,12 @@ export interface EmbeddingSchedulerOptions {
   queryBackend?: EmbeddingBackend;
   /** Most texts in one task. */
   textsPerTask: number;
+  /**
+   * Texts of purpose "query" go to queryBackend only, never to the shared threads even when those are free: set
+   * when the query threads embed queries with other weights (EMBEDDING_QUERY_PRECISION=int8), so that the same
+   * query always gets the same vector whatever the load. No effect without a queryBackend.
+   */
+  queriesOnQueryThreadsOnly?: boolean;
 }
 
 /** Texts per task when configuration names none (EMBEDDING_BATCH_TEXTS): measured, see the comment at the top. */
@@ -114,6 +120,8 @@ export class EmbeddingScheduler {
   private readonly textsPerTask: number;
   private readonly shared: Slots;
   private readonly dedicated: Slots | undefined;
+  /** The purpose the shared threads never take (EmbeddingSchedulerOptions.queriesOnQueryThreadsOnly). */
+  private readonly notShared: EmbeddingPurpose | undefined;
   /** Lanes in priority order, each with one sub-queue per purpose. */
   private readonly lanes: SubQueue[][];
   private readonly live = new Set<Request>();
@@ -130,6 +138,7 @@ export class EmbeddingScheduler {
     this.textsPerTask = options.textsPerTask;
     this.shared = { backend: options.shared, inFlight: 0 };
     this.dedicated = options.queryBackend ? { backend: options.queryBackend, inFlight: 0 } : undefined;
+    this.notShared = this.dedicated && options.queriesOnQueryThreadsOnly ? "query" : undefined;
     this.lanes = EMBEDDING_PRIORITIES.map((priority) =>
       PURPOSES.map((purpose) => new SubQueue(priority, purpose)),
     );
@@ -207,14 +216,15 @@ export class EmbeddingScheduler {
         const queue = this.pick(DEDICATED_LANES);
         if (!queue) break;
         const limit = queue.priority === "query" ? this.textsPerTask : INTERACTIVE_TEXTS_ON_QUERY_THREADS;
-        this.dispatch(dedicated, queue, this.free(dedicated) + this.free(this.shared), limit);
+        const alsoShared = queue.purpose === this.notShared ? 0 : this.free(this.shared);
+        this.dispatch(dedicated, queue, this.free(dedicated) + alsoShared, limit);
       }
     }
     while (this.shared.inFlight < this.shared.backend.concurrency) {
       // With every shared thread busy, a task handed over now waits behind a running one: the lanes the query
       // threads serve wait for those instead, and only bulk work is queued ahead.
       const from = dedicated && this.free(this.shared) === 0 ? DEDICATED_LANES : 0;
-      const queue = this.pick(this.lanes.length, from);
+      const queue = this.pick(this.lanes.length, from, this.notShared);
       if (!queue) break;
       // Every thread busy: a task formed now waits behind a running one, and bulk texts arriving a document at
       // a time (two chunks each during an import) would make it a small one, which embeds fewer texts per
@@ -233,12 +243,16 @@ export class EmbeddingScheduler {
     return Math.max(0, parallelism - slots.inFlight);
   }
 
-  /** The sub-queue to serve next among lanes from..lanes-1: the highest lane with work, oldest call first. */
-  private pick(lanes: number, from = 0): SubQueue | undefined {
+  /**
+   * The sub-queue to serve next among lanes from..lanes-1: the highest lane with work, oldest call first, leaving
+   * out the calls of purpose `skip`.
+   */
+  private pick(lanes: number, from = 0, skip?: EmbeddingPurpose): SubQueue | undefined {
     for (let l = from; l < lanes; l++) {
       let best: SubQueue | undefined;
       let bestSeq = Number.POSITIVE_INFINITY;
       for (const queue of this.lanes[l] as SubQueue[]) {
+        if (queue.purpose === skip) continue;
         const head = queue.peek();
         if (head && head.seq < bestSeq) {
           best = queue;
@@ -380,6 +394,8 @@ export class ScheduledThreads {
     threads?: number;
     queryThreads?: number;
     textsPerTask?: number;
+    /** EmbeddingSchedulerOptions.queriesOnQueryThreadsOnly. */
+    queriesOnQueryThreadsOnly?: boolean;
     backend(count: number, dedicated: boolean): EmbeddingBackend;
   }) {
     const threads = options.threads ?? 1;
@@ -396,6 +412,7 @@ export class ScheduledThreads {
       shared: this.shared,
       queryBackend: this.queryLane,
       textsPerTask,
+      queriesOnQueryThreadsOnly: options.queriesOnQueryThreadsOnly,
     });
   }
 

@@ -5,6 +5,7 @@ import {
   availableEmbedders,
   BGE_QUERY_PREFIX,
   BgeSmallEmbedder,
+  checkBgeSmallInt8Files,
   createEmbedder,
   resolveDefaultEmbedder,
 } from "../../pipeline/embedder/index.ts";
@@ -97,6 +98,61 @@ describe("bge-small-en-v1.5 embedder", () => {
     } finally {
       await instructed.close();
     }
+  });
+
+  it("embeds queries with the int8 weights when asked (EMBEDDING_QUERY_PRECISION=int8), always those, documents as before", async () => {
+    const check = checkBgeSmallInt8Files();
+    // Installed by `node scripts/setup.mjs --test` like the fp32 model: missing is a failure, never a skip.
+    expect(check.ok, check.ok ? "" : check.reason).toBe(true);
+    const questions = [
+      "Which clubs did Iwan Roberts play for?",
+      "How many goals did he score in the 1998 season for Norwich City?",
+      "transfer fee",
+    ];
+    const fp32 = await embedder.embed(questions, "query");
+    const int8 = createEmbedder("bge-small", { threads: 1, queryThreads: 1, queryPrecision: "int8" });
+    // No query threads: the shared thread embeds the queries and loads the int8 weights for them.
+    const int8Shared = createEmbedder("bge-small", { threads: 1, queryThreads: 0, queryPrecision: "int8" });
+    let bulk: Promise<unknown> = Promise.resolve();
+    try {
+      expect((int8 as BgeSmallEmbedder).queryPrecision).toBe("int8");
+      const alone = await int8.embed(questions, "query");
+      for (const [i, v] of alone.entries()) {
+        expect(Math.abs(norm(v) - 1)).toBeLessThan(1e-5);
+        const similarity = dot(v, fp32[i] as number[]);
+        // The same model with int8 weights: close to the fp32 vector, but not it.
+        expect(similarity).toBeGreaterThan(0.98);
+        expect(similarity).toBeLessThan(0.99999);
+      }
+      // Under load (bulk documents on the shared thread, queries arriving together), every query still gets the
+      // same int8 vector: the shared thread, free or not, never takes one, and queries coalesced into one task are
+      // still run one by one (the int8 model quantises over its whole input, so a batch would mix them).
+      bulk = int8.embed(fixtureChunks().slice(0, 12), "document", { priority: "bulk" });
+      bulk.catch(() => {}); // awaited below; a failure before that must not go unhandled
+      const together = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => int8.embed([questions[i % questions.length] as string], "query")),
+      );
+      for (const [i, [v]] of together.entries())
+        expect(dot(v as number[], alone[i % questions.length] as number[])).toBeCloseTo(1, 5);
+      const [sharedVector] = await int8Shared.embed([questions[0] as string], "query");
+      expect(dot(sharedVector as number[], alone[0] as number[])).toBeCloseTo(1, 5);
+      // Documents are fp32 either way, so stored vectors need no re-embedding.
+      const [document] = await int8.embed([questions[0] as string], "document");
+      const [fp32Document] = await embedder.embed([questions[0] as string], "document");
+      expect(dot(document as number[], fp32Document as number[])).toBeCloseTo(1, 5);
+      await bulk;
+    } finally {
+      await bulk.catch(() => {}); // not closed under a running inference
+      await int8.close();
+      await int8Shared.close();
+    }
+  });
+
+  it("refuses int8 queries without their model file, or for a model that has no int8 weights", () => {
+    expect(() => new BgeSmallEmbedder({ queryPrecision: "int8", int8ModelDir: "/nonexistent" })).toThrow(
+      /int8 query model is not available: .*\/nonexistent\/model\.onnx is missing/,
+    );
+    expect(() => createEmbedder("use-lite", { queryPrecision: "int8" })).toThrow(/applies to bge-small only/);
   });
 
   it("scores related texts clearly above unrelated ones", async () => {

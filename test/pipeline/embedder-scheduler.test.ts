@@ -248,6 +248,44 @@ describe("embedding scheduler (fake backend)", () => {
     await scheduler.close();
   });
 
+  it("keeps queries on the query thread when its weights are the queries' own (queriesOnQueryThreadsOnly)", async () => {
+    const shared = new FakeBackend(1);
+    const queryThread = new FakeBackend(1);
+    const scheduler = new EmbeddingScheduler({
+      shared,
+      queryBackend: queryThread,
+      textsPerTask: 4,
+      queriesOnQueryThreadsOnly: true,
+    });
+    const first = scheduler.submit(["first question"], "query");
+    await settle();
+    const second = scheduler.submit(["second question"], "query");
+    const third = scheduler.submit(["third question"], "query");
+    // A document for the shared thread; the two queries wait for the query thread though the shared one is free.
+    const doc = scheduler.submit(["a memory"], "document", "interactive");
+    await settle();
+    expect(queryThread.started.map((t) => t.texts)).toEqual([["first question"]]);
+    expect(shared.started.map((t) => t.texts)).toEqual([["a memory"]]);
+    shared.finish();
+    await settle();
+    expect(shared.started).toHaveLength(1);
+    queryThread.finish();
+    await settle();
+    // The waiting queries together, as one task, on the query thread.
+    expect(queryThread.started[1]?.texts).toEqual(["second question", "third question"]);
+    queryThread.finish();
+    for (const [answer, text] of [
+      [first, "first question"],
+      [second, "second question"],
+      [third, "third question"],
+      [doc, "a memory"],
+    ] as const)
+      expect(decode((await answer)[0] as number[])).toBe(text);
+    expect(queryThread.started.every((t) => t.purpose === "query")).toBe(true);
+    expect(shared.started.every((t) => t.purpose === "document")).toBe(true);
+    await scheduler.close();
+  });
+
   it("serves interactive calls before bulk calls, first come first served within each lane", async () => {
     const shared = new FakeBackend(1);
     const scheduler = new EmbeddingScheduler({ shared, textsPerTask: 3 });
