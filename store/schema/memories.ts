@@ -51,6 +51,8 @@ export const memories = pgTable(
     index("memories_source_document_idx").on(t.sourceDocumentId),
     index("memories_embedding_model_idx").on(t.embeddingModel),
     index("memories_tsv_gin").using("gin", t.tsv),
+    // Metadata filters, as on documents (store/filters.ts).
+    index("memories_metadata_gin").using("gin", t.metadata.op("jsonb_path_ops")),
   ],
 );
 

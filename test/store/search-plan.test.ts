@@ -1,12 +1,14 @@
 // The plans search gets on a table big enough for the planner to choose (issue #25): the vector side walks
 // the model's HNSW index without a tag filter and under a large tag, sorts a small tag's own chunks exactly
 // (found by their tags, never by walking the whole graph for them), neither side reads the documents table
-// unless a filter needs it, and the keyword side scans its GIN index once whatever the tag. On both drivers, as the shared store suite runs. Plans and
-// results only: nothing here is timed.
+// unless a filter needs it, a selective metadata filter's documents are found by the metadata index, and the
+// keyword side scans its GIN index once whatever the tag; the processing list reads only unfinished documents. On
+// both drivers, as the shared store suite runs. Plans and results only: nothing here is timed.
 
 import { type SQL, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import { unfinishedDocuments } from "../../store/documents.ts";
 import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../../store/keyword.ts";
 import { chunks } from "../../store/schema/index.ts";
 import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../../store/search.ts";
@@ -21,6 +23,8 @@ const CHUNKS_PER_DOCUMENT = 20;
 /** Documents 0 and 1 (40 of 5,000 chunks) carry the small tag; documents 10 and up the large one. */
 const SMALL = "plan-small";
 const LARGE = "plan-large";
+/** Every document has metadata {group: "g0".."g4"}; these two (40 chunks, both under the large tag) also {flag: "rare"}. */
+const RARE = [20, 21];
 
 /**
  * Seeded pseudo-random vectors, one per chunk, rounded to float4 as pgvector stores them. (Vectors drawn from a
@@ -44,11 +48,22 @@ const vectorOf = (n: number) => VECTORS[n] as number[];
 
 async function fill(db: Database) {
   await db.execute(sql`
-    INSERT INTO documents (id, source, content, status, container_tags, embedding_model)
+    INSERT INTO documents (id, source, content, status, container_tags, embedding_model, metadata)
     SELECT 'plan-doc-' || i, 'plan', 'plan', 'done',
            CASE WHEN i < 2 THEN ARRAY[${SMALL}] WHEN i >= 10 THEN ARRAY[${LARGE}] ELSE ARRAY['plan-other'] END,
-           ${space.model}
+           ${space.model},
+           jsonb_build_object('group', 'g' || (i % 5)) || CASE WHEN i = ANY(${sql.raw(`ARRAY[${RARE.join(", ")}]`)}) THEN '{"flag": "rare"}'::jsonb ELSE '{}' END
     FROM generate_series(0, ${DOCUMENTS - 1}) i`);
+  // Documents without chunks, so that reading every document row for a filter costs what it would in a real store
+  // (and the planner weighs an index against it rather than against three pages).
+  await db.execute(sql`
+    INSERT INTO documents (id, source, content, status, container_tags, metadata)
+    SELECT 'plan-other-doc-' || i, 'plan', repeat('other ', 50), 'done', ARRAY['plan-other'], jsonb_build_object('group', 'g' || (i % 5))
+    FROM generate_series(1, 5000) i`);
+  // Three documents still in processing among the 5,250 finished ones.
+  await db.execute(sql`
+    INSERT INTO documents (id, source, content, status, container_tags)
+    SELECT 'plan-queued-doc-' || i, 'plan', 'plan', 'queued', ARRAY['plan-other'] FROM generate_series(1, 3) i`);
   // Every chunk says "plan"; one in four also "quarter"; one in 500 "needle" (the keyword cases' terms).
   const rows = VECTORS.map((embedding, n) => ({
     id: `plan-chunk-${n}`,
@@ -73,6 +88,16 @@ const query = (n: number, q: Partial<HybridSearchQuery> = {}): HybridSearchQuery
   candidates: 50,
   ...q,
 });
+
+/** A query builder's statement with its parameters, as an SQL value that can be EXPLAINed. */
+function builtStatement(query: unknown): SQL {
+  const built = (query as { toSQL(): { sql: string; params: unknown[] } }).toSQL();
+  const parts = built.sql.split(/\$(\d+)/);
+  return sql.join(
+    parts.map((part, i) => (i % 2 === 0 ? sql.raw(part) : sql`${built.params[Number(part) - 1]}`)),
+    sql``,
+  );
+}
 
 async function plan(db: Database, statement: SQL, analyze = false): Promise<string> {
   const s = searchStatement(query(0), null);
@@ -161,6 +186,41 @@ describe.each(drivers)("search plans on %s", (_name, open) => {
     }
     const s = searchStatement(query(3, { containerTags: [LARGE], endUserId: "someone" }), tsq);
     expect(await plan(store.db, s.byKeyword)).toContain("documents");
+  });
+
+  it("finds the few documents a metadata filter keeps by the metadata index, not by walking the graph (migration 0016)", async () => {
+    const rare = (d: number) => RARE.includes(d);
+    for (const filters of [
+      { AND: [{ key: "flag", value: "rare" }] },
+      {
+        OR: [
+          { key: "flag", value: "rare" },
+          { key: "group", value: "g9" },
+        ],
+      },
+    ]) {
+      const q = query(9, { containerTags: [LARGE], filters, retrieval: "vector", candidates: 50 });
+      const p = await plan(store.db, searchStatement(q, null).byVector);
+      expect(p).toContain("documents_metadata_gin");
+      // With the exact condition alone the planner took it for half the documents, walked the graph and
+      // dropped nearly every row it met, up to pgvector's scan limit.
+      expect(p).not.toContain(HNSW);
+      const hits = await hybridChunkSearch(store.db, q);
+      expect(hits.map((h) => h.chunkId).sort()).toEqual(exactNearest(9, rare, 50).sort());
+    }
+    // The keyword side finds them the same way.
+    const q = query(9, { containerTags: [LARGE], filters: { AND: [{ key: "flag", value: "rare" }] } });
+    expect(await plan(store.db, searchStatement(q, "'plan'").byKeyword)).toContain("documents_metadata_gin");
+  });
+
+  it("lists unfinished documents by their own index, not by walking the finished ones (migration 0016)", async () => {
+    const p = await plan(store.db, builtStatement(unfinishedDocuments(store.db, 500)));
+    expect(p).toContain("documents_unfinished_idx");
+    expect((await unfinishedDocuments(store.db, 500)).map((d) => d.id).sort()).toEqual([
+      "plan-queued-doc-1",
+      "plan-queued-doc-2",
+      "plan-queued-doc-3",
+    ]);
   });
 
   it("returns only the tag's chunks, the nearest ones", async () => {

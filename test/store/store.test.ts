@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -405,6 +405,109 @@ describe.each(drivers)("store on %s", (_name, open) => {
     let tooDeep: FilterNode = { key: "k", value: "v" };
     for (let i = 0; i < 10; i++) tooDeep = { AND: [tooDeep] };
     expect(() => compileFilter(sql`x`, tooDeep)).toThrow(/deeper/);
+  });
+
+  it("keeps a filter's meaning whatever JSON type the metadata holds (the index's containment only narrows)", async () => {
+    const tag = "filter-types";
+    // Raw JSON, so that numbers keep how they were written (1.0, 1e3, 5.50) as jsonb keeps them.
+    const stored = [
+      '"5"',
+      "5",
+      "5.0",
+      "5.50",
+      "1e3",
+      "1000",
+      "1.0",
+      "1",
+      "-0",
+      "0",
+      "true",
+      '"true"',
+      "false",
+      "null",
+      '"null"',
+      '["x"]',
+      '["x", 5]',
+      '{"a": 1}',
+      '"x"',
+      '""',
+      '"[x"',
+    ];
+    const idOf = new Map<string, string>();
+    for (const raw of [...stored, "missing"]) {
+      const { document } = await add({ source: `types ${raw}`, containerTags: [tag] });
+      if (raw !== "missing")
+        await store.db.execute(
+          sql`UPDATE documents SET metadata = ${`{"v": ${raw}}`}::jsonb WHERE id = ${document.id}`,
+        );
+      idOf.set(document.id, raw);
+    }
+    const listed = async (filters: FilterNode) => {
+      const { rows } = await docs.listDocuments(store.db, {
+        containerTags: [tag],
+        tagMode: "any",
+        sort: "createdAt",
+        order: "asc",
+        limit: 100,
+        page: 1,
+        filters,
+      });
+      return rows.map((d) => idOf.get(d.id)).sort();
+    };
+    // What each filter meant before it gained a containment: its exact condition alone, evaluated here.
+    const meant = async (condition: SQL) =>
+      (
+        await queryRows<{ id: string }>(
+          store.db,
+          sql`SELECT id FROM documents WHERE ${tag} = ANY(container_tags) AND ${condition}`,
+        )
+      )
+        .map((r) => idOf.get(r.id))
+        .sort();
+    const texts = [
+      "5",
+      "5.0",
+      "5.50",
+      "1000",
+      "1e3",
+      "1",
+      "1.0",
+      "0",
+      "-0",
+      "true",
+      "false",
+      "null",
+      "x",
+      "",
+      '["x"]',
+      '["x", 5]',
+      '{"a": 1}',
+      "[x",
+    ];
+    for (const value of texts) {
+      const text = sql`(metadata ->> 'v') = ${value}`;
+      expect(await listed({ key: "v", value }), `"${value}"`).toEqual(
+        await meant(sql`coalesce(${text}, FALSE)`),
+      );
+      expect(await listed({ key: "v", value, negate: true })).toEqual(
+        await meant(sql`NOT coalesce(${text}, FALSE)`),
+      );
+      expect(await listed({ key: "v", value, filterType: "array_contains" })).toEqual(
+        await meant(
+          sql`coalesce(jsonb_typeof(metadata -> 'v') = 'array' AND (metadata -> 'v') @> jsonb_build_array(${value}::text), FALSE)`,
+        ),
+      );
+    }
+    for (const value of ["5", "5.5", "1000", "1", "0", "-0"])
+      expect(await listed({ key: "v", value, filterType: "numeric" }), `= ${value}`).toEqual(
+        await meant(
+          sql`coalesce(CASE WHEN jsonb_typeof(metadata -> 'v') = 'number' THEN (metadata ->> 'v')::numeric END = ${Number(value)}, FALSE)`,
+        ),
+      );
+    // Spot checks of the oracle itself.
+    expect(await listed({ key: "v", value: "5" })).toEqual(['"5"', "5"]);
+    expect(await listed({ key: "v", value: "true" })).toEqual(['"true"', "true"]);
+    expect(await listed({ key: "v", value: "5", filterType: "numeric" })).toEqual(["5", "5.0"]);
   });
 
   it("stores chunks with vectors and finds them by meaning and by keyword", async () => {
