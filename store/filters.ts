@@ -80,7 +80,7 @@ function containmentsForText(key: string, text: string): string[] | null {
  */
 function containedIn(metadata: SQL, objects: string[]): SQL {
   const parts = objects.map((o) => sql`${metadata} @> ${o}::jsonb`);
-  return parts.length === 1 ? parts[0]! : sql`(${sql.join(parts, sql` OR `)})`;
+  return sql`(${sql.join(parts, sql` OR `)})`;
 }
 
 /**

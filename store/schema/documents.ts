@@ -117,9 +117,7 @@ export const documents = pgTable(
       .where(sql`${t.admittedRun} < ${t.processingRun} AND ${t.status} NOT IN ('done', 'failed')`),
     // The processing list (GET /v3/documents/processing), oldest first: without it the query walked every finished
     // document in created_at order to find the few that are not (50 ms at 50,000 documents, for an empty answer).
-    index("documents_unfinished_idx")
-      .on(t.createdAt)
-      .where(sql`${t.status} NOT IN ('done', 'failed')`),
+    index("documents_unfinished_idx").on(t.createdAt).where(sql`${t.status} NOT IN ('done', 'failed')`),
     index("documents_in_flight_idx")
       .on(t.fairnessKey)
       .where(sql`${t.admittedRun} = ${t.processingRun} AND ${t.status} NOT IN ('done', 'failed')`),
