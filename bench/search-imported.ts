@@ -32,6 +32,18 @@ import { type Cleanup, startBenchService, tempDir } from "./lib/service.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 
 export const BIG_TAG = "all";
+/**
+ * Every document's metadata: one of PROJECTS projects and one of TEAMS teams, so that a metadata filter in the big
+ * tag keeps a small share of it (a project: 0.5 %) or a large one (a team: 10 %).
+ */
+export const PROJECTS = 200;
+export const TEAMS = 10;
+const metadataOf = (i: number) => ({
+  project: `p${i % PROJECTS}`,
+  team: `t${Math.floor(i / PROJECTS) % TEAMS}`,
+});
+/** Names the metadata layout in a kept store's fill record: a store filled before it had none. */
+const METADATA_LAYOUT = `project:${PROJECTS},team:${TEAMS}`;
 
 export interface ImportedSearchOptions {
   /** Live chunks wanted after the deletes. */
@@ -58,7 +70,7 @@ export interface ImportedSearchOptions {
 
 /** What filling the store did: kept beside a reusable store (fill.json) so a reuse reports the same figures. */
 interface FillRecord {
-  options: Pick<ImportedSearchOptions, "chunks" | "tags" | "chunksPerDoc" | "churn">;
+  options: Pick<ImportedSearchOptions, "chunks" | "tags" | "chunksPerDoc" | "churn"> & { metadata: string };
   documents: ImportedSearchResult["documents"];
   fillMs: number;
   fillRate: number;
@@ -126,9 +138,15 @@ export async function runImportedSearch(
     tags: o.tags,
     chunksPerDoc: o.chunksPerDoc,
     poolSize: pool.texts.length,
-  }).map((d) => ({ ...d, extraTags: [BIG_TAG] }));
+  }).map((d, i) => ({ ...d, extraTags: [BIG_TAG], metadata: metadataOf(i) }));
 
-  const fillOptions = { chunks: o.chunks, tags: o.tags, chunksPerDoc: o.chunksPerDoc, churn: o.churn };
+  const fillOptions = {
+    chunks: o.chunks,
+    tags: o.tags,
+    chunksPerDoc: o.chunksPerDoc,
+    churn: o.churn,
+    metadata: METADATA_LAYOUT,
+  };
   const kept = o.store ? keptDir(o.store) : undefined;
   const temp = kept ? undefined : tempDir(o.cleanup, "memory-bench-imported-");
   const dataDir = kept?.dir ?? temp?.dir ?? "";
@@ -197,6 +215,28 @@ export async function runImportedSearch(
     },
     {
       route: "POST /v3/search",
+      scope: `"${BIG_TAG}", filtered to one of ${PROJECTS} projects (metadata: ${(100 / PROJECTS).toFixed(1)} % of the documents)`,
+      send: (c, i) =>
+        c.request("POST", "/v3/search", {
+          q: queries[i % queries.length],
+          containerTags: [BIG_TAG],
+          filters: { AND: [{ key: "project", value: `p${(i * 37) % PROJECTS}` }] },
+          limit: 10,
+        }),
+    },
+    {
+      route: "POST /v3/search",
+      scope: `"${BIG_TAG}", filtered to one of ${TEAMS} teams (metadata: ${(100 / TEAMS).toFixed(0)} % of the documents)`,
+      send: (c, i) =>
+        c.request("POST", "/v3/search", {
+          q: queries[i % queries.length],
+          containerTags: [BIG_TAG],
+          filters: { AND: [{ key: "team", value: `t${i % TEAMS}` }] },
+          limit: 10,
+        }),
+    },
+    {
+      route: "POST /v3/search",
       scope: `one of ${o.tags} small tags`,
       send: (c, i) =>
         c.request("POST", "/v3/search", {
@@ -258,7 +298,7 @@ export async function runImportedSearch(
   }
 
   const concurrent: ConcurrentLatency[] = [];
-  for (const r of [routes[0], routes[2]]) {
+  for (const r of [routes[0], routes.find((x) => x.scope.startsWith("one of"))]) {
     if (!r) continue;
     const pool8 = jsonClient({
       baseUrl: service.url,

@@ -46,6 +46,8 @@ export interface PlannedDocument {
   tag: string;
   /** More container tags the document carries (bench/search-imported.ts: one tag shared by every document). */
   extraTags?: string[];
+  /** The document's metadata (bench/search-imported.ts: a project and a team, for its filtered searches). */
+  metadata?: Record<string, string>;
   pieces: number[];
 }
 
@@ -156,7 +158,7 @@ export async function addDocuments(
       const saved = await saveDocument(db, {
         source: sourceOf(pool, doc),
         containerTags: [doc.tag, ...(doc.extraTags ?? [])],
-        metadata: {},
+        metadata: doc.metadata ?? {},
         priority: 1,
       });
       ids.push(saved.document.id);

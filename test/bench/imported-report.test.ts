@@ -82,6 +82,24 @@ describe("the search-imported section", () => {
     expect(alone).toContain("npm run bench -- --only search,search-imported --chunks 100000");
   });
 
+  it("compares the unfiltered big-tag row with the baseline, and says what the filtered rows filter", () => {
+    const r = result(40, 120);
+    const filtered = {
+      ...(r.sequential[0] as ImportedSearchResult["sequential"][number]),
+      scope: '"all", filtered to one of 200 projects (metadata: 0.5 % of the documents)',
+      client: summary(200, 400),
+    };
+    const lines = renderImportedSection(
+      { ...r, sequential: [filtered, ...r.sequential] },
+      options,
+      seeded(20),
+    );
+    expect(row(lines, '| POST /v3/search | "all", filtered')).toMatch(/\| 400 ms \|.*\| over \|$/);
+    expect(lines.join("\n")).toContain("p95 2.00× of the bulk-loaded one");
+    expect(lines.join("\n")).toContain("The filtered rows add a metadata filter");
+    expect(renderImportedSection(r, options).join("\n")).not.toContain("The filtered rows");
+  });
+
   it("counts live chunks when the run counted them, else names what the documents hold by construction", () => {
     const counted = renderImportedSection(result(40, 120), options).join("\n");
     expect(counted).toContain("Live: 50,001 documents, 100,002 chunks.");
