@@ -451,10 +451,12 @@ export interface ListQuery {
   scope?: TagScope;
 }
 
-export async function listDocuments(
-  db: Database,
-  q: ListQuery,
-): Promise<{ rows: DocumentRow[]; total: number }> {
+/**
+ * The list's two statements: the page's document ids, and the count of all that match. Both can be answered from
+ * the list indexes alone (migration 0017) when the list is narrowed only by tags and statuses; the page's rows are
+ * then read for its ids only, not for every row an OFFSET skips.
+ */
+export function documentListStatements(db: Database, q: ListQuery) {
   const where = and(
     tagCondition(documents.containerTags, q.containerTags, q.tagMode),
     q.statuses ? inArray(documents.status, q.statuses) : undefined,
@@ -465,15 +467,29 @@ export async function listDocuments(
   );
   const sortColumn = q.sort === "updatedAt" ? documents.updatedAt : documents.createdAt;
   const direction = q.order === "asc" ? asc : desc;
+  const order = [direction(sortColumn), direction(documents.id)];
+  const pageIds = db
+    .select({ id: documents.id })
+    .from(documents)
+    .where(where)
+    .orderBy(...order)
+    .limit(q.limit)
+    .offset((q.page - 1) * q.limit);
+  return { pageIds, order, total: db.select({ total: count() }).from(documents).where(where) };
+}
+
+export async function listDocuments(
+  db: Database,
+  q: ListQuery,
+): Promise<{ rows: DocumentRow[]; total: number }> {
+  const { pageIds, order, total } = documentListStatements(db, q);
   const [rows, totals] = await Promise.all([
     db
       .select()
       .from(documents)
-      .where(where)
-      .orderBy(direction(sortColumn), direction(documents.id))
-      .limit(q.limit)
-      .offset((q.page - 1) * q.limit),
-    db.select({ total: count() }).from(documents).where(where),
+      .where(inArray(documents.id, pageIds))
+      .orderBy(...order),
+    total,
   ]);
   return { rows, total: Number(totals[0]?.total ?? 0) };
 }

@@ -108,8 +108,12 @@ export const documents = pgTable(
     index("documents_metadata_gin").using("gin", t.metadata.op("jsonb_path_ops")),
     index("documents_status_idx").on(t.status),
     index("documents_end_user_idx").on(t.endUserId).where(sql`${t.endUserId} IS NOT NULL`),
-    index("documents_created_at_idx").on(t.createdAt),
-    index("documents_updated_at_idx").on(t.updatedAt),
+    // The document list pages in created_at or updated_at order and counts its total under tags and statuses: with
+    // those in the index, the count and the rows a page skips are read from it alone, not from the document rows,
+    // which hold the text (a 50,001-document tag: page 1 with its count 75 -> 30 ms, page 2,000 105 -> 33). Trailing key
+    // columns, not INCLUDE, which drizzle cannot declare; ordered after the unique id, they cost no order.
+    index("documents_created_list_idx").on(t.createdAt, t.id, t.status, t.containerTags),
+    index("documents_updated_list_idx").on(t.updatedAt, t.id, t.status, t.containerTags),
     // Admission reads only runs that wait (queued, not admitted) or are in flight (admitted, unfinished):
     // partial indexes keep each pass proportional to what it returns, not to the backlog or the table.
     index("documents_awaiting_admission_idx")

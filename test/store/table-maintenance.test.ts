@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
 import { deleteDocument, saveDocument } from "../../store/documents.ts";
 import {
+  compactTable,
   HEAP_COMPACT_FACTOR,
   heapBloat,
   hnswIndexSizes,
@@ -86,6 +87,29 @@ describe("the memory of a rebuild on PGlite", () => {
     expect(rebuildMemoryMb([rows(50_000), rows(50_000)])).toBe(231);
     expect(rebuildMemoryMb([rows(1_000_000)])).toBe(REBUILD_MEMORY_MAX_MB);
     expect(rebuildMemoryMb([])).toBe(64);
+  });
+});
+
+describe("a compaction of documents on PGlite", () => {
+  it("leaves the table settled, so the document list reads its indexes alone (migration 0017)", async () => {
+    const store = await openMemoryPglite();
+    try {
+      const db = store.db;
+      await db.execute(sql`
+        INSERT INTO documents (id, source, content, status, container_tags)
+        SELECT 'vm-doc-' || i, 'vm', repeat(md5(i::text), 30), 'done', ARRAY['vm'] FROM generate_series(1, 2000) i`);
+      await db.execute(sql`DELETE FROM documents WHERE id LIKE 'vm-doc-1%'`);
+      await compactTable(db, "documents");
+      const [map] = await queryRows<{ pages: number; settled: number }>(
+        db,
+        sql`SELECT relpages AS pages, relallvisible AS settled FROM pg_class WHERE relname = 'documents'`,
+      );
+      expect(map?.pages).toBeGreaterThan(10);
+      // VACUUM FULL alone leaves relallvisible at 0.
+      expect(map?.settled).toBe(map?.pages);
+    } finally {
+      await store.close();
+    }
   });
 });
 
