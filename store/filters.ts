@@ -55,8 +55,12 @@ export function checkFilter(node: FilterNode): void {
   compileFilter(sql`NULL::jsonb`, node);
 }
 
-/** A JSON number literal: the only values whose `->>` text a JSON number can have. */
-const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+/**
+ * A JSON number literal that PostgreSQL's numeric holds: the only texts `->>` renders from a JSON number. Longer
+ * ones, or exponents of four digits, may overflow numeric (the statement would fail), so they get no containment:
+ * their exact condition alone still decides.
+ */
+const JSON_NUMBER = /^-?(0|[1-9]\d{0,39})(\.\d{1,40})?([eE][+-]?\d{1,3})?$/;
 
 /**
  * The metadata objects `{key: value}` such that a row whose `->> key` text equals `text` contains one of them: the
