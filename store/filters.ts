@@ -47,6 +47,18 @@ export function compileFilter(metadata: SQL, node: FilterNode): SQL {
 }
 
 /**
+ * Whether every leaf of a filter carries a containment (indexableCondition) and none is negated: then the
+ * metadata's GIN index answers the whole filter and the planner estimates how many documents it keeps.
+ */
+export function filterIsIndexable(node: FilterNode): boolean {
+  if ("AND" in node || "OR" in node) {
+    const children = (node as Record<string, FilterNode[]>)["AND" in node ? "AND" : "OR"] ?? [];
+    return children.every(filterIsIndexable);
+  }
+  return !node.negate && indexableCondition(sql`NULL::jsonb`, node) !== undefined;
+}
+
+/**
  * Throws FilterError for a filter the store would refuse (nested too deep, too many conditions, a
  * numeric condition whose value is not a number), without running a query: callers check a request
  * before doing costly work (embedding the query) for it. Compiling is the check.

@@ -11,7 +11,12 @@ import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } 
 import { documentListStatements, listDocuments, unfinishedDocuments } from "../../store/documents.ts";
 import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../../store/keyword.ts";
 import { chunks } from "../../store/schema/index.ts";
-import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../../store/search.ts";
+import {
+  documentsToRank,
+  type HybridSearchQuery,
+  hybridChunkSearch,
+  searchStatement,
+} from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
 
@@ -48,11 +53,12 @@ const vectorOf = (n: number) => VECTORS[n] as number[];
 
 async function fill(db: Database) {
   await db.execute(sql`
-    INSERT INTO documents (id, source, content, status, container_tags, embedding_model, metadata)
+    INSERT INTO documents (id, source, content, status, container_tags, embedding_model, metadata, filepath)
     SELECT 'plan-doc-' || i, 'plan', 'plan', 'done',
            CASE WHEN i < 2 THEN ARRAY[${SMALL}] WHEN i >= 10 THEN ARRAY[${LARGE}] ELSE ARRAY['plan-other'] END,
            ${space.model},
-           jsonb_build_object('group', 'g' || (i % 5)) || CASE WHEN i = ANY(${sql.raw(`ARRAY[${RARE.join(", ")}]`)}) THEN '{"flag": "rare"}'::jsonb ELSE '{}' END
+           jsonb_build_object('group', 'g' || (i % 5)) || CASE WHEN i = ANY(${sql.raw(`ARRAY[${RARE.join(", ")}]`)}) THEN '{"flag": "rare"}'::jsonb ELSE '{}' END,
+           CASE WHEN i = ANY(${sql.raw(`ARRAY[${RARE.join(", ")}]`)}) THEN '/rare/' || i || '.md' ELSE '/plan/' || i || '.md' END
     FROM generate_series(0, ${DOCUMENTS - 1}) i`);
   // Documents without chunks and with a text of chunk size that does not compress, so that reading every document
   // row costs what it would in a real store (and the planner weighs an index against it rather than a few pages).
@@ -212,6 +218,62 @@ describe.each(drivers)("search plans on %s", (driver, open) => {
     // The keyword side finds them the same way.
     const q = query(9, { containerTags: [LARGE], filters: { AND: [{ key: "flag", value: "rare" }] } });
     expect(await plan(store.db, searchStatement(q, "'plan'").byKeyword)).toContain("documents_metadata_gin");
+  });
+
+  it("ranks exactly the few documents a narrowing no index answers keeps, found from the document rows first", async () => {
+    const rare = (d: number) => RARE.includes(d);
+    const rareIds = RARE.map((d) => `plan-doc-${d}`).sort();
+    for (const narrowing of [
+      { filters: { AND: [{ key: "flag", value: "RARE", ignoreCase: true }] } },
+      { filters: { AND: [{ key: "flag", value: "ar", filterType: "string_contains" as const }] } },
+      // One leaf no index answers makes the whole OR opaque to the planner.
+      {
+        filters: {
+          OR: [
+            { key: "flag", value: "RARE", ignoreCase: true },
+            { key: "group", value: "g9" },
+          ],
+        },
+      },
+      { filepath: "/rare/" },
+    ]) {
+      const q = query(9, { containerTags: [LARGE], retrieval: "vector", ...narrowing });
+      const documentIds = await documentsToRank(store.db, q);
+      expect(documentIds?.sort()).toEqual(rareIds);
+      // Given those documents, the search reads no document row and sorts their chunks by distance.
+      const p = await plan(
+        store.db,
+        searchStatement({ ...q, documentIds: documentIds ?? [] }, null).byVector,
+      );
+      expect(p).not.toContain(HNSW);
+      expect(p).not.toContain("documents");
+      expect(p).toMatch(/Sort Key: .*<=>/);
+      // All 40 of their chunks, though the search asks for 50: nothing is lost to a scan limit.
+      const hits = await hybridChunkSearch(store.db, q);
+      expect(hits.map((h) => h.chunkId).sort()).toEqual(exactNearest(9, rare, 50).sort());
+      expect(hits).toHaveLength(RARE.length * CHUNKS_PER_DOCUMENT);
+    }
+    // A narrowing that keeps none: no document, no search.
+    const none = query(9, {
+      containerTags: [LARGE],
+      filters: { AND: [{ key: "flag", value: "NONE", ignoreCase: true }] },
+    });
+    expect(await documentsToRank(store.db, none)).toEqual([]);
+    expect(await hybridChunkSearch(store.db, none)).toEqual([]);
+    // More documents than the limit: the search runs as before (the HNSW scan meets its candidates soon).
+    const broad = query(9, {
+      containerTags: [LARGE],
+      filters: { AND: [{ key: "flag", value: "rare", negate: true }] },
+    });
+    expect(await documentsToRank(store.db, broad, 100)).toBeNull();
+    expect((await documentsToRank(store.db, broad, 1000))?.length).toBe(DOCUMENTS - 10 - RARE.length);
+    // Narrowings the planner estimates itself (an indexed filter, tags alone, an end user) are left to it.
+    for (const q of [
+      query(9, { containerTags: [LARGE], filters: { AND: [{ key: "flag", value: "rare" }] } }),
+      query(9, { containerTags: [LARGE] }),
+      query(9, { containerTags: [LARGE], endUserId: "someone" }),
+    ])
+      expect(await documentsToRank(store.db, q)).toBeNull();
   });
 
   it("lists unfinished documents by their own index, not by walking the finished ones (migration 0016)", async () => {
