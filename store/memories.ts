@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
+import { fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";
 import { compileFilter, type FilterNode } from "./filters.ts";
 import { newId } from "./ids.ts";
 import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
@@ -356,7 +357,13 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
     q.endUserId ? sql`m.end_user_id = ${q.endUserId}` : undefined,
     q.filters ? compileFilter(sql`m.metadata`, q.filters) : undefined,
   ].filter((c): c is SQL => Boolean(c));
-  const where = sql.join(conditions, sql` AND `);
+  // A filter no index answers, when it keeps few memories of a big tag, is run first and its memories ranked
+  // exactly by id (store/exact-rank.ts), as store/search.ts does for documents.
+  const few = opaqueFilter(q.filters)
+    ? await fewIds(db, sql`SELECT m.id FROM memories m WHERE ${sql.join(conditions, sql` AND `)}`)
+    : null;
+  if (few?.length === 0) return [];
+  const where = few ? inIdList(sql`m.id`, few) : sql.join(conditions, sql` AND `);
   const common = await commonTerms(db, "memories");
   const rows = await db.transaction(async (tx) => {
     // Null when the text has no lexeme: `@@ NULL` matches nothing, so only the vector side ranks.

@@ -1,6 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
-import { compileFilter, type FilterNode, filterIsIndexable } from "./filters.ts";
+import { EXACT_RANK_LIMIT, fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";
+import { compileFilter, type FilterNode } from "./filters.ts";
 import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
@@ -92,10 +93,6 @@ const textArray = (values: readonly string[]) =>
     sql`, `,
   )}]::text[]`;
 
-/** Many values as one bound parameter (an array literal): a parameter each costs more to bind than to read. */
-const textArrayLiteral = (values: readonly string[]) =>
-  `{${values.map((v) => `"${v.replace(/[\\"]/g, (m) => `\\${m}`)}"`).join(",")}}`;
-
 /** The caller's scope and tags over a tags column (a chunk's search_tags, or a document's container_tags). */
 function tagConditions(q: KeywordSideQuery, column: string): SQL[] {
   const tagsColumn = sql.raw(column);
@@ -117,45 +114,27 @@ function documentConditions(q: KeywordSideQuery): SQL[] {
 }
 
 /**
- * The most documents a search narrowed by a condition the planner cannot estimate ranks exactly (opaqueNarrowing).
- * In process, in a 50,000-document tag on PGlite: reading a document's chunks and their vectors costs ~70 µs a
- * document, so 1,000 documents cost about what the graph walk does for a filter keeping 2 % of the tag; the
- * walk gets cheaper as the filter keeps more, and exact ranking dearer.
- */
-export const EXACT_RANK_DOCUMENTS = 1000;
-
-/**
  * Whether a search's document narrowing is one the planner cannot estimate: a filepath prefix, or a filter with a
- * leaf no index answers (ignoreCase, string_contains, a numeric range, a negation). It takes such a condition
- * for half the documents, so when it keeps few of a big tag's documents, the HNSW scan drops nearly every chunk
- * it meets until pgvector's scan limit (hnsw.max_scan_tuples) stops it: about half a second at 100,000 chunks,
- * and short of the candidates the search asked for.
+ * leaf no index answers (EXACT_RANK_LIMIT).
  */
 function opaqueNarrowing(q: KeywordSideQuery): boolean {
-  return Boolean(q.filepath) || (q.filters !== undefined && !filterIsIndexable(q.filters));
+  return Boolean(q.filepath) || opaqueFilter(q.filters);
 }
 
 /**
  * For a search narrowed by a condition the planner cannot estimate (opaqueNarrowing), the documents it may return
- * when they are at most `limit`, read from the documents alone (their tags, status and narrowings) and stopping at
- * the first `limit + 1`; hybridChunkSearch then ranks their chunks exactly. Null for any other search, and when
- * there are more: the narrowing then keeps enough of the scope for the HNSW scan to meet its candidates soon, and
- * the search runs as without this. The read costs a scan of the scope's document rows when the narrowing keeps
- * few (~85 ms at 50,000 documents, against the ~450 ms HNSW scan it spares), and stops early when it keeps many
- * (after about `limit / share kept` rows).
+ * when they are at most `limit` (fewIds), read from the documents alone: their tags, status and narrowings.
+ * hybridChunkSearch then ranks their chunks exactly, with no document join. Null for any other search, and when
+ * there are more: the search then runs as without this.
  */
 export async function documentsToRank(
   db: Database,
   q: KeywordSideQuery,
-  limit = EXACT_RANK_DOCUMENTS,
+  limit = EXACT_RANK_LIMIT,
 ): Promise<string[] | null> {
   if (q.documentIds || !opaqueNarrowing(q)) return null;
   const where = [sql`d.status = 'done'`, ...tagConditions(q, "d.container_tags"), ...documentConditions(q)];
-  const rows = await queryRows(
-    db,
-    sql`SELECT d.id FROM documents d WHERE ${sql.join(where, sql` AND `)} LIMIT ${limit + 1}`,
-  );
-  return rows.length > limit ? null : rows.map((r) => String(r.id));
+  return fewIds(db, sql`SELECT d.id FROM documents d WHERE ${sql.join(where, sql` AND `)}`, limit);
 }
 
 /**
@@ -170,10 +149,7 @@ function searchScope(q: KeywordSideQuery): { from: SQL; where: SQL } {
   const onChunk = tagConditions(q, "c.search_tags");
   // Without a tag condition, searchable is spelled out (NULL while the document is not done).
   if (!onChunk.length) onChunk.push(sql`c.search_tags IS NOT NULL`);
-  if (q.documentIds)
-    // A semi-join over the list: the planner counts its elements and probes the chunks' document index once for
-    // each; `= ANY(list)` costs as much to run but far more to plan (its selectivity is estimated per element).
-    onChunk.push(sql`c.document_id IN (SELECT unnest(${textArrayLiteral(q.documentIds)}::text[]))`);
+  if (q.documentIds) onChunk.push(inIdList(sql`c.document_id`, q.documentIds));
   const onDocument = q.documentIds ? [] : documentConditions(q);
   return {
     from: onDocument.length ? sql`chunks c JOIN documents d ON d.id = c.document_id` : sql`chunks c`,

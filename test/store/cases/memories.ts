@@ -1,4 +1,6 @@
+import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
+import { fewIds } from "../../../store/exact-rank.ts";
 import { FilterError } from "../../../store/filters.ts";
 import * as mem from "../../../store/memories.ts";
 import { findMemory, listMemories } from "../../../store/memory-list.ts";
@@ -47,6 +49,27 @@ export function memoryCases(store: StoreOf) {
       filters: { key: "kind", value: "job" },
     });
     expect(jobsOnly.map((h) => h.row.id)).toEqual([job.id]);
+    // Filters no index answers are run on the memories first, and the few they keep ranked by id.
+    for (const filters of [
+      { key: "kind", value: "JOB", ignoreCase: true },
+      { key: "kind", value: "ob", filterType: "string_contains" as const },
+      { key: "kind", value: "taste", negate: true },
+    ])
+      expect(
+        (await search(store, { embedding: axis(1), containerTags: ["mem-alice"], filters })).map(
+          (h) => h.row.id,
+        ),
+      ).toEqual([job.id]);
+    expect(
+      await search(store, {
+        embedding: axis(1),
+        containerTags: ["mem-alice"],
+        filters: { key: "kind", value: "NONE", ignoreCase: true },
+      }),
+    ).toEqual([]);
+    const alices = sql`SELECT m.id FROM memories m WHERE m.container_tag = 'mem-alice'`;
+    expect((await fewIds(db, alices, 10))?.sort()).toEqual([tea.id, job.id].sort());
+    expect(await fewIds(db, alices, 1)).toBeNull();
     await expect(
       search(store, { embedding: axis(1), filters: { key: "n", value: "x", filterType: "numeric" } }),
     ).rejects.toThrow(FilterError);
