@@ -133,8 +133,13 @@ export async function documentsToRank(
   limit = EXACT_RANK_LIMIT,
 ): Promise<string[] | null> {
   if (q.documentIds || !opaqueNarrowing(q)) return null;
+  return fewIds(db, documentsInScope(q), limit);
+}
+
+/** The documents a search may return: found by their tags' index in a small tag, by a scan in a big one. */
+export function documentsInScope(q: KeywordSideQuery): SQL {
   const where = [sql`d.status = 'done'`, ...tagConditions(q, "d.container_tags"), ...documentConditions(q)];
-  return fewIds(db, sql`SELECT d.id FROM documents d WHERE ${sql.join(where, sql` AND `)}`, limit);
+  return sql`SELECT d.id FROM documents d WHERE ${sql.join(where, sql` AND `)}`;
 }
 
 /**

@@ -12,6 +12,7 @@ import { documentListStatements, listDocuments, unfinishedDocuments } from "../.
 import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../../store/keyword.ts";
 import { chunks } from "../../store/schema/index.ts";
 import {
+  documentsInScope,
   documentsToRank,
   type HybridSearchQuery,
   hybridChunkSearch,
@@ -253,6 +254,12 @@ describe.each(drivers)("search plans on %s", (driver, open) => {
       expect(hits.map((h) => h.chunkId).sort()).toEqual(exactNearest(9, rare, 50).sort());
       expect(hits).toHaveLength(RARE.length * CHUNKS_PER_DOCUMENT);
     }
+    // In a small tag the documents are found by their tags' index, not by reading every document row.
+    const small = query(9, {
+      containerTags: [SMALL],
+      filters: { AND: [{ key: "flag", value: "x", ignoreCase: true }] },
+    });
+    expect(await plan(store.db, documentsInScope(small))).toContain("documents_container_tags_gin");
     // A narrowing that keeps none: no document, no search.
     const none = query(9, {
       containerTags: [LARGE],
