@@ -226,6 +226,17 @@ export async function runImportedSearch(
     },
     {
       route: "POST /v3/search",
+      scope: `"${BIG_TAG}", filtered to one of ${PROJECTS} projects with ignoreCase (no index: its documents are read first)`,
+      send: (c, i) =>
+        c.request("POST", "/v3/search", {
+          q: queries[i % queries.length],
+          containerTags: [BIG_TAG],
+          filters: { AND: [{ key: "project", value: `P${(i * 37) % PROJECTS}`, ignoreCase: true }] },
+          limit: 10,
+        }),
+    },
+    {
+      route: "POST /v3/search",
       scope: `"${BIG_TAG}", filtered to one of ${TEAMS} teams (metadata: ${(100 / TEAMS).toFixed(0)} % of the documents)`,
       send: (c, i) =>
         c.request("POST", "/v3/search", {
