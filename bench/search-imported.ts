@@ -187,11 +187,24 @@ export async function runImportedSearch(
   log(`search-imported: service up at ${service.url}`);
   const queries = o.queries;
   const smallTag = (i: number) => planned[(i * 7919) % planned.length]?.tag as string;
-  const routes: {
+  type Route = {
     route: string;
     scope: string;
     send: (c: ReturnType<typeof jsonClient>, i: number) => Promise<Outcome>;
-  }[] = [
+  };
+  // `/v3/search` in the big tag with one metadata condition, another value for each search.
+  const filteredInBigTag = (filtered: string, condition: (i: number) => Record<string, unknown>): Route => ({
+    route: "POST /v3/search",
+    scope: `"${BIG_TAG}", filtered to ${filtered}`,
+    send: (c, i) =>
+      c.request("POST", "/v3/search", {
+        q: queries[i % queries.length],
+        containerTags: [BIG_TAG],
+        filters: { AND: [condition(i)] },
+        limit: 10,
+      }),
+  });
+  const routes: Route[] = [
     {
       route: "POST /v3/search",
       scope: `"${BIG_TAG}" (every chunk)`,
@@ -213,39 +226,25 @@ export async function runImportedSearch(
           limit: 10,
         }),
     },
-    {
-      route: "POST /v3/search",
-      scope: `"${BIG_TAG}", filtered to one of ${PROJECTS} projects (metadata: ${(100 / PROJECTS).toFixed(1)} % of the documents)`,
-      send: (c, i) =>
-        c.request("POST", "/v3/search", {
-          q: queries[i % queries.length],
-          containerTags: [BIG_TAG],
-          filters: { AND: [{ key: "project", value: `p${(i * 37) % PROJECTS}` }] },
-          limit: 10,
-        }),
-    },
-    {
-      route: "POST /v3/search",
-      scope: `"${BIG_TAG}", filtered to one of ${PROJECTS} projects with ignoreCase (no index: its documents are read first)`,
-      send: (c, i) =>
-        c.request("POST", "/v3/search", {
-          q: queries[i % queries.length],
-          containerTags: [BIG_TAG],
-          filters: { AND: [{ key: "project", value: `P${(i * 37) % PROJECTS}`, ignoreCase: true }] },
-          limit: 10,
-        }),
-    },
-    {
-      route: "POST /v3/search",
-      scope: `"${BIG_TAG}", filtered to one of ${TEAMS} teams (metadata: ${(100 / TEAMS).toFixed(0)} % of the documents)`,
-      send: (c, i) =>
-        c.request("POST", "/v3/search", {
-          q: queries[i % queries.length],
-          containerTags: [BIG_TAG],
-          filters: { AND: [{ key: "team", value: `t${i % TEAMS}` }] },
-          limit: 10,
-        }),
-    },
+    filteredInBigTag(
+      `one of ${PROJECTS} projects (metadata: ${(100 / PROJECTS).toFixed(1)} % of the documents)`,
+      (i) => ({ key: "project", value: `p${(i * 37) % PROJECTS}` }),
+    ),
+    filteredInBigTag(
+      `one of ${PROJECTS} projects with ignoreCase (no index: its documents are read first)`,
+      (i) => ({
+        key: "project",
+        value: `P${(i * 37) % PROJECTS}`,
+        ignoreCase: true,
+      }),
+    ),
+    filteredInBigTag(
+      `one of ${TEAMS} teams (metadata: ${(100 / TEAMS).toFixed(0)} % of the documents)`,
+      (i) => ({
+        key: "team",
+        value: `t${i % TEAMS}`,
+      }),
+    ),
     {
       route: "POST /v3/search",
       scope: `one of ${o.tags} small tags`,
