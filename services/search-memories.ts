@@ -2,13 +2,8 @@
 
 import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import type { FilterNode } from "../store/filters.ts";
-import {
-  type MemoryHit,
-  type MemoryRow,
-  memoryVersions,
-  relatedMemories,
-  searchMemories,
-} from "../store/memories.ts";
+import { type MemoryHit, memoryVersions, relatedMemories, searchMemories } from "../store/memories.ts";
+import type { MemoryFields } from "../store/schema/index.ts";
 import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
 import {
@@ -91,7 +86,7 @@ interface Candidate {
   similarity: number;
   /** What the result reports and `threshold` cuts: the calibrated similarity, or the second stage's score. */
   score: number;
-  memory?: MemoryRow;
+  memory?: MemoryFields;
   chunk?: ChunkHit;
 }
 
@@ -112,15 +107,16 @@ export async function searchMemoriesAndChunks(
     : undefined;
   const query = rewrittenQuery ?? request.q;
   const keywordText = rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q;
-  // Not awaited yet: the chunk search's keyword side runs while the query is embedded (store/search.ts).
+  // Not awaited yet: both keyword sides run while the query is embedded (store/search.ts, store/memories.ts).
   const embedding = embedQuery(deps, query);
   const candidates = Math.max(50, request.limit * 5);
 
-  // The chunk search first, for that overlap; memories are still listed first (a memory wins a tie below).
-  const chunkHits =
+  // Started together, so each one's keyword side runs before either waits for the vector (on PGlite the
+  // statements take turns at its gate in the order asked; on PostgreSQL they run side by side).
+  const [chunkHits, memoryHits] = await Promise.all([
     request.searchMode === "memories"
-      ? []
-      : await hybridChunkSearch(deps.db, {
+      ? ([] as ChunkHit[])
+      : hybridChunkSearch(deps.db, {
           text: keywordText,
           embedding,
           space,
@@ -131,30 +127,30 @@ export async function searchMemoriesAndChunks(
           filepath: request.filepath,
           filters: request.filters,
           candidates,
-        });
-  const found: Candidate[] = [];
-  if (request.searchMode !== "documents") {
-    const hits: MemoryHit[] = await searchMemories(deps.db, {
-      text: keywordText,
-      embedding: await embedding,
-      space,
-      containerTags: request.containerTags,
-      scope,
-      includeForgotten: request.include.forgottenMemories,
-      endUserId: request.endUserId,
-      filters: request.filters,
-      candidates,
-    });
-    for (const h of hits)
-      found.push({
-        kind: "memory",
-        id: h.row.id,
-        content: h.row.content,
-        similarity: h.similarity,
-        score: reportedSimilarity(space.model, h.similarity),
-        memory: h.row,
-      });
-  }
+        }),
+    request.searchMode === "documents"
+      ? ([] as MemoryHit[])
+      : searchMemories(deps.db, {
+          text: keywordText,
+          embedding,
+          space,
+          containerTags: request.containerTags,
+          scope,
+          includeForgotten: request.include.forgottenMemories,
+          endUserId: request.endUserId,
+          filters: request.filters,
+          candidates,
+        }),
+  ]);
+  // Memories are listed first: a memory wins a tie below.
+  const found: Candidate[] = memoryHits.map((h) => ({
+    kind: "memory",
+    id: h.row.id,
+    content: h.row.content,
+    similarity: h.similarity,
+    score: reportedSimilarity(space.model, h.similarity),
+    memory: h.row,
+  }));
   // A chunk with a found memory's very text (a short text kept as a memory too) is shown once, as the memory.
   const key = (text: string) => text.trim().replace(/\s+/g, " ").toLowerCase();
   const seen = new Set<string>(found.map((c) => key(c.content)));
@@ -269,7 +265,7 @@ export async function searchMemoriesAndChunks(
 async function relatedContext(deps: SearchDeps, ranked: Candidate[]) {
   const found = ranked.flatMap((c) => (c.memory ? [c.memory] : []));
   const chains = await memoryVersions(deps.db, [...new Set(found.map((m) => m.rootId ?? m.id))]);
-  const byRoot = new Map<string, MemoryRow[]>();
+  const byRoot = new Map<string, MemoryFields[]>();
   for (const m of chains) byRoot.set(m.rootId ?? m.id, [...(byRoot.get(m.rootId ?? m.id) ?? []), m]);
   const linked = await relatedMemories(
     deps.db,
@@ -278,7 +274,7 @@ async function relatedContext(deps: SearchDeps, ranked: Candidate[]) {
   const out = new Map<string, NonNullable<V4Result["context"]>>();
   for (const m of found) {
     const chain = byRoot.get(m.rootId ?? m.id) ?? [];
-    const view = (other: MemoryRow, relation: ContextMemory["relation"]) => ({
+    const view = (other: MemoryFields, relation: ContextMemory["relation"]) => ({
       memory: other.content,
       relation,
       updatedAt: other.updatedAt.toISOString(),

@@ -20,6 +20,7 @@ import {
   type DocumentStatus,
   documents,
   memories,
+  memoryFields,
   type NewDocumentRow,
   type NewMemoryRow,
 } from "./schema/index.ts";
@@ -160,9 +161,6 @@ export function documentsPage(db: Database, tag: string, afterId: string | null,
     .limit(limit);
 }
 
-/** Every column of a memory except its vector and its full-text index (both remade on import). */
-const { embedding: _embedding, tsv: _tsv, ...exportedMemoryColumns } = getTableColumns(memories);
-
 export type ExportedMemoryRow = Awaited<ReturnType<typeof memoriesPage>>[number];
 export interface MemoryCursor {
   root: string;
@@ -175,7 +173,7 @@ const chainOf = sql<string>`coalesce(${memories.rootId}, ${memories.id})`;
 /** One page of a tag's memories, every version, ordered by chain (rootId) then version. */
 export function memoriesPage(db: Database, tag: string, after: MemoryCursor | null, limit: number) {
   return db
-    .select({ ...exportedMemoryColumns, chain: chainOf })
+    .select({ ...memoryFields, chain: chainOf })
     .from(memories)
     .where(
       and(

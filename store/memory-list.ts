@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
-import { type MemoryRow, memories } from "./schema/index.ts";
+import { type MemoryFields, memories, memoryFields } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
 
 /**
@@ -33,7 +33,7 @@ export interface MemoryListQuery {
 export async function listMemories(
   db: Database,
   q: MemoryListQuery,
-): Promise<{ rows: MemoryRow[]; total: number }> {
+): Promise<{ rows: MemoryFields[]; total: number }> {
   const where = and(
     q.containerTags?.length ? inArray(memories.containerTag, q.containerTags) : undefined,
     memoryInScope(q.scope),
@@ -44,7 +44,7 @@ export async function listMemories(
   const direction = q.order === "asc" ? asc : desc;
   const [rows, totals] = await Promise.all([
     db
-      .select()
+      .select(memoryFields)
       .from(memories)
       .where(where)
       .orderBy(direction(sortColumn), direction(memories.version), direction(memories.id))
@@ -56,9 +56,13 @@ export async function listMemories(
 }
 
 /** One memory (any version) by id, only when its container tag is inside the scope. */
-export async function findMemory(db: Database, id: string, scope: TagScope): Promise<MemoryRow | undefined> {
+export async function findMemory(
+  db: Database,
+  id: string,
+  scope: TagScope,
+): Promise<MemoryFields | undefined> {
   const [row] = await db
-    .select()
+    .select(memoryFields)
     .from(memories)
     .where(and(eq(memories.id, id), memoryInScope(scope)))
     .limit(1);

@@ -10,7 +10,7 @@ import { buildProfile } from "../../services/profile.ts";
 import { searchMemoriesAndChunks } from "../../services/search-memories.ts";
 import { findDocument, listDocuments } from "../../store/documents.ts";
 import { listMemories } from "../../store/memory-list.ts";
-import type { MemoryRow } from "../../store/schema/index.ts";
+import type { MemoryFields, MemoryRow } from "../../store/schema/index.ts";
 import { listSpaces } from "../../store/spaces.ts";
 import type { ApiDeps } from "../deps.ts";
 import { presentDocument } from "../documents/present.ts";
@@ -135,7 +135,7 @@ const text = (value: string): CallToolResult["content"] => [{ type: "text", text
 const percent = (similarity: number) => `${Math.round(similarity * 100)}%`;
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-function presentMemory(m: MemoryRow): z.infer<typeof MemoryOut> {
+function presentMemory(m: MemoryFields): z.infer<typeof MemoryOut> {
   return {
     id: m.id,
     memory: m.content,

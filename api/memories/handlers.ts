@@ -8,7 +8,7 @@ import {
   updateMemory,
 } from "../../services/memories.ts";
 import { findMemory, listMemories } from "../../store/memory-list.ts";
-import type { MemoryRow } from "../../store/schema/index.ts";
+import type { MemoryFields } from "../../store/schema/index.ts";
 import type { AppEnv } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { tagsOf } from "../schemas.ts";
@@ -143,7 +143,7 @@ export function createMemoryHandlers(deps: MemoryDeps) {
 }
 
 /** A stored memory in the shape POST /v4/memories answers, with its container, state and links. */
-function presentMemory(m: MemoryRow) {
+function presentMemory(m: MemoryFields) {
   const expired = m.forgetAfter !== null && m.forgetAfter.getTime() <= Date.now();
   return {
     id: m.id,

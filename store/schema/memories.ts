@@ -1,4 +1,4 @@
-import { type SQL, sql } from "drizzle-orm";
+import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import { boolean, customType, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 import { documents, type Metadata } from "./documents.ts";
 import { anyVector } from "./vector.ts";
@@ -60,3 +60,12 @@ export { SHORT_TEXT_MEMORY_KEY, SHORT_TEXT_MEMORY_SOURCE } from "../vocabulary.t
 
 export type MemoryRow = typeof memories.$inferSelect;
 export type NewMemoryRow = typeof memories.$inferInsert;
+
+/**
+ * Every column of a memory but its vector and its full-text index: what reads that show memories select. The
+ * vector comes back as 384 numbers in text, parsed into an array: fetching the 50 rows a search found with it
+ * cost 5.6 ms (p50) of a 29 ms search in a 100,000-memory container, for nothing shown.
+ */
+const { embedding: _embedding, tsv: _tsv, ...shownColumns } = getTableColumns(memories);
+export const memoryFields = shownColumns;
+export type MemoryFields = Omit<MemoryRow, "embedding" | "tsv">;
