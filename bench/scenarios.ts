@@ -30,6 +30,7 @@ import type { EvalResult } from "./lib/eval-report.ts";
 import { EXTRACTION_HEADING, renderExtraction } from "./lib/extraction-report.ts";
 import { IMPORTED_HEADING, renderImportedSection } from "./lib/imported-report.ts";
 import { INGEST_HEADING, renderIngestSection } from "./lib/ingest-report.ts";
+import { MEMORY_SEARCH_HEADING, renderMemorySearchSection } from "./lib/memory-search-report.ts";
 import { log } from "./lib/progress.ts";
 import { summaryLines } from "./lib/report.ts";
 import { ROOT, type RunFile, type RunHeader } from "./lib/results.ts";
@@ -44,6 +45,7 @@ import { ms, rate } from "./lib/stats.ts";
 import type { ScaleOptions, ScaleResult } from "./scale.ts";
 import type { SearchResult } from "./search.ts";
 import type { ImportedSearchOptions, ImportedSearchResult } from "./search-imported.ts";
+import type { MemorySearchOptions, MemorySearchResult } from "./search-memories.ts";
 
 /** A node:util parseArgs option. */
 export interface ArgSpec {
@@ -628,6 +630,58 @@ const searchImported: Scenario<ImportedSearchOptions, ImportedSearchResult> = {
   ],
 };
 
+const searchMemories: Scenario<MemorySearchOptions, MemorySearchResult> = {
+  name: "search-memories",
+  inDefault: false,
+  about:
+    "memory search (/v4/search, mode memories) on a store of memories added through the store path, in one big container and in small ones, one client and --memories-clients at once; about 25 min at 100,000 memories (no model for the memories)",
+  sections: [{ heading: MEMORY_SEARCH_HEADING, flags: "--with search-memories" }],
+  args: {
+    "memories-count": str,
+    "memories-tags": str,
+    "memories-searches": str,
+    "memories-clients": str,
+    "memories-store": str,
+  },
+  help: [
+    "--memories-count 100000    memories in the big container (as many again over the small ones)",
+    "--memories-tags 1000       small containers  --memories-searches 200  --memories-clients 8",
+    "--memories-store DIR       keep the filled store in DIR and reuse it next time (experiments; not for the page)",
+  ],
+  options: (v, ctx) => ({
+    memories: positive("memories-count", v["memories-count"], 100_000),
+    tags: positive("memories-tags", v["memories-tags"], 1000),
+    searches: positive("memories-searches", v["memories-searches"], 200),
+    clients: positive("memories-clients", v["memories-clients"], 8),
+    threads: ctx.threads,
+    ...(typeof v["memories-store"] === "string" ? { store: v["memories-store"] } : {}),
+  }),
+  async run(o, ctx) {
+    const { runMemorySearch } = await import("./search-memories.ts");
+    const temporal = await ctx.temporal();
+    return runMemorySearch({
+      ...o,
+      cleanup: ctx.cleanup,
+      temporalAddress: temporal.address,
+      queries: ctx.queries(),
+    });
+  },
+  render: (r, o) => renderMemorySearchSection(r, o),
+  headline: (r) => {
+    const big = r.sequential[0];
+    return big ? { "memory search p95": `${ms(big.client.p95)} at ${n(r.memories)} in one container` } : {};
+  },
+  terminal: (r) => [
+    ...r.sequential.map(
+      (s) =>
+        `memories ${s.route} in ${s.scope}: p50 ${ms(s.client.p50)}, p95 ${ms(s.client.p95)}, ${s.errors} errors`,
+    ),
+    ...r.concurrent.map(
+      (c) => `memories ${c.clients} clients in ${c.scope}: p95 ${ms(c.latency.p95)}, ${c.errors} errors`,
+    ),
+  ],
+};
+
 const churn: Scenario<ChurnOptions, ChurnResult> = {
   name: "churn",
   inDefault: false,
@@ -701,6 +755,7 @@ export const SCENARIOS: Scenario[] = [
   ingest,
   search,
   searchImported,
+  searchMemories,
   churn,
   extraction,
   evalScenario,

@@ -26,10 +26,15 @@ import {
   tableSizes,
   updateDocuments,
 } from "./lib/churn.ts";
-import { jsonClient, type Outcome } from "./lib/http.ts";
-import { log, progress } from "./lib/progress.ts";
+import { log } from "./lib/progress.ts";
+import {
+  type ConcurrentLatency,
+  concurrentLatency,
+  type LoadRoute,
+  type RouteLatency,
+  sequentialLatency,
+} from "./lib/route-latency.ts";
 import { type Cleanup, startBenchService, tempDir } from "./lib/service.ts";
-import { type Summary, summarize } from "./lib/stats.ts";
 
 export const BIG_TAG = "all";
 /**
@@ -77,27 +82,7 @@ interface FillRecord {
   maintenance: ImportedSearchResult["maintenance"];
 }
 
-export interface RouteLatency {
-  route: string;
-  /** Which tag the searches were scoped to. */
-  scope: string;
-  client: Summary;
-  /** The `timing` the API reports (server side). */
-  server: Summary;
-  errors: number;
-  meanResults: number;
-}
-
-export interface ConcurrentLatency {
-  route: string;
-  scope: string;
-  clients: number;
-  requests: number;
-  latency: Summary;
-  errors: number;
-  /** Requests per second over the whole measurement. */
-  throughput: number;
-}
+export type { ConcurrentLatency, RouteLatency };
 
 export interface ImportedSearchResult {
   embedder: { name: string; model: string };
@@ -187,11 +172,7 @@ export async function runImportedSearch(
   log(`search-imported: service up at ${service.url}`);
   const queries = o.queries;
   const smallTag = (i: number) => planned[(i * 7919) % planned.length]?.tag as string;
-  type Route = {
-    route: string;
-    scope: string;
-    send: (c: ReturnType<typeof jsonClient>, i: number) => Promise<Outcome>;
-  };
+  type Route = LoadRoute;
   // `/v3/search` in the big tag with one metadata condition, another value for each search.
   const filteredInBigTag = (filtered: string, condition: (i: number) => Record<string, unknown>): Route => ({
     route: "POST /v3/search",
@@ -267,89 +248,10 @@ export async function runImportedSearch(
         }),
     },
   ];
-  const sequential: RouteLatency[] = [];
-  const client = jsonClient({
-    baseUrl: service.url,
-    apiKey: service.apiKey,
-    connections: 1,
-    timeoutMs: 60_000,
-  });
-  try {
-    for (const r of routes) {
-      for (let i = 0; i < 10; i++) await r.send(client, 100_000 + i); // warm-up, not counted
-      const times: number[] = [];
-      const server: number[] = [];
-      let errors = 0;
-      let results = 0;
-      const bar = progress(`search-imported: ${r.route} in ${r.scope}`, o.searches);
-      for (let i = 0; i < o.searches; i++) {
-        const out = await r.send(client, i);
-        if (!out.ok) errors++;
-        else {
-          times.push(out.ms);
-          const body = out.body as { timing?: number; results?: unknown[] };
-          if (typeof body.timing === "number") server.push(body.timing);
-          results += body.results?.length ?? 0;
-        }
-        bar.update(i + 1);
-      }
-      bar.finish();
-      sequential.push({
-        route: r.route,
-        scope: r.scope,
-        client: summarize(times),
-        server: summarize(server),
-        errors,
-        meanResults: results / Math.max(1, o.searches - errors),
-      });
-    }
-  } finally {
-    client.close();
-  }
-
+  const sequential = await sequentialLatency(service, routes, o.searches, "search-imported");
   const concurrent: ConcurrentLatency[] = [];
-  for (const r of [routes[0], routes.find((x) => x.scope.startsWith("one of"))]) {
-    if (!r) continue;
-    const pool8 = jsonClient({
-      baseUrl: service.url,
-      apiKey: service.apiKey,
-      connections: o.clients,
-      timeoutMs: 60_000,
-    });
-    try {
-      const total = o.searches * 2;
-      let next = 0;
-      let errors = 0;
-      const times: number[] = [];
-      const started = performance.now();
-      await Promise.all(
-        Array.from({ length: o.clients }, async () => {
-          for (;;) {
-            const i = next++;
-            if (i >= total) return;
-            const out = await r.send(pool8, i);
-            if (out.ok) times.push(out.ms);
-            else errors++;
-          }
-        }),
-      );
-      const wall = performance.now() - started;
-      concurrent.push({
-        route: r.route,
-        scope: r.scope,
-        clients: o.clients,
-        requests: total,
-        latency: summarize(times),
-        errors,
-        throughput: (total / wall) * 1000,
-      });
-      log(
-        `search-imported: ${o.clients} clients on ${r.route} in ${r.scope}: p95 ${summarize(times).p95.toFixed(1)} ms, ${errors} errors`,
-      );
-    } finally {
-      pool8.close();
-    }
-  }
+  for (const r of [routes[0], routes.find((x) => x.scope.startsWith("one of"))])
+    if (r) concurrent.push(await concurrentLatency(service, r, o.clients, o.searches * 2, "search-imported"));
   await service.stop();
   await temp?.remove();
   return {
