@@ -8,11 +8,11 @@ export const IMPORTED_HEADING = "## Search on imported data (issue #25)";
 
 const n = (v: number) => v.toLocaleString("en-US");
 
-/** The goals issue #25 sets, for the verdict column (computed, never typed). */
-const SEQUENTIAL_P95_GOAL_MS = 50;
-const CONCURRENT_P95_GOAL_MS = 150;
+/** The goals issue #25 sets, for the verdict column (computed, never typed); the memory search's section uses them too. */
+export const SEQUENTIAL_P95_GOAL_MS = 50;
+export const CONCURRENT_P95_GOAL_MS = 150;
 
-const verdict = (value: number, goal: number) =>
+export const verdict = (value: number, goal: number) =>
   Number.isFinite(value) && value <= goal ? "within" : "over";
 
 export function renderImportedSection(

@@ -1,18 +1,12 @@
 // The section of docs/benchmarks.md that the scenario `search-memories` (bench/search-memories.ts) fills.
 
 import type { MemorySearchOptions, MemorySearchResult } from "../search-memories.ts";
+import { CONCURRENT_P95_GOAL_MS, SEQUENTIAL_P95_GOAL_MS, verdict } from "./imported-report.ts";
 import { ms } from "./stats.ts";
 
 export const MEMORY_SEARCH_HEADING = "## Memory search at scale (issue #25)";
 
 const n = (v: number) => v.toLocaleString("en-US");
-
-/** The goals issue #25 sets for search, applied to the memory search (computed, never typed). */
-const SEQUENTIAL_P95_GOAL_MS = 50;
-const CONCURRENT_P95_GOAL_MS = 150;
-
-const verdict = (value: number, goal: number) =>
-  Number.isFinite(value) && value <= goal ? "within" : "over";
 
 export function renderMemorySearchSection(r: MemorySearchResult, o: MemorySearchOptions): string[] {
   const storeOf = (scope: string) => r.store.find((s) => s.scope === scope);

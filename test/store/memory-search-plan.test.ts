@@ -9,7 +9,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../bench/lib/random.ts";
-import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import { type Database, queryRows, type Store } from "../../store/db.ts";
 import { inIdList } from "../../store/exact-rank.ts";
 import {
   type MemorySearchQuery,
@@ -20,7 +20,7 @@ import {
 } from "../../store/memories.ts";
 import { memories } from "../../store/schema/index.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
-import { freshDatabase } from "../support/service.ts";
+import { cosine, storeDrivers } from "../support/store-drivers.ts";
 
 const DIMENSION = 16;
 const space = { model: "memory-plan-test", dimension: DIMENSION };
@@ -81,18 +81,6 @@ async function plan(db: Database, statement: SQL): Promise<string> {
 const byVector = (q: MemorySearchQuery, where = memoryConditions(q)) =>
   memorySearchStatement(q, where, q.embedding as number[], "[]").byVector;
 
-const cosine = (a: number[], b: number[]) => {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += (a[i] as number) * (b[i] as number);
-    na += (a[i] as number) ** 2;
-    nb += (b[i] as number) ** 2;
-  }
-  return dot / Math.sqrt(na * nb);
-};
-
 /** The exact nearest memories among those `keep` keeps, computed here from the same vectors. */
 function exactNearest(n: number, keep: (m: number) => boolean, k: number): string[] {
   return VECTORS.map((v, m) => ({ m, s: cosine(vectorOf(n), v) }))
@@ -102,12 +90,7 @@ function exactNearest(n: number, keep: (m: number) => boolean, k: number): strin
     .map((x) => `memory-plan-${x.m}`);
 }
 
-const drivers: [string, () => Promise<Store>][] = [
-  ["pglite", openMemoryPglite],
-  ["postgres", async () => openPostgres(await freshDatabase())],
-];
-
-describe.each(drivers)("memory search plans on %s", (_driver, open) => {
+describe.each(storeDrivers)("memory search plans on %s", (_driver, open) => {
   let store: Store;
   beforeAll(async () => {
     store = await open();

@@ -7,7 +7,7 @@
 
 import { type SQL, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Database, openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import { type Database, queryRows, type Store } from "../../store/db.ts";
 import { documentListStatements, listDocuments, unfinishedDocuments } from "../../store/documents.ts";
 import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../../store/keyword.ts";
 import { chunks } from "../../store/schema/index.ts";
@@ -19,7 +19,7 @@ import {
   searchStatement,
 } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
-import { freshDatabase } from "../support/service.ts";
+import { cosine, storeDrivers } from "../support/store-drivers.ts";
 
 const DIMENSION = 16;
 const space = { model: "plan-test", dimension: DIMENSION };
@@ -119,18 +119,6 @@ async function plan(db: Database, statement: SQL, analyze = false): Promise<stri
   });
 }
 
-const cosine = (a: number[], b: number[]) => {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += (a[i] as number) * (b[i] as number);
-    na += (a[i] as number) ** 2;
-    nb += (b[i] as number) ** 2;
-  }
-  return dot / Math.sqrt(na * nb);
-};
-
 /** The exact nearest chunks of the documents in `docs`, computed here from the same vectors. */
 function exactNearest(n: number, docs: (d: number) => boolean, k: number): string[] {
   const target = vectorOf(n);
@@ -144,12 +132,7 @@ function exactNearest(n: number, docs: (d: number) => boolean, k: number): strin
     .map((x) => x.id);
 }
 
-const drivers: [string, () => Promise<Store>][] = [
-  ["pglite", openMemoryPglite],
-  ["postgres", async () => openPostgres(await freshDatabase())],
-];
-
-describe.each(drivers)("search plans on %s", (driver, open) => {
+describe.each(storeDrivers)("search plans on %s", (driver, open) => {
   let store: Store;
   beforeAll(async () => {
     store = await open();

@@ -10,7 +10,7 @@ import {
 } from "../../store/admission.ts";
 import { createKey, findActiveKey, hashKey } from "../../store/api-keys.ts";
 import { createConnection } from "../../store/connections.ts";
-import { openMemoryPglite, openPostgres, queryRows, type Store } from "../../store/db.ts";
+import { openPostgres, queryRows, type Store } from "../../store/db.ts";
 import * as docs from "../../store/documents.ts";
 import { isStoreUnavailable } from "../../store/errors.ts";
 import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
@@ -20,6 +20,7 @@ import { apiKeys, documents } from "../../store/schema/index.ts";
 import { hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
+import { storeDrivers } from "../support/store-drivers.ts";
 import { accessCases } from "./cases/access.ts";
 import { connectionCases } from "./cases/connections.ts";
 import { containerCases } from "./cases/containers.ts";
@@ -30,13 +31,8 @@ import { searchCases } from "./cases/search.ts";
 import { axis, space } from "./cases/support.ts";
 import { webhookCases } from "./cases/webhooks.ts";
 
-const drivers: [string, () => Promise<Store>][] = [
-  ["pglite", openMemoryPglite],
-  ["postgres", async () => openPostgres(await freshDatabase())],
-];
-
 // One suite, every driver: the embedded default and the scale-out store must behave the same.
-describe.each(drivers)("store on %s", (_name, open) => {
+describe.each(storeDrivers)("store on %s", (_name, open) => {
   let store: Store;
   beforeAll(async () => {
     store = await open();
