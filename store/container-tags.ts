@@ -2,17 +2,7 @@
 // and import. Documents carry an array of tags (a document may be shared between containers);
 // memories carry exactly one.
 
-import {
-  and,
-  arrayContained,
-  arrayContains,
-  asc,
-  count,
-  eq,
-  getTableColumns,
-  inArray,
-  sql,
-} from "drizzle-orm";
+import { and, arrayContained, arrayContains, asc, count, eq, inArray, sql } from "drizzle-orm";
 import { fairnessKeySql } from "./admission.ts";
 import type { Database } from "./db.ts";
 import {
