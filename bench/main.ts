@@ -6,6 +6,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/env.ts";
+import { resolveDefaultEmbedder, resolveQueryPrecision } from "../pipeline/embedder/index.ts";
 import type { Abstract } from "./lib/corpus.ts";
 import { readCorpus, readQueries, SCIFACT_DIR } from "./lib/corpus.ts";
 import { renderPage } from "./lib/page.ts";
@@ -161,6 +162,7 @@ async function main(): Promise<number> {
       revision,
       command,
       scenarios: names,
+      queryWeights: queryWeights(),
     },
     results,
   };
@@ -193,3 +195,10 @@ main().then(
     process.exit(1);
   },
 );
+
+/** What the services started by this run embed queries with: the setting, or its default (auto) resolved here. */
+function queryWeights(): string {
+  const configured = process.env.EMBEDDING_QUERY_PRECISION;
+  if (configured && configured !== "auto") return configured;
+  return resolveQueryPrecision(resolveDefaultEmbedder().name).precision;
+}

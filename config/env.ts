@@ -115,11 +115,12 @@ export const envSchema = z.object({
    */
   EMBEDDING_QUERY_INSTRUCTION: flag,
   /**
-   * bge-small only: the weights that embed search queries. int8 (the int8 export of the same model, installed by
-   * setup) halves the model's time per query at a small cost in ranking; documents stay fp32 either way
-   * (docs/configuration.md gives the figures).
+   * bge-small only: the weights that embed search queries; documents stay fp32 either way. auto: int8-block when
+   * setup made it (int8 weights in blocks, about two thirds of the fp32 model's time per query, the same ranking
+   * within noise), else fp32 with a warning. int8 (the Xenova int8 export) halves the model's time per query at
+   * a small cost in ranking (docs/configuration.md gives the figures).
    */
-  EMBEDDING_QUERY_PRECISION: z.enum(["fp32", "int8"]).default("fp32"),
+  EMBEDDING_QUERY_PRECISION: z.enum(["auto", "fp32", "int8", "int8-block"]).default("auto"),
   /**
    * V8's heap growth between full collections, in percent (0 = V8's own, which lets the main heap reach about
    * three times its live size first). Measured on 1,000-document imports, two each: peak resident memory

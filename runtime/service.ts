@@ -13,7 +13,12 @@ import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { shutdownConnectors } from "../connectors/registry.ts";
 import { createCpuPool } from "../pipeline/cpu-pool.ts";
-import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
+import {
+  createEmbedder,
+  type QueryPrecision,
+  resolveDefaultEmbedder,
+  resolveQueryPrecision,
+} from "../pipeline/embedder/index.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
 import { captionImage } from "../pipeline/llm/caption.ts";
 import { createChatModel } from "../pipeline/llm/chat.ts";
@@ -94,7 +99,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       queryThreads: config.EMBEDDING_QUERY_THREADS,
       batchTexts: config.EMBEDDING_BATCH_TEXTS,
       queryInstruction: config.EMBEDDING_QUERY_INSTRUCTION,
-      queryPrecision: config.EMBEDDING_QUERY_PRECISION,
+      queryPrecision: chooseQueryPrecision(config.EMBEDDING_QUERY_PRECISION, embedderName, log),
     });
     stops.push(() => embedder.close());
     // Each model has its own vector index; building it over existing rows can take a while.
@@ -328,6 +333,18 @@ function createConfiguredTranscriber(config: Config) {
 }
 
 /** The configured embedding model; `auto` takes the best one installed here and says which and why. */
+function chooseQueryPrecision(
+  configured: Config["EMBEDDING_QUERY_PRECISION"],
+  embedderName: string,
+  log: Logger,
+): QueryPrecision {
+  if (configured !== "auto") return configured;
+  const { precision, reason, preferred } = resolveQueryPrecision(embedderName);
+  if (preferred) log.info({ queryPrecision: precision }, reason);
+  else log.warn({ queryPrecision: precision }, reason);
+  return precision;
+}
+
 function chooseEmbedder(configured: Config["EMBEDDING_MODEL"], log: Logger): string {
   if (configured !== "auto") return configured;
   const { name, reason } = resolveDefaultEmbedder();

@@ -35,6 +35,11 @@ export interface RunHeader {
   command: string;
   /** Scenario names in the order they ran. */
   scenarios: string[];
+  /**
+   * The weights the services of this run embedded search queries with (EMBEDDING_QUERY_PRECISION, or what its
+   * default resolved to on this machine). Absent in runs before int8-block became the default: fp32 then.
+   */
+  queryWeights?: string;
 }
 
 export interface ScenarioRecord<O = unknown, R = unknown> {

@@ -43,6 +43,20 @@ export const BGE_SMALL_INT8_FILES: readonly PinnedFile[] = [
   },
 ];
 
+/**
+ * The fp32 model above with its MatMul weights quantised to int8 in blocks of 64 (onnxruntime's MatMulNBits,
+ * computed in int8 with each row of activations quantised on its own), for queries (EMBEDDING_QUERY_PRECISION
+ * auto or int8-block); it reads the tokenizer above. setup.mjs makes it with scripts/quantize-query-model.py, whose
+ * output is the same bytes every time. Must match the bge-small-en-v1.5-int8-block entry in scripts/setup.mjs.
+ */
+export const BGE_SMALL_INT8_BLOCK_FILES: readonly PinnedFile[] = [
+  {
+    name: "model.onnx",
+    bytes: 70_731_861,
+    sha256: "c21646018ab47e3cd01aec77df954a2dfb729c926f0a14181a14f33622f37e12",
+  },
+];
+
 /** Written by setup.mjs after it checked every file's sha256; lets a start skip re-hashing 133 MB. */
 export const VERIFIED_STAMP = "memory-service.verified.json";
 
@@ -52,6 +66,10 @@ export function bgeSmallModelDir(): string {
 
 export function bgeSmallInt8ModelDir(): string {
   return join(cacheDir(), "models", "bge-small-en-v1.5-int8");
+}
+
+export function bgeSmallInt8BlockModelDir(): string {
+  return join(cacheDir(), "models", "bge-small-en-v1.5-int8-block");
 }
 
 export type FilesCheck = { ok: true } | { ok: false; reason: string };
@@ -121,5 +139,13 @@ export function checkBgeSmallInt8Files(dir = bgeSmallInt8ModelDir()): FilesCheck
     dir,
     BGE_SMALL_INT8_FILES,
     "run `node scripts/setup.mjs` to install the int8 query model",
+  );
+}
+
+export function checkBgeSmallInt8BlockFiles(dir = bgeSmallInt8BlockModelDir()): FilesCheck {
+  return checkModelFiles(
+    dir,
+    BGE_SMALL_INT8_BLOCK_FILES,
+    "run `node scripts/setup.mjs` to make the int8-block query model",
   );
 }

@@ -7,10 +7,13 @@ import { join } from "node:path";
 import { workerFileBeside } from "../threads.ts";
 import type { BgeTask, BgeWorkerData } from "./bge-small.worker.ts";
 import {
+  bgeSmallInt8BlockModelDir,
   bgeSmallInt8ModelDir,
   bgeSmallModelDir,
   checkBgeSmallFiles,
+  checkBgeSmallInt8BlockFiles,
   checkBgeSmallInt8Files,
+  type FilesCheck,
 } from "./bge-small-files.ts";
 import { piscinaBackend, ScheduledThreads } from "./scheduler.ts";
 import type { Embedder, EmbeddingPurpose, EmbedOptions } from "./types.ts";
@@ -21,6 +24,26 @@ export const BGE_SMALL_DIMENSION = 384;
 export const BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: ";
 /** Longer inputs lose their tail: BERT's position table has 512 entries. */
 export const BGE_MAX_TOKENS = 512;
+
+/** The weights that embed search queries (documents are always embedded by the fp32 model). */
+export type QueryPrecision = "fp32" | "int8" | "int8-block";
+
+/** The query models other than the fp32 one: where each lives and how it treats a batch. */
+const QUERY_MODELS: Record<
+  Exclude<QueryPrecision, "fp32">,
+  { defaultDir: () => string; check: (dir: string) => FilesCheck; batchInvariant: boolean }
+> = {
+  // The Xenova export quantises activations over the whole input tensor (DynamicQuantizeLinear): a query batched
+  // with others would get a vector that depends on them (cosine ~0.997 to its own).
+  int8: { defaultDir: bgeSmallInt8ModelDir, check: checkBgeSmallInt8Files, batchInvariant: false },
+  // MatMulNBits quantises each row of activations on its own: the same vector alone or in a batch
+  // (test/pipeline/embedder-bge.test.ts).
+  "int8-block": {
+    defaultDir: bgeSmallInt8BlockModelDir,
+    check: checkBgeSmallInt8BlockFiles,
+    batchInvariant: true,
+  },
+};
 
 export interface BgeSmallOptions {
   /** Worker threads for all work, each with its own copy of the model (~250 MB). Default 1. */
@@ -52,22 +75,23 @@ export interface BgeSmallOptions {
    */
   queryInstruction?: boolean;
   /**
-   * The weights that embed search queries. "int8": the int8 export of the same model (bge-small-files.ts), about
-   * half the model's time per query on this project's 2-core machine, at a small cost in ranking
-   * (docs/configuration.md gives the figures); documents are embedded in fp32 either way, so it can be switched
-   * without re-embedding anything. Queries then go to the query threads only (when there are any), so every
-   * query is embedded by the same weights whatever the load. Default "fp32".
+   * The weights that embed search queries (bge-small-files.ts). "int8-block": the fp32 model with int8 weights
+   * in blocks of 64, about two thirds of its time per query and the same ranking within noise (what the service
+   * takes by default when setup made it). "int8": the Xenova int8 export, about half the time, at a small cost
+   * in ranking. Documents are embedded in fp32 either way, so this can be switched without re-embedding
+   * anything. With either, queries go to the query threads only (when there are any), so every query is
+   * embedded by the same weights whatever the load (docs/models.md gives the figures). Default "fp32".
    */
-  queryPrecision?: "fp32" | "int8";
-  /** Directory with the int8 model.onnx. Default <cacheDir>/models/bge-small-en-v1.5-int8. */
-  int8ModelDir?: string;
+  queryPrecision?: QueryPrecision;
+  /** Directory with the query model's model.onnx. Default: that model's directory under <cacheDir>/models. */
+  queryModelDir?: string;
 }
 
 export class BgeSmallEmbedder implements Embedder {
   readonly model = BGE_SMALL_MODEL;
   readonly dimension = BGE_SMALL_DIMENSION;
   /** The weights that embed queries (BgeSmallOptions.queryPrecision). */
-  readonly queryPrecision: "fp32" | "int8";
+  readonly queryPrecision: QueryPrecision;
   private readonly threads: ScheduledThreads;
 
   /** Throws when the model files are missing or not the pinned ones: use resolveDefaultEmbedder() to choose. */
@@ -91,12 +115,17 @@ export class BgeSmallEmbedder implements Embedder {
     const queryPrefix = options.queryInstruction ? BGE_QUERY_PREFIX : "";
     const queryPrecision = options.queryPrecision ?? "fp32";
     let queryModelFile: string | undefined;
-    if (queryPrecision === "int8") {
-      const int8Dir = options.int8ModelDir ?? bgeSmallInt8ModelDir();
-      const int8 = checkBgeSmallInt8Files(int8Dir);
-      if (!int8.ok) throw new Error(`the int8 query model is not available: ${int8.reason}`);
-      queryModelFile = join(int8Dir, "model.onnx");
-    } else if (queryPrecision !== "fp32") throw new RangeError(`unknown query precision "${queryPrecision}"`);
+    // Queries are batched like documents unless their model mixes a batch's texts.
+    let batchQueries = true;
+    if (queryPrecision !== "fp32") {
+      const queryModel = QUERY_MODELS[queryPrecision];
+      if (!queryModel) throw new RangeError(`unknown query precision "${queryPrecision}"`);
+      const dir = options.queryModelDir ?? queryModel.defaultDir();
+      const check = queryModel.check(dir);
+      if (!check.ok) throw new Error(`the ${queryPrecision} query model is not available: ${check.reason}`);
+      queryModelFile = join(dir, "model.onnx");
+      batchQueries = queryModel.batchInvariant;
+    }
     this.queryPrecision = queryPrecision;
     this.threads = new ScheduledThreads({
       threads,
@@ -126,10 +155,9 @@ export class BgeSmallEmbedder implements Embedder {
           tasksPerThread: !dedicated && queryThreads > 0 ? 2 : 1,
           task: (texts, purpose) => ({
             texts: purpose === "query" && queryPrefix ? texts.map((t) => queryPrefix + t) : texts,
-            // The int8 model quantises its activations over the whole input (dynamic quantisation): a query
-            // batched with others would get a vector that depends on them (cosine ~0.997 to its own). Alone, the
-            // same query always gets the same vector; batching saved nothing on queries anyway (short texts).
-            batchSize: purpose === "query" && queryModelFile ? 1 : batchSize,
+            // A query model that mixes a batch's texts (QUERY_MODELS) embeds one query per call: alone, the same
+            // query always gets the same vector; batching saved little on queries anyway (short texts).
+            batchSize: purpose === "query" && !batchQueries ? 1 : batchSize,
             query: purpose === "query",
           }),
           vectors: (flat) => {

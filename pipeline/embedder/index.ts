@@ -1,7 +1,12 @@
 // Registry of embedders by name, so configuration can pick one without importing its module.
 
-import { BgeSmallEmbedder } from "./bge-small.ts";
-import { bgeSmallModelDir, checkBgeSmallFiles } from "./bge-small-files.ts";
+import { BgeSmallEmbedder, type QueryPrecision } from "./bge-small.ts";
+import {
+  bgeSmallInt8BlockModelDir,
+  bgeSmallModelDir,
+  checkBgeSmallFiles,
+  checkBgeSmallInt8BlockFiles,
+} from "./bge-small-files.ts";
 import type { Embedder } from "./types.ts";
 import { UseLiteEmbedder } from "./use-lite.ts";
 
@@ -11,11 +16,14 @@ export {
   BGE_SMALL_MODEL,
   BgeSmallEmbedder,
   type BgeSmallOptions,
+  type QueryPrecision,
 } from "./bge-small.ts";
 export {
+  bgeSmallInt8BlockModelDir,
   bgeSmallInt8ModelDir,
   bgeSmallModelDir,
   checkBgeSmallFiles,
+  checkBgeSmallInt8BlockFiles,
   checkBgeSmallInt8Files,
 } from "./bge-small-files.ts";
 export {
@@ -40,8 +48,8 @@ export interface EmbedderOptions {
   batchTexts?: number;
   /** bge-small only: prepend BGE's retrieval instruction to queries (default false). */
   queryInstruction?: boolean;
-  /** bge-small only: the weights that embed queries (default fp32; int8 needs its model file). */
-  queryPrecision?: "fp32" | "int8";
+  /** bge-small only: the weights that embed queries (default fp32; the others need their model file). */
+  queryPrecision?: QueryPrecision;
 }
 
 export type EmbedderName = "bge-small" | "use-lite";
@@ -109,5 +117,32 @@ export function resolveDefaultEmbedder(): { name: EmbedderName; reason: string }
   return {
     name: "use-lite",
     reason: `using the bundled use-lite model because bge-small is unavailable: ${bge.reason}`,
+  };
+}
+
+/**
+ * The query weights when configuration leaves them to the service (EMBEDDING_QUERY_PRECISION=auto): for bge-small,
+ * int8-block when setup made its model (the same ranking within noise at about two thirds of the model's time per
+ * query, docs/models.md), else fp32, with the reason either way; other embedders have only their own weights.
+ */
+export function resolveQueryPrecision(embedder: string): {
+  precision: QueryPrecision;
+  reason: string;
+  /** False when a better default was wanted but is not installed: worth a warning. */
+  preferred: boolean;
+} {
+  if (embedder !== "bge-small")
+    return { precision: "fp32", reason: `${embedder} has one set of weights`, preferred: true };
+  const block = checkBgeSmallInt8BlockFiles();
+  if (block.ok)
+    return {
+      precision: "int8-block",
+      reason: `queries embedded by the int8-block model verified in ${bgeSmallInt8BlockModelDir()}`,
+      preferred: true,
+    };
+  return {
+    precision: "fp32",
+    reason: `queries embedded by the fp32 weights (about 1.5x the model time of int8-block) because the int8-block model is unavailable: ${block.reason}`,
+    preferred: false,
   };
 }

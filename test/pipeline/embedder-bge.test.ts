@@ -5,9 +5,11 @@ import {
   availableEmbedders,
   BGE_QUERY_PREFIX,
   BgeSmallEmbedder,
+  checkBgeSmallInt8BlockFiles,
   checkBgeSmallInt8Files,
   createEmbedder,
   resolveDefaultEmbedder,
+  resolveQueryPrecision,
 } from "../../pipeline/embedder/index.ts";
 import { cpuTicks, cpuTicksSince, withLoopTurns } from "../support/cpu-ticks.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
@@ -148,10 +150,52 @@ describe("bge-small-en-v1.5 embedder", () => {
     }
   });
 
+  it("embeds queries with the int8-block weights by default (auto), the same vector alone or batched with others", async () => {
+    const check = checkBgeSmallInt8BlockFiles();
+    // Made by `node scripts/setup.mjs --test` from the fp32 model: missing is a failure, never a skip.
+    expect(check.ok, check.ok ? "" : check.reason).toBe(true);
+    expect(resolveQueryPrecision("bge-small")).toMatchObject({ precision: "int8-block", preferred: true });
+    expect(resolveQueryPrecision("use-lite").precision).toBe("fp32");
+    const questions = [
+      "Which clubs did Iwan Roberts play for?",
+      "How many goals did he score in the 1998 season for Norwich City, and who was the manager then?",
+      "transfer fee",
+      "Welsh international striker",
+    ];
+    const fp32 = await embedder.embed(questions, "query");
+    const block = createEmbedder("bge-small", { threads: 1, queryThreads: 1, queryPrecision: "int8-block" });
+    try {
+      expect((block as BgeSmallEmbedder).queryPrecision).toBe("int8-block");
+      // One at a time: each query alone in its inference call.
+      const alone: number[][] = [];
+      for (const q of questions) alone.push(((await block.embed([q], "query")) as number[][])[0] as number[]);
+      for (const [i, v] of alone.entries()) {
+        expect(Math.abs(norm(v) - 1)).toBeLessThan(1e-5);
+        const similarity = dot(v, fp32[i] as number[]);
+        // Closer to the fp32 vector than the Xenova int8 export (0.996-0.998), but not it.
+        expect(similarity).toBeGreaterThan(0.999);
+        expect(similarity).toBeLessThan(0.999999);
+      }
+      // All four in one call: one inference call, padded to the longest. Each row's activations are quantised on
+      // their own, so every query keeps its vector (the Xenova int8 export would mix them: cosine ~0.997).
+      const batched = await block.embed(questions, "query");
+      for (const [i, v] of batched.entries()) expect(dot(v, alone[i] as number[])).toBeCloseTo(1, 6);
+      // Documents are fp32 either way.
+      const [document] = await block.embed([questions[0] as string], "document");
+      const [fp32Document] = await embedder.embed([questions[0] as string], "document");
+      expect(dot(document as number[], fp32Document as number[])).toBeCloseTo(1, 5);
+    } finally {
+      await block.close();
+    }
+  });
+
   it("refuses int8 queries without their model file, or for a model that has no int8 weights", () => {
-    expect(() => new BgeSmallEmbedder({ queryPrecision: "int8", int8ModelDir: "/nonexistent" })).toThrow(
+    expect(() => new BgeSmallEmbedder({ queryPrecision: "int8", queryModelDir: "/nonexistent" })).toThrow(
       /int8 query model is not available: .*\/nonexistent\/model\.onnx is missing/,
     );
+    expect(
+      () => new BgeSmallEmbedder({ queryPrecision: "int8-block", queryModelDir: "/nonexistent" }),
+    ).toThrow(/int8-block query model is not available: .*\/nonexistent\/model\.onnx is missing/);
     expect(() => createEmbedder("use-lite", { queryPrecision: "int8" })).toThrow(/applies to bge-small only/);
   });
 

@@ -10,8 +10,12 @@ describe("configuration durations", () => {
     expect(defaults.KEY_EXPIRY_NOTICE_INTERVAL).toBe(3600_000);
     expect(defaults.METRICS_PUBLIC).toBe(false);
     expect(defaults.PGLITE_SHARED_BUFFERS).toBe("32MB");
-    expect(defaults.EMBEDDING_QUERY_PRECISION).toBe("fp32");
+    expect(defaults.EMBEDDING_QUERY_PRECISION).toBe("auto");
     expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "int8" }).EMBEDDING_QUERY_PRECISION).toBe("int8");
+    expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "int8-block" }).EMBEDDING_QUERY_PRECISION).toBe(
+      "int8-block",
+    );
+    expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "fp32" }).EMBEDDING_QUERY_PRECISION).toBe("fp32");
     expect(() => loadConfig({ EMBEDDING_QUERY_PRECISION: "fp16" })).toThrow(/EMBEDDING_QUERY_PRECISION/);
     const set = loadConfig({ FILE_SWEEP_INTERVAL: "off", FILE_SWEEP_GRACE: "10m", METRICS_PUBLIC: "true" });
     expect(set.FILE_SWEEP_INTERVAL).toBe(0);
