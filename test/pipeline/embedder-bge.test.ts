@@ -180,8 +180,9 @@ describe("bge-small-en-v1.5 embedder", () => {
       // their own, so every query keeps its vector (the Xenova int8 export would mix them: cosine ~0.997).
       const batched = await block.embed(questions, "query");
       for (const [i, v] of batched.entries()) expect(dot(v, alone[i] as number[])).toBeCloseTo(1, 6);
-      // Documents are fp32 either way.
-      const [document] = await block.embed([questions[0] as string], "document");
+      // Documents are fp32 either way, interactive ones too: the query thread, which holds only the query model
+      // until then, creates the fp32 session for its first document.
+      const [document] = await block.embed([questions[0] as string], "document", { priority: "interactive" });
       const [fp32Document] = await embedder.embed([questions[0] as string], "document");
       expect(dot(document as number[], fp32Document as number[])).toBeCloseTo(1, 5);
     } finally {
