@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/env.ts";
-import { resolveDefaultEmbedder, resolveQueryPrecision } from "../pipeline/embedder/index.ts";
+import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import type { Abstract } from "./lib/corpus.ts";
 import { readCorpus, readQueries, SCIFACT_DIR } from "./lib/corpus.ts";
 import { renderPage } from "./lib/page.ts";
@@ -22,7 +22,7 @@ import {
   writeRunFile,
 } from "./lib/results.ts";
 import { revisionInfo, revisionLabel } from "./lib/revision.ts";
-import { Cleanup, startTemporal } from "./lib/service.ts";
+import { Cleanup, serviceQueryPrecision, startTemporal } from "./lib/service.ts";
 import {
   type ArgSpec,
   type ArgValues,
@@ -198,7 +198,5 @@ main().then(
 
 /** What the services started by this run embed queries with: the setting, or its default (auto) resolved here. */
 function queryWeights(): string {
-  const configured = process.env.EMBEDDING_QUERY_PRECISION;
-  if (configured && configured !== "auto") return configured;
-  return resolveQueryPrecision(resolveDefaultEmbedder().name).precision;
+  return serviceQueryPrecision(resolveDefaultEmbedder().name);
 }

@@ -26,7 +26,7 @@ import {
   type RouteLatency,
   sequentialLatency,
 } from "./lib/route-latency.ts";
-import { type Cleanup, startBenchService, tempDir } from "./lib/service.ts";
+import { type Cleanup, serviceQueryPrecision, startBenchService, tempDir } from "./lib/service.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 
 export const BIG_CONTAINER = "all";
@@ -108,7 +108,10 @@ export async function runMemorySearch(
   const store = await openPglite(dataDir);
   try {
     const sizes = await tableSizes(store.db, "memories", { countLive: true });
-    const embedder = createEmbedder(embedderName, { threads: o.threads });
+    const embedder = createEmbedder(embedderName, {
+      threads: o.threads,
+      queryPrecision: serviceQueryPrecision(embedderName),
+    });
     const vectors = await embedder
       .embed(queries.slice(0, o.searches), "query")
       .finally(() => embedder.close());

@@ -41,6 +41,7 @@ import { readJudgedQueries } from "./lib/scifact.ts";
 import { searchChunkDocuments } from "./lib/search-corpus.ts";
 import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
 import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
+import { serviceQueryPrecision } from "./lib/service.ts";
 import { summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
 import { SEARCH_TAG as SCALE_TAG, seedSearchStore } from "./scale.ts";
@@ -298,7 +299,7 @@ async function main() {
   else log(`reusing the store in ${STORE} (--rebuild to fill it again)`);
 
   const texts = readQueries().slice(0, QUERIES);
-  const embedder = createEmbedder(name, { threads: 2 });
+  const embedder = createEmbedder(name, { threads: 2, queryPrecision: serviceQueryPrecision(name) });
   const vectors = await embedder.embed(texts, "query");
   await embedder.close();
 
@@ -476,7 +477,7 @@ async function judgedQuality(
   n: number,
 ) {
   const queries = readJudgedQueries().slice(0, n);
-  const embedder = createEmbedder(name, { threads: 2 });
+  const embedder = createEmbedder(name, { threads: 2, queryPrecision: serviceQueryPrecision(name) });
   const vectors = await embedder.embed(
     queries.map((q) => q.text),
     "query",

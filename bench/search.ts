@@ -16,7 +16,7 @@ import { log, progress } from "./lib/progress.ts";
 import { searchChunkDocuments } from "./lib/search-corpus.ts";
 import { bulkLoad, deferChunkIndexes } from "./lib/search-load.ts";
 import { embedderSpace, vectorSource } from "./lib/search-vectors.ts";
-import { type Cleanup, startBenchService, tempDir } from "./lib/service.ts";
+import { type Cleanup, serviceQueryPrecision, startBenchService, tempDir } from "./lib/service.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 import { cachedVectors } from "./lib/vector-cache.ts";
 
@@ -239,7 +239,7 @@ async function runSize(o: {
   );
 
   // Query embedding alone, one call per query as the search handler makes it.
-  const queryEmbedder = createEmbedder(o.name, { threads });
+  const queryEmbedder = createEmbedder(o.name, { threads, queryPrecision: serviceQueryPrecision(o.name) });
   const closeQueryEmbedder = cleanup.add("query embedder", () => queryEmbedder.close());
   for (const q of warmQueries) await queryEmbedder.embed([q], "query");
   const embedMeter = cpuMeter({ temporalPid: o.temporalPid, topThreads: threads });

@@ -5,6 +5,7 @@ import path from "node:path";
 import Supermemory from "supermemory";
 import { loadConfig } from "../../config/env.ts";
 import { createLogger } from "../../config/logger.ts";
+import { type QueryPrecision, resolveQueryPrecision } from "../../pipeline/embedder/index.ts";
 import { startService } from "../../runtime/service.ts";
 import { startTemporalDevServer } from "../../runtime/temporal-dev-server.ts";
 
@@ -104,4 +105,15 @@ export async function startBenchService(
   // No retries: a retried add would duplicate a document and a retried search would hide its latency.
   const client = new Supermemory({ apiKey, baseURL: service.url, maxRetries: 0, timeout: 300_000 });
   return { url: service.url, apiKey, client, stop };
+}
+
+/**
+ * The weights a service started by this benchmark embeds queries with (EMBEDDING_QUERY_PRECISION from the
+ * environment, passed on by startBenchService, or its default resolved here), so that a scenario's in-process
+ * query embedding matches the service's.
+ */
+export function serviceQueryPrecision(embedderName: string): QueryPrecision {
+  const configured = process.env.EMBEDDING_QUERY_PRECISION;
+  if (configured && configured !== "auto") return configured as QueryPrecision;
+  return resolveQueryPrecision(embedderName).precision;
 }
