@@ -470,6 +470,31 @@ function findPython() {
   return undefined;
 }
 
+/**
+ * A new venv holding exactly `packages` (pinned specs, wheels only, no dependencies resolved: every package
+ * needed is listed); returns its python.
+ */
+async function venvWith(python, venv, packages, runOptions = {}) {
+  await run(python, ["-m", "venv", venv], runOptions);
+  const venvPython = path.join(venv, "bin", "python");
+  await run(
+    venvPython,
+    [
+      "-m",
+      "pip",
+      "install",
+      "--quiet",
+      "--disable-pip-version-check",
+      "--no-input",
+      "--no-deps",
+      "--only-binary=:all:",
+      ...packages,
+    ],
+    runOptions,
+  );
+  return venvPython;
+}
+
 async function ensurePostgres() {
   const cache = cacheDir();
   const venv = path.join(cache, "pgserver-venv");
@@ -495,20 +520,8 @@ async function ensurePostgres() {
     const t0 = Date.now();
     log(`postgres: installing ${wanted} into ${venv}`);
     fs.rmSync(venv, { recursive: true, force: true });
-    await run(python, ["-m", "venv", venv]);
-    const venvPython = path.join(venv, "bin", "python");
     // --no-deps: only the bundled binaries are used, not the package's Python wrapper (psutil etc.).
-    await run(venvPython, [
-      "-m",
-      "pip",
-      "install",
-      "--quiet",
-      "--disable-pip-version-check",
-      "--no-input",
-      "--no-deps",
-      "--only-binary=:all:",
-      wanted,
-    ]);
+    const venvPython = await venvWith(python, venv, [wanted]);
     // find_spec locates the package without importing it (its __init__ needs the skipped dependencies).
     const located = spawnSync(
       venvPython,
@@ -646,23 +659,10 @@ async function quantizeModel(model, staging, logFile) {
   const python = findPython();
   if (!python) fail(`Python 3.10+ with the venv module is needed to make ${model.id} (python3)`);
   const venv = path.join(staging, "venv");
-  await run(python, ["-m", "venv", venv], { logFile });
-  const venvPython = path.join(venv, "bin", "python");
-  await run(
-    venvPython,
-    [
-      "-m",
-      "pip",
-      "install",
-      "--quiet",
-      "--disable-pip-version-check",
-      "--no-input",
-      "--no-deps",
-      "--only-binary=:all:",
-      ...source.packages,
-    ],
-    { logFile, heartbeat: `installing the quantiser for ${model.id}` },
-  );
+  const venvPython = await venvWith(python, venv, source.packages, {
+    logFile,
+    heartbeat: `installing the quantiser for ${model.id}`,
+  });
   const output = path.join(staging, model.files[0].name);
   await run(venvPython, [path.join(ROOT, source.script), input, output], {
     logFile: `${logFile}.quantize`,
