@@ -97,7 +97,7 @@ export function createApp(deps: ApiDeps) {
   api.use("*", (c, next) => sizeChecks[bodyKindFor(c.req.path)](c, next));
   api.use(
     "*",
-    bearerAuth(deps.db, authFailures, (c) => consoleSessions.authenticate(c)),
+    bearerAuth(authFailures, (c) => consoleSessions.authenticate(c)),
   );
   api.use("*", rateLimit(deps.db, deps.config));
   api.use("*", endpointGuard());

@@ -1,8 +1,9 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Config } from "../config/env.ts";
+import { type ApiKeyRow, findActiveKey, findActiveKeyWith } from "../store/api-keys.ts";
 import type { Database } from "../store/db.ts";
-import { hitRateLimit, type RateLimitState, readRateLimit } from "../store/rate-limits.ts";
+import { hitRateLimit, type RateLimitState, rateLimitCount, readRateLimit } from "../store/rate-limits.ts";
 import { type ClientOrigin, clientOrigin, parseTrustedProxies } from "./client-address.ts";
 import { ApiError } from "./errors.ts";
 
@@ -37,6 +38,28 @@ export class AuthFailures {
   ) {}
 
   private counter = (c: Context) => `auth-failures:${clientAddress(c)}`;
+
+  /**
+   * The active key a bearer secret names, and its address's failures read in the same statement (one turn of the
+   * store, not two, on every authenticated request). Throws 429 while the address is over its limit, a right key
+   * included, and 401 for a secret that names no active key (counted as a failure: past the limit that is 429 too).
+   */
+  async authenticate(c: Context, secret: string, unknownKey: ApiError): Promise<ApiKeyRow> {
+    if (!this.limit.max) {
+      const key = await findActiveKey(this.db, secret);
+      if (!key) throw unknownKey;
+      return key;
+    }
+    const failures = rateLimitCount(this.counter(c), this.limit.windowMs);
+    const found = await findActiveKeyWith(this.db, secret, failures.count);
+    if (!found) throw await this.record(c, unknownKey);
+    if (found.alongside >= this.limit.max)
+      throw refused(
+        { limit: this.limit.max, remaining: 0, resetAt: failures.resetAt, allowed: false },
+        "too many failed authentications from this address; try again later",
+      );
+    return found.key;
+  }
 
   /** Throws 429 while the request's address is over its limit. */
   async refuseIfBlocked(c: Context): Promise<void> {

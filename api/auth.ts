@@ -1,7 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { type ApiKeyRow, findActiveKey } from "../store/api-keys.ts";
-import type { Database } from "../store/db.ts";
+import type { ApiKeyRow } from "../store/api-keys.ts";
 import type { AuthFailures, ClientEnv } from "./auth-throttle.ts";
 import { ApiError } from "./errors.ts";
 import { endpointAllowed, SCOPED_KEY_ENDPOINTS, Scope } from "./scope.ts";
@@ -20,7 +19,7 @@ export type SessionAuth = (c: Context) => Promise<ApiKeyRow | undefined>;
  * A scoped key may only call its allowed endpoints (403 otherwise) and only inside its container
  * tags: the `scope` set here is what every handler applies to its store queries.
  */
-export function bearerAuth(db: Database, failures: AuthFailures, session?: SessionAuth) {
+export function bearerAuth(failures: AuthFailures, session?: SessionAuth) {
   return createMiddleware<AuthEnv>(async (c, next) => {
     // The web console: no Authorization header, a session cookie instead (an admin identity).
     const fromSession = !c.req.header("authorization") && session ? await session(c) : undefined;
@@ -34,13 +33,11 @@ export function bearerAuth(db: Database, failures: AuthFailures, session?: Sessi
     if (!match?.[1]) {
       throw new ApiError(401, "unauthorized", "missing bearer token: send 'Authorization: Bearer <API key>'");
     }
-    await failures.refuseIfBlocked(c);
-    const key = await findActiveKey(db, match[1]);
-    if (!key)
-      throw await failures.record(
-        c,
-        new ApiError(401, "unauthorized", "invalid, expired or disabled API key"),
-      );
+    const key = await failures.authenticate(
+      c,
+      match[1],
+      new ApiError(401, "unauthorized", "invalid, expired or disabled API key"),
+    );
     c.set("apiKey", key);
     c.set("scope", key.kind === "admin" ? Scope.all : new Scope(key.containerTags));
     await next();

@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 
 export interface RateLimitState {
@@ -37,6 +37,25 @@ export async function hitRateLimit(
     remaining: Math.max(0, max - count),
     resetAt: start + windowMs,
     allowed: count <= max,
+  };
+}
+
+/**
+ * How many hits `keyId` has in the window `now` falls in, as a scalar subquery for another statement to read
+ * alongside its own rows (store/api-keys.ts findActiveKeyWith), and when that window ends.
+ */
+export function rateLimitCount(
+  keyId: string,
+  windowMs: number,
+  now = Date.now(),
+): { count: SQL<number>; resetAt: number } {
+  const windowStart = now - (now % windowMs);
+  return {
+    count:
+      sql<number>`coalesce((SELECT count FROM rate_limits WHERE key_id = ${keyId} AND window_start = ${windowStart}), 0)`.mapWith(
+        Number,
+      ),
+    resetAt: windowStart + windowMs,
   };
 }
 

@@ -5,7 +5,7 @@ import { createConnection } from "../../../store/connections.ts";
 import * as sessions from "../../../store/console-sessions.ts";
 import * as users from "../../../store/console-users.ts";
 import { saveOAuthState, takeOAuthState } from "../../../store/oauth-states.ts";
-import { hitRateLimit, readRateLimit } from "../../../store/rate-limits.ts";
+import { hitRateLimit, rateLimitCount, readRateLimit } from "../../../store/rate-limits.ts";
 import { SecretBox } from "../../../store/secrets.ts";
 import { readSecret, readSettings, updateSettings } from "../../../store/settings.ts";
 import type { StoreOf } from "./support.ts";
@@ -33,6 +33,31 @@ export function accessCases(store: StoreOf) {
       allowed: true,
       remaining: 2,
     });
+  });
+
+  it("reads a key and a window's count in one statement; no active key, no row", async () => {
+    const { db } = store();
+    const window = 60_000;
+    const start = 1_700_000_160_000; // a window boundary
+    const { key, secret } = await keys.createKey(db, { name: "with-count", kind: "admin" });
+    const count = () => rateLimitCount("rl-with-key", window, start + 5);
+    expect(await keys.findActiveKeyWith(db, secret, count().count)).toMatchObject({
+      key: { id: key.id },
+      alongside: 0,
+    });
+    await hitRateLimit(db, "rl-with-key", 5, window, start);
+    await hitRateLimit(db, "rl-with-key", 5, window, start + 1);
+    const found = await keys.findActiveKeyWith(db, secret, count().count);
+    expect(found?.alongside).toBe(2);
+    expect(count().resetAt).toBe(start + window);
+    // Another window counts from nothing; a wrong secret finds no row at all.
+    expect(
+      (await keys.findActiveKeyWith(db, secret, rateLimitCount("rl-with-key", window, start + window).count))
+        ?.alongside,
+    ).toBe(0);
+    expect(await keys.findActiveKeyWith(db, `${secret}x`, count().count)).toBeUndefined();
+    await keys.disableKey(db, key.id);
+    expect(await keys.findActiveKeyWith(db, secret, count().count)).toBeUndefined();
   });
 
   it("keeps console sessions until sign-out, expiry, or their user or key is disabled", async () => {
