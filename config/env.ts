@@ -122,6 +122,12 @@ export const envSchema = z.object({
    */
   EMBEDDING_QUERY_PRECISION: z.enum(["auto", "fp32", "int8", "int8-block"]).default("auto"),
   /**
+   * bge-small only: the weights that embed documents and memories. fp32 (default) or int8-block (setup's int8
+   * weights in blocks of 64, the same ones queries use by default): less time and memory per embedding thread;
+   * its vectors stay within cosine 0.9997 of fp32's, so stores may hold both (docs/models.md gives the figures).
+   */
+  EMBEDDING_DOCUMENT_PRECISION: z.enum(["fp32", "int8-block"]).default("fp32"),
+  /**
    * V8's heap growth between full collections, in percent (0 = V8's own, which lets the main heap reach about
    * three times its live size first). Measured on 1,000-document imports, two each: peak resident memory
    * 1,300–1,314 against 1,414–1,424 MiB, at 6.06–6.59 against 6.64–6.71 documents/s (more full collections).

@@ -100,6 +100,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       batchTexts: config.EMBEDDING_BATCH_TEXTS,
       queryInstruction: config.EMBEDDING_QUERY_INSTRUCTION,
       queryPrecision: chooseQueryPrecision(config.EMBEDDING_QUERY_PRECISION, embedderName, log),
+      documentPrecision: config.EMBEDDING_DOCUMENT_PRECISION,
     });
     stops.push(() => embedder.close());
     // Each model has its own vector index; building it over existing rows can take a while.

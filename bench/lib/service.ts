@@ -97,6 +97,10 @@ export async function startBenchService(
     ...(process.env.EMBEDDING_QUERY_PRECISION
       ? { EMBEDDING_QUERY_PRECISION: process.env.EMBEDDING_QUERY_PRECISION }
       : {}),
+    // The document weights, likewise (EMBEDDING_DOCUMENT_PRECISION=int8-block npm run eval ...).
+    ...(process.env.EMBEDDING_DOCUMENT_PRECISION
+      ? { EMBEDDING_DOCUMENT_PRECISION: process.env.EMBEDDING_DOCUMENT_PRECISION }
+      : {}),
     LOG_LEVEL: "warn",
   });
   const service = await startService(config, createLogger("warn"), ["api", "worker"]);

@@ -25,8 +25,14 @@ export const BGE_QUERY_PREFIX = "Represent this sentence for searching relevant 
 /** Longer inputs lose their tail: BERT's position table has 512 entries. */
 export const BGE_MAX_TOKENS = 512;
 
-/** The weights that embed search queries (documents are always embedded by the fp32 model). */
+/** The weights that embed search queries. */
 export type QueryPrecision = "fp32" | "int8" | "int8-block";
+
+/**
+ * The weights that embed documents and memories: only batch-invariant ones, since a document's chunks are embedded
+ * in batches with other documents' and must get the vectors they would get alone.
+ */
+export type DocumentPrecision = "fp32" | "int8-block";
 
 /** The query models other than the fp32 one: where each lives and how it treats a batch. */
 const QUERY_MODELS: Record<
@@ -85,6 +91,14 @@ export interface BgeSmallOptions {
   queryPrecision?: QueryPrecision;
   /** Directory with the query model's model.onnx. Default: that model's directory under <cacheDir>/models. */
   queryModelDir?: string;
+  /**
+   * The weights that embed documents and memories (EMBEDDING_DOCUMENT_PRECISION). "int8-block": the weights
+   * queries take by default, so a query thread holds one model for both; each thread's model takes about half
+   * the memory and less time per text (docs/models.md). Default "fp32".
+   */
+  documentPrecision?: DocumentPrecision;
+  /** Directory with the int8-block model.onnx for documents. Default: that model's directory under <cacheDir>/models. */
+  documentModelDir?: string;
 }
 
 export class BgeSmallEmbedder implements Embedder {
@@ -92,6 +106,8 @@ export class BgeSmallEmbedder implements Embedder {
   readonly dimension = BGE_SMALL_DIMENSION;
   /** The weights that embed queries (BgeSmallOptions.queryPrecision). */
   readonly queryPrecision: QueryPrecision;
+  /** The weights that embed documents and memories (BgeSmallOptions.documentPrecision). */
+  readonly documentPrecision: DocumentPrecision;
   private readonly threads: ScheduledThreads;
 
   /** Throws when the model files are missing or not the pinned ones: use resolveDefaultEmbedder() to choose. */
@@ -127,6 +143,19 @@ export class BgeSmallEmbedder implements Embedder {
       batchQueries = queryModel.batchInvariant;
     }
     this.queryPrecision = queryPrecision;
+    const documentPrecision = options.documentPrecision ?? "fp32";
+    let documentModelFile = join(modelDir, "model.onnx");
+    if (documentPrecision !== "fp32") {
+      const documentModel = QUERY_MODELS[documentPrecision];
+      if (!documentModel?.batchInvariant)
+        throw new RangeError(`unknown or batch-dependent document precision "${documentPrecision}"`);
+      const dir = options.documentModelDir ?? documentModel.defaultDir();
+      const check = documentModel.check(dir);
+      if (!check.ok)
+        throw new Error(`the ${documentPrecision} document model is not available: ${check.reason}`);
+      documentModelFile = join(dir, "model.onnx");
+    }
+    this.documentPrecision = documentPrecision;
     this.threads = new ScheduledThreads({
       threads,
       queryThreads,
@@ -143,10 +172,12 @@ export class BgeSmallEmbedder implements Embedder {
             maxTokens: BGE_MAX_TOKENS,
             dimension: BGE_SMALL_DIMENSION,
             queryModelFile,
+            documentModelFile,
             // The query threads load it with the thread, so the first search does not wait for it; the shared
             // threads embed queries only when there are no query threads, and load it then.
             preloadQueryModel: dedicated,
-            // Measured in process, one session after 20 short runs: fp32 239 MiB, int8-block 117 MiB.
+            // Measured in process, one session after 20 short runs: fp32 239 MiB, int8-block 117 MiB. (With the
+            // same weights for both, the query model is the document model: one session.)
             deferDocumentModel: dedicated && queryModelFile !== undefined,
           } satisfies BgeWorkerData,
           threads: count,

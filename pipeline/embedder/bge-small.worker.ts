@@ -21,6 +21,8 @@ export interface BgeWorkerData {
    */
   queryModelFile?: string;
   preloadQueryModel?: boolean;
+  /** The model file that embeds documents. Default: modelDir's model.onnx (fp32). */
+  documentModelFile?: string;
   /**
    * Create the document model (model.onnx, ~240 MB in memory) at this thread's first document task rather than
    * at start: a query thread with its own query model embeds documents only for interactive work (a memory add,
@@ -76,10 +78,12 @@ function createSession(file: string): Promise<InferenceSession> {
   });
 }
 
-/** The fp32 model's session, which embeds documents (and queries when there is no query model): created once. */
+const documentModelFile = config.documentModelFile ?? join(config.modelDir, "model.onnx");
+
+/** The document model's session, which embeds documents (and queries when there is no query model): created once. */
 let documentSession: Promise<InferenceSession> | undefined;
 function documentModel(): Promise<InferenceSession> {
-  documentSession ??= createSession(join(config.modelDir, "model.onnx"));
+  documentSession ??= createSession(documentModelFile);
   return documentSession;
 }
 
@@ -92,7 +96,9 @@ ready.catch(() => {});
 let querySession: Promise<InferenceSession> | undefined;
 function queryModel(): Promise<InferenceSession> | undefined {
   if (!config.queryModelFile) return undefined;
-  querySession ??= createSession(config.queryModelFile);
+  // The same weights for both (EMBEDDING_DOCUMENT_PRECISION=int8-block): one session, one copy in memory.
+  querySession ??=
+    config.queryModelFile === documentModelFile ? documentModel() : createSession(config.queryModelFile);
   return querySession;
 }
 if (config.preloadQueryModel) queryModel()?.catch(() => {});

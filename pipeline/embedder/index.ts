@@ -1,6 +1,6 @@
 // Registry of embedders by name, so configuration can pick one without importing its module.
 
-import { BgeSmallEmbedder, type QueryPrecision } from "./bge-small.ts";
+import { BgeSmallEmbedder, type DocumentPrecision, type QueryPrecision } from "./bge-small.ts";
 import {
   bgeSmallInt8BlockModelDir,
   bgeSmallModelDir,
@@ -16,6 +16,7 @@ export {
   BGE_SMALL_MODEL,
   BgeSmallEmbedder,
   type BgeSmallOptions,
+  type DocumentPrecision,
   type QueryPrecision,
 } from "./bge-small.ts";
 export {
@@ -50,6 +51,8 @@ export interface EmbedderOptions {
   queryInstruction?: boolean;
   /** bge-small only: the weights that embed queries (default fp32; the others need their model file). */
   queryPrecision?: QueryPrecision;
+  /** bge-small only: the weights that embed documents and memories (default fp32). */
+  documentPrecision?: DocumentPrecision;
 }
 
 export type EmbedderName = "bge-small" | "use-lite";
@@ -64,12 +67,17 @@ const registry: Record<EmbedderName, (options: EmbedderOptions) => Embedder> = {
       textsPerTask: options.batchTexts,
       queryInstruction: options.queryInstruction,
       queryPrecision: options.queryPrecision,
+      documentPrecision: options.documentPrecision,
     }),
   "use-lite": (options) => {
     // No silent fallback: the setting names weights this model does not have.
     if ((options.queryPrecision ?? "fp32") !== "fp32")
       throw new Error(
         `EMBEDDING_QUERY_PRECISION=${options.queryPrecision} applies to bge-small only; the embedding model here is use-lite`,
+      );
+    if ((options.documentPrecision ?? "fp32") !== "fp32")
+      throw new Error(
+        `EMBEDDING_DOCUMENT_PRECISION=${options.documentPrecision} applies to bge-small only; the embedding model here is use-lite`,
       );
     return new UseLiteEmbedder({
       threads: options.threads,

@@ -190,6 +190,54 @@ describe("bge-small-en-v1.5 embedder", () => {
     }
   });
 
+  it("embeds documents with the int8-block weights when asked (EMBEDDING_DOCUMENT_PRECISION), on every thread, batch or not", async () => {
+    const passages = fixtureChunks().slice(0, 6);
+    const fp32 = await embedder.embed(passages, "document");
+    const block = createEmbedder("bge-small", {
+      threads: 1,
+      queryThreads: 1,
+      queryPrecision: "int8-block",
+      documentPrecision: "int8-block",
+    }) as BgeSmallEmbedder;
+    try {
+      expect(block.documentPrecision).toBe("int8-block");
+      // A bulk batch on the shared thread: close to fp32's vectors, but not them.
+      const batched = await block.embed(passages, "document");
+      for (const [i, v] of batched.entries()) {
+        expect(Math.abs(norm(v) - 1)).toBeLessThan(1e-5);
+        const similarity = dot(v, fp32[i] as number[]);
+        expect(similarity).toBeGreaterThan(0.999);
+        expect(similarity).toBeLessThan(0.999999);
+      }
+      // Alone and interactive (the query thread, whose query model is this same model): the same vectors.
+      for (const [i, passage] of passages.slice(0, 3).entries()) {
+        const [alone] = await block.embed([passage], "document", { priority: "interactive" });
+        expect(dot(alone as number[], batched[i] as number[])).toBeCloseTo(1, 6);
+      }
+      // A query is embedded by the same weights as before.
+      const [query] = await block.embed(["Which clubs did Iwan Roberts play for?"], "query");
+      const blockQueries = createEmbedder("bge-small", {
+        threads: 1,
+        queryThreads: 1,
+        queryPrecision: "int8-block",
+      });
+      try {
+        const [reference] = await blockQueries.embed(["Which clubs did Iwan Roberts play for?"], "query");
+        expect(dot(query as number[], reference as number[])).toBeCloseTo(1, 6);
+      } finally {
+        await blockQueries.close();
+      }
+    } finally {
+      await block.close();
+    }
+    expect(
+      () => new BgeSmallEmbedder({ documentPrecision: "int8-block", documentModelDir: "/nonexistent" }),
+    ).toThrow(/int8-block document model is not available: .*\/nonexistent\/model\.onnx is missing/);
+    expect(() => createEmbedder("use-lite", { documentPrecision: "int8-block" })).toThrow(
+      /applies to bge-small only/,
+    );
+  });
+
   it("refuses int8 queries without their model file, or for a model that has no int8 weights", () => {
     expect(() => new BgeSmallEmbedder({ queryPrecision: "int8", queryModelDir: "/nonexistent" })).toThrow(
       /int8 query model is not available: .*\/nonexistent\/model\.onnx is missing/,
