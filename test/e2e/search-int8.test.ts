@@ -52,3 +52,56 @@ describe.each(SETTINGS)("search with EMBEDDING_QUERY_PRECISION=$setting", ({ env
     expect(Math.abs(reported - withQuantised)).toBeLessThan(Math.abs(withQuantised - withFp32) / 4);
   });
 });
+
+// The document weights on the real service (EMBEDDING_DOCUMENT_PRECISION=int8-block): the chunk is stored with its
+// int8-block vector, and a search reports its similarity to the int8-block query vector, not the fp32 chunk's.
+describe("documents embedded with EMBEDDING_DOCUMENT_PRECISION=int8-block", () => {
+  let service: TestService;
+  let client: Supermemory;
+  let fp32: Embedder;
+  let block: Embedder;
+  const CONTENT =
+    "The river Wensum flows through the city of Norwich before it joins the Yare. Its banks were home to mills.";
+  const QUESTION = "Which river joins the Yare near Norwich?";
+
+  beforeAll(async () => {
+    service = await startTestService({
+      env: { EMBEDDING_DOCUMENT_PRECISION: "int8-block", MEMORY_EXTRACTION: "false" },
+    });
+    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
+    const added = await client.add({ content: CONTENT, containerTag: "int8-documents" });
+    expect((await untilProcessed((i) => client.documents.get(i), added.id)).status).toBe("done");
+    fp32 = createEmbedder("bge-small", { threads: 1, queryThreads: 0 });
+    block = createEmbedder("bge-small", {
+      threads: 1,
+      queryThreads: 1,
+      queryPrecision: "int8-block",
+      documentPrecision: "int8-block",
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await service?.stop();
+    await fp32?.close();
+    await block?.close();
+  });
+
+  it("stores the int8-block chunk vector and reports its similarity to the query", async () => {
+    const found = await client.search({
+      q: QUESTION,
+      containerTag: "int8-documents",
+      searchMode: "documents",
+    });
+    const hit = found.results[0];
+    expect(hit?.chunk).toBeDefined();
+    const [query] = await block.embed([QUESTION], "query");
+    const [byBlock] = await block.embed([hit?.chunk as string], "document");
+    const [byFp32] = await fp32.embed([hit?.chunk as string], "document");
+    const withBlock = dot(byBlock as number[], query as number[]);
+    const withFp32 = dot(byFp32 as number[], query as number[]);
+    const reported = cosineOf("bge-small-en-v1.5", hit?.similarity as number);
+    // The two document weights give this pair measurably different similarities, so the check can tell them apart.
+    expect(Math.abs(withBlock - withFp32)).toBeGreaterThan(1e-4);
+    expect(Math.abs(reported - withBlock)).toBeLessThan(Math.abs(withBlock - withFp32) / 4);
+  });
+});
