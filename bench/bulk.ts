@@ -349,6 +349,7 @@ export async function runBulk(
       chunksPerDocument: perDocument.slice(0, docs),
       prefixes: plans.map((p) => p.size).filter((s) => s <= docs),
       temporalPid: o.temporalPid,
+      documentPrecision: config.EMBEDDING_DOCUMENT_PRECISION,
     });
     log(
       `bulk: embedder alone ${embedder.chunksPerSecond.toFixed(2)} chunks/s over ${embedder.chunks} chunks`,

@@ -3,7 +3,7 @@
 // time noted where the chunks of the first N documents end (no call crosses such a point), so every
 // import size gets the rate on its own chunks (or on the longest prefix measured).
 
-import { createEmbedder } from "../../pipeline/embedder/index.ts";
+import { createEmbedder, type DocumentPrecision } from "../../pipeline/embedder/index.ts";
 import { type CpuShares, cpuMeter } from "./cpu.ts";
 import { progress } from "./progress.ts";
 
@@ -28,6 +28,8 @@ export async function embedderRate(opts: {
   /** Document counts at which to note the elapsed time. */
   prefixes: number[];
   temporalPid?: number;
+  /** The document weights the service embeds with (EMBEDDING_DOCUMENT_PRECISION), so the two rates compare. */
+  documentPrecision?: DocumentPrecision;
 }): Promise<EmbedderRate> {
   const texts = opts.chunksPerDocument.flat();
   const ends = new Map<number, number>(); // chunk count → document count
@@ -36,7 +38,10 @@ export async function embedderRate(opts: {
     acc += chunks.length;
     if (opts.prefixes.includes(i + 1)) ends.set(acc, i + 1);
   });
-  const embedder = createEmbedder(opts.model, { threads: opts.threads });
+  const embedder = createEmbedder(opts.model, {
+    threads: opts.threads,
+    ...(opts.documentPrecision ? { documentPrecision: opts.documentPrecision } : {}),
+  });
   try {
     // The bulk lane, as an import's chunks: the model's own threads only (the query thread serves interactive work).
     await embedder.embed(texts.slice(0, Math.min(texts.length, 8 * opts.threads)), "document", {
