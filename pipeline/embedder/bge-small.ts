@@ -34,8 +34,8 @@ export type QueryPrecision = "fp32" | "int8" | "int8-block";
  */
 export type DocumentPrecision = "fp32" | "int8-block";
 
-/** The query models other than the fp32 one: where each lives and how it treats a batch. */
-const QUERY_MODELS: Record<
+/** The weights other than the fp32 model's: where each lives and how it treats a batch. */
+const QUANTISED_WEIGHTS: Record<
   Exclude<QueryPrecision, "fp32">,
   { defaultDir: () => string; check: (dir: string) => FilesCheck; batchInvariant: boolean }
 > = {
@@ -101,6 +101,21 @@ export interface BgeSmallOptions {
   documentModelDir?: string;
 }
 
+/** The checked model file of quantised weights for one use, or undefined for fp32 (the model directory's own). */
+function quantisedWeights(
+  use: "query" | "document",
+  precision: QueryPrecision,
+  dirOverride: string | undefined,
+): { file: string; batchInvariant: boolean } | undefined {
+  if (precision === "fp32") return undefined;
+  const weights = QUANTISED_WEIGHTS[precision];
+  if (!weights) throw new RangeError(`unknown ${use} precision "${precision}"`);
+  const dir = dirOverride ?? weights.defaultDir();
+  const check = weights.check(dir);
+  if (!check.ok) throw new Error(`the ${precision} ${use} model is not available: ${check.reason}`);
+  return { file: join(dir, "model.onnx"), batchInvariant: weights.batchInvariant };
+}
+
 export class BgeSmallEmbedder implements Embedder {
   readonly model = BGE_SMALL_MODEL;
   readonly dimension = BGE_SMALL_DIMENSION;
@@ -130,31 +145,17 @@ export class BgeSmallEmbedder implements Embedder {
     const queryThreads = options.queryThreads ?? 1;
     const queryPrefix = options.queryInstruction ? BGE_QUERY_PREFIX : "";
     const queryPrecision = options.queryPrecision ?? "fp32";
-    let queryModelFile: string | undefined;
+    const query = quantisedWeights("query", queryPrecision, options.queryModelDir);
+    const queryModelFile = query?.file;
     // Queries are batched like documents unless their model mixes a batch's texts.
-    let batchQueries = true;
-    if (queryPrecision !== "fp32") {
-      const queryModel = QUERY_MODELS[queryPrecision];
-      if (!queryModel) throw new RangeError(`unknown query precision "${queryPrecision}"`);
-      const dir = options.queryModelDir ?? queryModel.defaultDir();
-      const check = queryModel.check(dir);
-      if (!check.ok) throw new Error(`the ${queryPrecision} query model is not available: ${check.reason}`);
-      queryModelFile = join(dir, "model.onnx");
-      batchQueries = queryModel.batchInvariant;
-    }
+    const batchQueries = query?.batchInvariant ?? true;
     this.queryPrecision = queryPrecision;
     const documentPrecision = options.documentPrecision ?? "fp32";
-    let documentModelFile = join(modelDir, "model.onnx");
-    if (documentPrecision !== "fp32") {
-      const documentModel = QUERY_MODELS[documentPrecision];
-      if (!documentModel?.batchInvariant)
-        throw new RangeError(`unknown or batch-dependent document precision "${documentPrecision}"`);
-      const dir = options.documentModelDir ?? documentModel.defaultDir();
-      const check = documentModel.check(dir);
-      if (!check.ok)
-        throw new Error(`the ${documentPrecision} document model is not available: ${check.reason}`);
-      documentModelFile = join(dir, "model.onnx");
-    }
+    const document = quantisedWeights("document", documentPrecision, options.documentModelDir);
+    // A document's chunks are embedded in batches with other documents' and must get the vectors they get alone.
+    if (document && !document.batchInvariant)
+      throw new RangeError(`document precision "${documentPrecision}" mixes a batch's texts`);
+    const documentModelFile = document?.file ?? join(modelDir, "model.onnx");
     this.documentPrecision = documentPrecision;
     this.threads = new ScheduledThreads({
       threads,
@@ -188,7 +189,7 @@ export class BgeSmallEmbedder implements Embedder {
           tasksPerThread: !dedicated && queryThreads > 0 ? 2 : 1,
           task: (texts, purpose) => ({
             texts: purpose === "query" && queryPrefix ? texts.map((t) => queryPrefix + t) : texts,
-            // A query model that mixes a batch's texts (QUERY_MODELS) embeds one query per call: alone, the same
+            // A query model that mixes a batch's texts (QUANTISED_WEIGHTS) embeds one query per call: alone, the same
             // query always gets the same vector; batching saved little on queries anyway (short texts).
             batchSize: purpose === "query" && !batchQueries ? 1 : batchSize,
             query: purpose === "query",
