@@ -116,82 +116,124 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * How often a start is tried when the server exits during startup on ports we chose. The dev server picks
+ * further ports of its own (HTTP API, metrics, internal services) by asking the OS for a free one and binding
+ * it later; another process can take one in between, and the server then panics on start (seen in CI: exit
+ * code 2 from inside fx.New). A second start with fresh ports gets past that; ports the caller named are not
+ * changed, so such a failure is reported at once.
+ */
+const START_ATTEMPTS = 2;
+
+/** The server process ended before it served: worth another try when the ports were ours to choose. */
+class ExitedDuringStartup extends Error {}
+
 export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
-  const { dataDir, namespace = "default", log, startTimeoutMs = 30_000 } = options;
   const cli = temporalCliPath();
-  mkdirSync(dataDir, { recursive: true });
-  const unlock = lockDataDir(dataDir);
+  mkdirSync(options.dataDir, { recursive: true });
+  const unlock = lockDataDir(options.dataDir);
+  const portsNamed = Boolean(options.port || options.uiPort);
   try {
-    const port = options.port || (await findFreePort());
-    const uiPort = options.uiPort || (await findFreePort());
-    // "default" is always created; naming it again is accepted, so pass the namespace unconditionally.
-    const args = [
-      "server",
-      "start-dev",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--ui-port",
-      String(uiPort),
-    ];
-    args.push("--namespace", namespace, "--db-filename", join(dataDir, "temporal.db"), "--log-level", "warn");
-    // Write-ahead log with normal syncing: each commit no longer waits for an fsync (a third less of the
-    // server's CPU per document, measured). A power loss may lose the last commits, never corrupt the file; the
-    // embedded store (PGlite) runs with fsync off too, so this is the same durability for the whole daemon.
-    args.push("--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal");
-    const child = spawn(cli, args, { stdio: ["ignore", "pipe", "pipe"] });
-    const tail = captureOutput(child, log);
-    const running = () => child.pid !== undefined && child.exitCode === null && child.signalCode === null;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    const failedEarly = new Promise<never>((_, reject) => {
-      child.once("exit", (code, signal) => reject(new Error(`exited early (${signal ?? `code ${code}`})`)));
-      child.once("error", (err) => reject(new Error(`could not be spawned: ${err.message}`)));
-    });
-    failedEarly.catch(() => {}); // once started, an exit is the business of stop(), not of this promise
-    const guard = child.pid ? guardChildProcess(child.pid, "SIGTERM") : undefined;
-
-    let stopped: Promise<void> | undefined;
-    const stop = () => {
-      stopped ??= (async () => {
-        if (running()) {
-          child.kill("SIGTERM");
-          const exitedInTime = await Promise.race([
-            exited.then(() => true),
-            sleep(10_000, false, { ref: false }),
-          ]);
-          if (!exitedInTime) {
-            child.kill("SIGKILL");
-            await exited;
-          }
-        }
-        guard?.release();
-        unlock();
-      })();
-      return stopped;
-    };
-
-    const address = `127.0.0.1:${port}`;
-    try {
-      await Promise.race([waitUntilServing(address, port, namespace, startTimeoutMs, running), failedEarly]);
-    } catch (err) {
-      await stop();
-      throw new Error(
-        `Temporal dev server on ${address} failed to start: ${(err as Error).message}\n` +
-          `--- last output of ${cli} ${args.join(" ")} ---\n${tail().join("\n")}`,
-      );
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await launch(cli, options, unlock);
+      } catch (err) {
+        if (!(err instanceof ExitedDuringStartup) || portsNamed || attempt >= START_ATTEMPTS) throw err;
+        options.log?.(
+          `[temporal-dev-server] ${(err as Error).message.split("\n")[0]}; starting again on fresh ports`,
+        );
+      }
     }
-    if (child.pid === undefined) throw new Error("unreachable: a started server has a pid");
-    return { address, uiUrl: `http://127.0.0.1:${uiPort}`, pid: child.pid, stop };
   } catch (err) {
     unlock();
     throw err;
   }
 }
 
-/** Keeps the last lines of the server's output for error messages and forwards each line to `log`. */
+/** One start of the server; `unlock` is called when a started server stops, not when this start fails. */
+async function launch(
+  cli: string,
+  options: TemporalDevServerOptions,
+  unlock: () => void,
+): Promise<TemporalDevServer> {
+  const { dataDir, namespace = "default", log, startTimeoutMs = 30_000 } = options;
+  const port = options.port || (await findFreePort());
+  const uiPort = options.uiPort || (await findFreePort());
+  // "default" is always created; naming it again is accepted, so pass the namespace unconditionally.
+  const args = [
+    "server",
+    "start-dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--ui-port",
+    String(uiPort),
+  ];
+  args.push("--namespace", namespace, "--db-filename", join(dataDir, "temporal.db"), "--log-level", "warn");
+  // Write-ahead log with normal syncing: each commit no longer waits for an fsync (a third less of the
+  // server's CPU per document, measured). A power loss may lose the last commits, never corrupt the file; the
+  // embedded store (PGlite) runs with fsync off too, so this is the same durability for the whole daemon.
+  args.push("--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal");
+  const child = spawn(cli, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const output = captureOutput(child, log);
+  const running = () => child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const failedEarly = new Promise<never>((_, reject) => {
+    child.once("exit", (code, signal) =>
+      reject(new ExitedDuringStartup(`exited early (${signal ?? `code ${code}`})`)),
+    );
+    child.once("error", (err) => reject(new Error(`could not be spawned: ${err.message}`)));
+  });
+  failedEarly.catch(() => {}); // once started, an exit is the business of stop(), not of this promise
+  const guard = child.pid ? guardChildProcess(child.pid, "SIGTERM") : undefined;
+
+  const stopChild = async () => {
+    if (running()) {
+      child.kill("SIGTERM");
+      const exitedInTime = await Promise.race([
+        exited.then(() => true),
+        sleep(10_000, false, { ref: false }),
+      ]);
+      if (!exitedInTime) {
+        child.kill("SIGKILL");
+        await exited;
+      }
+    }
+    guard?.release();
+  };
+
+  const address = `127.0.0.1:${port}`;
+  try {
+    await Promise.race([waitUntilServing(address, port, namespace, startTimeoutMs, running), failedEarly]);
+  } catch (err) {
+    await stopChild();
+    const message =
+      `Temporal dev server on ${address} failed to start: ${(err as Error).message}\n` +
+      `--- output of ${cli} ${args.join(" ")} ---\n${output().join("\n")}`;
+    // waitUntilServing also notices an exit ("exited during startup") when it polls before the exit event.
+    const exitedEarly = err instanceof ExitedDuringStartup || !running();
+    throw exitedEarly ? new ExitedDuringStartup(message) : new Error(message);
+  }
+  if (child.pid === undefined) throw new Error("unreachable: a started server has a pid");
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= stopChild().then(unlock);
+    return stopped;
+  };
+  return { address, uiUrl: `http://127.0.0.1:${uiPort}`, pid: child.pid, stop };
+}
+
+/**
+ * Keeps the server's output for error messages and forwards each line to `log`. A Go panic prints its
+ * reason first and then a long stack, so the first lines are kept as well as the last ones.
+ */
 function captureOutput(child: ChildProcess, log?: (line: string) => void): () => string[] {
-  const lines: string[] = [];
+  const HEAD = 20;
+  const TAIL = 40;
+  const head: string[] = [];
+  const tail: string[] = [];
+  let dropped = 0;
   for (const stream of [child.stdout, child.stderr]) {
     let partial = "";
     stream?.setEncoding("utf8");
@@ -199,13 +241,19 @@ function captureOutput(child: ChildProcess, log?: (line: string) => void): () =>
       const parts = (partial + chunk).split("\n");
       partial = parts.pop() ?? "";
       for (const line of parts) {
-        lines.push(line);
-        if (lines.length > 40) lines.shift();
+        if (head.length < HEAD) head.push(line);
+        else {
+          tail.push(line);
+          if (tail.length > TAIL) {
+            tail.shift();
+            dropped++;
+          }
+        }
         log?.(line);
       }
     });
   }
-  return () => lines;
+  return () => (dropped > 0 ? [...head, `[… ${dropped} lines left out …]`, ...tail] : [...head, ...tail]);
 }
 
 /**

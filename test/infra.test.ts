@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -7,7 +7,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Connection } from "@temporalio/client";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
-import { startTemporalDevServer } from "../runtime/temporal-dev-server.ts";
+import { temporalCliPath } from "../config/paths.ts";
+import { findFreePort, startTemporalDevServer } from "../runtime/temporal-dev-server.ts";
 import { startNativePostgres } from "./support/postgres.ts";
 
 const repoRoot = resolve(import.meta.dirname, "..");
@@ -18,6 +19,42 @@ function isAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * A stand-in for the Temporal CLI that panics like the real one did in CI (a port taken between choosing and
+ * binding it) for its first `failures` starts, then runs the real CLI. It records each start's arguments.
+ */
+function flakyCli(dir: string, failures: number): { path: string; starts: () => string[] } {
+  const path = join(dir, "temporal");
+  const startsFile = join(dir, "starts");
+  const script = `#!/bin/sh
+echo "$*" >> '${startsFile}'
+if [ "$(wc -l < '${startsFile}')" -le ${failures} ]; then
+  echo 'time=now level=ERROR msg="Failed to start gRPC listener" error="bind: address already in use"' >&2
+  echo 'panic: runtime error: invalid memory address or nil pointer dereference' >&2
+  i=0; while [ $i -lt 100 ]; do echo "	go.temporal.io/server/frame$i()" >&2; i=$((i+1)); done
+  exit 2
+fi
+exec '${temporalCliPath()}' "$@"
+`;
+  writeFileSync(path, script);
+  chmodSync(path, 0o755);
+  return {
+    path,
+    starts: () => (existsSync(startsFile) ? readFileSync(startsFile, "utf8").trim().split("\n") : []),
+  };
+}
+
+async function withCli<T>(path: string, fn: () => Promise<T>): Promise<T> {
+  const before = process.env.TEMPORAL_CLI_PATH;
+  process.env.TEMPORAL_CLI_PATH = path;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env.TEMPORAL_CLI_PATH;
+    else process.env.TEMPORAL_CLI_PATH = before;
   }
 }
 
@@ -79,9 +116,53 @@ describe("Temporal dev server", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "memory-temporal-busy-"));
     try {
       const attempt = startTemporalDevServer({ dataDir, port, startTimeoutMs: 20_000 });
-      await expect(attempt).rejects.toThrow(/failed to start[\s\S]*--- last output of /);
+      await expect(attempt).rejects.toThrow(/failed to start[\s\S]*--- output of /);
     } finally {
       blocker.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("starts again on fresh ports when the server panics during startup on ports it chose", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "memory-temporal-retry-"));
+    const cli = flakyCli(dataDir, 1);
+    const log: string[] = [];
+    const server = await withCli(cli.path, () =>
+      startTemporalDevServer({ dataDir, log: (line) => log.push(line) }),
+    );
+    try {
+      const namespace = await withClient(server.address, (client) =>
+        client.workflowService.describeNamespace({ namespace: "default" }),
+      );
+      expect(namespace.namespaceInfo?.name).toBe("default");
+      const starts = cli.starts();
+      expect(starts).toHaveLength(2);
+      const ports = starts.map((args) => /--port (\d+)/.exec(args)?.[1]);
+      expect(ports[1]).toBe(server.address.split(":")[1]);
+      expect(ports[0]).not.toBe(ports[1]);
+      expect(log).toContain("panic: runtime error: invalid memory address or nil pointer dereference");
+      expect(log.some((line) => /exited early \(code 2\); starting again on fresh ports/.test(line))).toBe(
+        true,
+      );
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps the panic's reason above a long stack, and tries once when the caller named the port", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "memory-temporal-panic-"));
+    const cli = flakyCli(dataDir, 1000);
+    try {
+      const port = await findFreePort();
+      const attempt = withCli(cli.path, () => startTemporalDevServer({ dataDir, port }));
+      await expect(attempt).rejects.toThrow(
+        /exited early \(code 2\)[\s\S]*panic: runtime error[\s\S]*lines left out[\s\S]*frame99/,
+      );
+      expect(cli.starts()).toHaveLength(1);
+      // The lock on the data dir is released, so a later start is not refused.
+      expect(existsSync(join(dataDir, "temporal-dev-server.pid"))).toBe(false);
+    } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
