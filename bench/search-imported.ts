@@ -212,7 +212,7 @@ export async function runImportedSearch(
       (i) => ({ key: "project", value: `p${(i * 37) % PROJECTS}` }),
     ),
     filteredInBigTag(
-      `one of ${PROJECTS} projects with ignoreCase (no index: its documents are read first)`,
+      `one of ${PROJECTS} projects with ignoreCase (its own index: lower-cased metadata)`,
       (i) => ({
         key: "project",
         value: `P${(i * 37) % PROJECTS}`,

@@ -15,7 +15,7 @@ import {
 } from "drizzle-orm";
 import { fairnessKeyOf, fairnessKeySql } from "./admission.ts";
 import type { Database } from "./db.ts";
-import { compileFilter, type FilterNode } from "./filters.ts";
+import { compileFilter, type FilterNode, metadataColumns } from "./filters.ts";
 import { newId } from "./ids.ts";
 import {
   chunks,
@@ -461,7 +461,7 @@ export function documentListStatements(db: Database, q: ListQuery) {
     tagCondition(documents.containerTags, q.containerTags, q.tagMode),
     q.statuses ? inArray(documents.status, q.statuses) : undefined,
     q.excludeStatuses ? notInArray(documents.status, q.excludeStatuses) : undefined,
-    q.filters ? compileFilter(sql`${documents.metadata}`, q.filters) : undefined,
+    q.filters ? compileFilter(metadataColumns("documents"), q.filters) : undefined,
     filepathMatches(q.filepath),
     inScope(q.scope),
   );

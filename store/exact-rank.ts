@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
-import { type FilterNode, filterIsIndexable } from "./filters.ts";
+import { type FilterNode, filterIsIndexable, type MetadataColumns } from "./filters.ts";
 
 /**
  * The most rows (documents, or memories) a search narrowed by a condition the planner cannot estimate ranks
@@ -13,9 +13,9 @@ import { type FilterNode, filterIsIndexable } from "./filters.ts";
  */
 export const EXACT_RANK_LIMIT = 1000;
 
-/** Whether a metadata filter has a leaf the metadata index does not answer (see EXACT_RANK_LIMIT). */
-export const opaqueFilter = (filters: FilterNode | undefined): boolean =>
-  filters !== undefined && !filterIsIndexable(filters);
+/** Whether a metadata filter has a leaf the table's metadata indexes do not answer (see EXACT_RANK_LIMIT). */
+export const opaqueFilter = (filters: FilterNode | undefined, columns: MetadataColumns): boolean =>
+  filters !== undefined && !filterIsIndexable(filters, columns);
 
 /**
  * The ids of the rows `select` (a statement returning `id`) yields, when they are at most `limit`: the

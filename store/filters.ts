@@ -16,13 +16,32 @@ export const MAX_FILTER_CONDITIONS = 200;
 
 export class FilterError extends Error {}
 
+/**
+ * Where a filter reads a row's metadata: the column, and where the table has one its copy with every string
+ * lower-cased (`metadata_folded`, a stored generated column of migration 0019, not declared to drizzle), on which
+ * ignoreCase conditions get a containment. Documents have it; memories do not (adding it rewrote their HNSW index).
+ */
+export interface MetadataColumns {
+  metadata: SQL;
+  folded?: SQL;
+}
+
+/** The metadata columns of a table or alias in a statement: documents (alias d) or memories (alias m). */
+export function metadataColumns(qualifier: "documents" | "d" | "memories" | "m"): MetadataColumns {
+  const metadata = sql.raw(`${qualifier}.metadata`);
+  const hasFolded = qualifier === "documents" || qualifier === "d";
+  return hasFolded ? { metadata, folded: sql.raw(`${qualifier}.metadata_folded`) } : { metadata };
+}
+
+const NO_ROW: MetadataColumns = { metadata: sql`NULL::jsonb`, folded: sql`NULL::jsonb` };
+
 const NUMERIC_OPERATORS = { ">": sql`>`, "<": sql`<`, ">=": sql`>=`, "<=": sql`<=`, "=": sql`=` } as const;
 
 /**
  * Compiles a filter tree over a jsonb metadata column into one SQL condition. Keys and values are
  * always bound parameters; only the fixed operator tokens above are spliced in.
  */
-export function compileFilter(metadata: SQL, node: FilterNode): SQL {
+export function compileFilter(columns: MetadataColumns, node: FilterNode): SQL {
   let conditions = 0;
   const walk = (n: FilterNode, depth: number): SQL => {
     if (depth > MAX_FILTER_DEPTH)
@@ -36,7 +55,7 @@ export function compileFilter(metadata: SQL, node: FilterNode): SQL {
     }
     if (++conditions > MAX_FILTER_CONDITIONS)
       throw new FilterError(`filters have more than ${MAX_FILTER_CONDITIONS} conditions`);
-    const { exact, indexable } = compileCondition(metadata, n);
+    const { exact, indexable } = compileCondition(columns, n);
     // A missing key never matches, and its negation always does (NULL would drop both).
     if (n.negate) return sql`NOT coalesce(${exact}, FALSE)`;
     // The containment stays outside the coalesce, where the planner can use it. It is NULL only with NULL
@@ -50,12 +69,12 @@ export function compileFilter(metadata: SQL, node: FilterNode): SQL {
  * Whether every leaf of a filter carries a containment (indexableCondition) and none is negated: then the
  * metadata's GIN index answers the whole filter and the planner estimates how many documents it keeps.
  */
-export function filterIsIndexable(node: FilterNode): boolean {
+export function filterIsIndexable(node: FilterNode, columns: MetadataColumns): boolean {
   if ("AND" in node || "OR" in node) {
     const children = (node as Record<string, FilterNode[]>)["AND" in node ? "AND" : "OR"] ?? [];
-    return children.every(filterIsIndexable);
+    return children.every((child) => filterIsIndexable(child, columns));
   }
-  return !node.negate && indexableCondition(sql`NULL::jsonb`, node) !== undefined;
+  return !node.negate && indexableCondition(columns, node) !== undefined;
 }
 
 /**
@@ -64,7 +83,7 @@ export function filterIsIndexable(node: FilterNode): boolean {
  * before doing costly work (embedding the query) for it. Compiling is the check.
  */
 export function checkFilter(node: FilterNode): void {
-  compileFilter(sql`NULL::jsonb`, node);
+  compileFilter(NO_ROW, node);
 }
 
 /**
@@ -75,16 +94,18 @@ export function checkFilter(node: FilterNode): void {
 const JSON_NUMBER = /^-?(0|[1-9]\d{0,39})(\.\d{1,40})?([eE][+-]?\d{1,3})?$/;
 
 /**
- * The metadata objects `{key: value}` such that a row whose `->> key` text equals `text` contains one of them: the
- * string itself, the number or boolean written that way. Null when a text can also come from an object or array
- * (`->>` renders those as JSON text), which no short list covers.
+ * The JSON values `v` such that a field whose `->>` text equals `text` is one of them: the string itself, the number
+ * or boolean written that way. With `ignoreCase`, the texts equal to it up to case: the string (its case is folded
+ * by `metadata_folded` on both sides), and `true` or `false` for any spelling of those. Null when a text can also
+ * come from an object or array (`->>` renders those as JSON text), which no short list covers.
  */
-function containmentsForText(key: string, text: string): string[] | null {
+function valuesForText(text: string, ignoreCase: boolean): string[] | null {
   if (/^\s*[[{]/.test(text)) return null;
-  const objects = [JSON.stringify({ [key]: text })];
-  if (JSON_NUMBER.test(text)) objects.push(`{${JSON.stringify(key)}:${text}}`);
-  if (text === "true" || text === "false") objects.push(`{${JSON.stringify(key)}:${text}}`);
-  return objects;
+  const values = [JSON.stringify(text)];
+  if (JSON_NUMBER.test(text)) values.push(text);
+  const word = ignoreCase ? text.toLowerCase() : text;
+  if (word === "true" || word === "false") values.push(word);
+  return values;
 }
 
 /**
@@ -93,9 +114,19 @@ function containmentsForText(key: string, text: string): string[] | null {
  * condition, never instead of it: the exact condition keeps the meaning, this lets the planner find the few rows
  * a selective filter keeps without reading every document of the scope (in a 50,000-document tag: ~5 ms against
  * ~140 ms), and tells it how few they are (for an opaque expression it assumes half the rows).
+ *
+ * With `ignoreCase` it is the folded column (every string value and every string in an array lower-cased by
+ * `metadata_folded`, migration 0019) that must contain the object folded by the same function: the database folds
+ * the filter's value as it folded the rows, so the containment never drops a row whose exact condition
+ * (`lower(...) = lower(...)`) keeps it, whatever characters its collation lower-cases. The function of a constant is
+ * evaluated once, when the statement is planned.
  */
-function containedIn(metadata: SQL, objects: string[]): SQL {
-  const parts = objects.map((o) => sql`${metadata} @> ${o}::jsonb`);
+function containedIn(columns: MetadataColumns, objects: string[], ignoreCase = false): SQL {
+  const parts = objects.map((o) =>
+    ignoreCase
+      ? sql`${columns.folded ?? sql`NULL::jsonb`} @> metadata_folded(${o}::jsonb)`
+      : sql`${columns.metadata} @> ${o}::jsonb`,
+  );
   return sql`(${sql.join(parts, sql` OR `)})`;
 }
 
@@ -103,20 +134,29 @@ function containedIn(metadata: SQL, objects: string[]): SQL {
  * A condition's exact form, and where one exists a containment every matching row satisfies (containedIn), for
  * the planner; the leaf is their conjunction.
  */
-function compileCondition(metadata: SQL, c: FilterCondition): { exact: SQL; indexable?: SQL } {
-  return { exact: exactCondition(metadata, c), indexable: indexableCondition(metadata, c) };
+function compileCondition(columns: MetadataColumns, c: FilterCondition): { exact: SQL; indexable?: SQL } {
+  return { exact: exactCondition(columns.metadata, c), indexable: indexableCondition(columns, c) };
 }
 
-function indexableCondition(metadata: SQL, c: FilterCondition): SQL | undefined {
-  if (c.ignoreCase) return undefined;
+function indexableCondition(columns: MetadataColumns, c: FilterCondition): SQL | undefined {
   const type = c.filterType ?? "metadata";
-  if (type === "array_contains") return containedIn(metadata, [JSON.stringify({ [c.key]: [c.value] })]);
-  // jsonb compares numbers by value, so {key: n} holds every number equal to n however it was written.
-  if (type === "numeric" && (c.numericOperator ?? "=") === "=")
-    return containedIn(metadata, [JSON.stringify({ [c.key]: Number(c.value) })]);
-  if (type !== "metadata") return undefined;
-  const objects = containmentsForText(c.key, c.value);
-  return objects ? containedIn(metadata, objects) : undefined;
+  const key = JSON.stringify(c.key);
+  // jsonb compares numbers by value, so {key: n} holds every number equal to n however it was written; a numeric
+  // condition has no case to ignore.
+  if (type === "numeric")
+    return (c.numericOperator ?? "=") === "="
+      ? containedIn(columns, [JSON.stringify({ [c.key]: Number(c.value) })])
+      : undefined;
+  if (type === "string_contains") return undefined;
+  const ignoreCase = c.ignoreCase === true;
+  if (ignoreCase && !columns.folded) return undefined;
+  // Case-sensitively an array holds the value only as a string (its exact condition is this containment); ignoring
+  // case, any element whose text folds to the value's counts, so numbers and booleans too.
+  const values =
+    type === "array_contains" && !ignoreCase ? [JSON.stringify(c.value)] : valuesForText(c.value, ignoreCase);
+  if (!values) return undefined;
+  const objects = values.map((v) => (type === "array_contains" ? `{${key}:[${v}]}` : `{${key}:${v}}`));
+  return containedIn(columns, objects, ignoreCase);
 }
 
 function exactCondition(metadata: SQL, c: FilterCondition): SQL {
@@ -135,7 +175,7 @@ function exactCondition(metadata: SQL, c: FilterCondition): SQL {
     case "array_contains":
       return c.ignoreCase
         ? sql`(jsonb_typeof(${field}) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(${field}) e WHERE lower(e) = lower(${c.value})))`
-        : sql`(${containedIn(metadata, [JSON.stringify({ [c.key]: [c.value] })])} AND jsonb_typeof(${field}) = 'array')`;
+        : sql`(${metadata} @> ${JSON.stringify({ [c.key]: [c.value] })}::jsonb AND jsonb_typeof(${field}) = 'array')`;
     case "string_contains": {
       const pattern = `%${c.value.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
       return c.ignoreCase ? sql`${text} ILIKE ${pattern}` : sql`${text} LIKE ${pattern}`;

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";
-import { compileFilter, type FilterNode } from "./filters.ts";
+import { compileFilter, type FilterNode, metadataColumns } from "./filters.ts";
 import { newId } from "./ids.ts";
 import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
 import { type RunRef, SupersededRunError } from "./processing.ts";
@@ -356,7 +356,7 @@ export function memoryConditions(q: MemorySearchQuery): SQL {
       ? undefined
       : sql`NOT m.is_forgotten AND (m.forget_after IS NULL OR m.forget_after > now())`,
     q.endUserId ? sql`m.end_user_id = ${q.endUserId}` : undefined,
-    q.filters ? compileFilter(sql`m.metadata`, q.filters) : undefined,
+    q.filters ? compileFilter(metadataColumns("m"), q.filters) : undefined,
   ].filter((c): c is SQL => Boolean(c));
   return sql.join(conditions, sql` AND `);
 }
@@ -374,7 +374,7 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
   const scoped = memoryConditions(q);
   // A filter no index answers, when it keeps few memories of a big tag, is run first and its memories ranked
   // exactly by id (store/exact-rank.ts), as store/search.ts does for documents.
-  const few = opaqueFilter(q.filters)
+  const few = opaqueFilter(q.filters, metadataColumns("m"))
     ? await fewIds(db, sql`SELECT m.id FROM memories m WHERE ${scoped}`)
     : null;
   if (few?.length === 0) return [];
@@ -513,7 +513,7 @@ export async function profileFacts(
   db: Database,
   request: { containerTag: string; filters?: FilterNode; staticLimit: number; dynamicLimit: number },
 ): Promise<{ static: string[]; dynamic: string[] }> {
-  const filter = request.filters ? compileFilter(sql`${memories.metadata}`, request.filters) : undefined;
+  const filter = request.filters ? compileFilter(metadataColumns("memories"), request.filters) : undefined;
   const live = and(
     eq(memories.containerTag, request.containerTag),
     eq(memories.isLatest, true),

@@ -1,7 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { EXACT_RANK_LIMIT, fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";
-import { compileFilter, type FilterNode } from "./filters.ts";
+import { compileFilter, type FilterNode, metadataColumns } from "./filters.ts";
 import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
@@ -109,7 +109,7 @@ function documentConditions(q: KeywordSideQuery): SQL[] {
     q.documentId && sql`(d.id = ${q.documentId} OR d.custom_id = ${q.documentId})`,
     q.endUserId && sql`d.end_user_id = ${q.endUserId}`,
     filepathCondition(q.filepath),
-    q.filters && compileFilter(sql`d.metadata`, q.filters),
+    q.filters && compileFilter(metadataColumns("d"), q.filters),
   ].filter((c): c is SQL => Boolean(c));
 }
 
@@ -118,7 +118,7 @@ function documentConditions(q: KeywordSideQuery): SQL[] {
  * leaf no index answers (EXACT_RANK_LIMIT).
  */
 function opaqueNarrowing(q: KeywordSideQuery): boolean {
-  return Boolean(q.filepath) || opaqueFilter(q.filters);
+  return Boolean(q.filepath) || opaqueFilter(q.filters, metadataColumns("d"));
 }
 
 /**

@@ -106,6 +106,10 @@ export const documents = pgTable(
     index("documents_container_tags_gin").using("gin", t.containerTags),
     // Metadata filters (store/filters.ts writes their equality and array conditions as containments this answers).
     index("documents_metadata_gin").using("gin", t.metadata.op("jsonb_path_ops")),
+    // ignoreCase filters: the metadata with every string lower-cased, a stored generated column that migration 0019
+    // adds (metadata_folded(metadata)) and that is deliberately not declared here, so rows read through drizzle
+    // never carry it; store/filters.ts reads it by name.
+    index("documents_metadata_folded_gin").using("gin", sql`"metadata_folded" jsonb_path_ops`),
     index("documents_status_idx").on(t.status),
     index("documents_end_user_idx").on(t.endUserId).where(sql`${t.endUserId} IS NOT NULL`),
     // The document list pages in created_at or updated_at order and counts its total under tags and statuses: with

@@ -97,15 +97,17 @@ describe("the search-imported section", () => {
     expect(row(lines, '| POST /v3/search | "all", filtered')).toMatch(/\| 400 ms \|.*\| over \|$/);
     expect(lines.join("\n")).toContain("p95 2.00× of the bulk-loaded one");
     expect(lines.join("\n")).toContain("The filtered rows add a metadata filter");
-    expect(lines.join("\n")).not.toContain("An `ignoreCase` condition has no index");
+    expect(lines.join("\n")).not.toContain("An `ignoreCase` condition is matched");
     expect(renderImportedSection(r, options).join("\n")).not.toContain("The filtered rows");
     const ignoringCase = {
       ...filtered,
-      scope: '"all", filtered to one of 200 projects with ignoreCase (no index)',
+      scope: '"all", filtered to one of 200 projects with ignoreCase (its own index: lower-cased metadata)',
     };
     expect(
       renderImportedSection({ ...r, sequential: [ignoringCase, ...r.sequential] }, options).join("\n"),
-    ).toContain("An `ignoreCase` condition has no index, so that row's search first reads which documents");
+    ).toContain(
+      "An `ignoreCase` condition is matched on the documents' metadata with every string lower-cased",
+    );
   });
 
   it("counts live chunks when the run counted them, else names what the documents hold by construction", () => {

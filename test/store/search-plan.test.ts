@@ -204,17 +204,43 @@ describe.each(storeDrivers)("search plans on %s", (driver, open) => {
     expect(await plan(store.db, searchStatement(q, "'plan'").byKeyword)).toContain("documents_metadata_gin");
   });
 
+  it("finds the few documents an ignoreCase filter keeps by the folded metadata index (migration 0019)", async () => {
+    const rare = (d: number) => RARE.includes(d);
+    for (const filters of [
+      { AND: [{ key: "flag", value: "RARE", ignoreCase: true }] },
+      {
+        OR: [
+          { key: "flag", value: "Rare", ignoreCase: true },
+          { key: "group", value: "G9", ignoreCase: true },
+        ],
+      },
+    ]) {
+      const q = query(9, { containerTags: [LARGE], filters, retrieval: "vector", candidates: 50 });
+      // No longer read from the document rows first: the planner estimates the filter itself.
+      expect(await documentsToRank(store.db, q)).toBeNull();
+      const p = await plan(store.db, searchStatement(q, null).byVector);
+      expect(p).toContain("documents_metadata_folded_gin");
+      expect(p).not.toContain(HNSW);
+      const hits = await hybridChunkSearch(store.db, q);
+      expect(hits.map((h) => h.chunkId).sort()).toEqual(exactNearest(9, rare, 50).sort());
+    }
+  });
+
   it("ranks exactly the few documents a narrowing no index answers keeps, found from the document rows first", async () => {
     const rare = (d: number) => RARE.includes(d);
     const rareIds = RARE.map((d) => `plan-doc-${d}`).sort();
     for (const narrowing of [
-      { filters: { AND: [{ key: "flag", value: "RARE", ignoreCase: true }] } },
+      {
+        filters: {
+          AND: [{ key: "flag", value: "RAR", filterType: "string_contains" as const, ignoreCase: true }],
+        },
+      },
       { filters: { AND: [{ key: "flag", value: "ar", filterType: "string_contains" as const }] } },
       // One leaf no index answers makes the whole OR opaque to the planner.
       {
         filters: {
           OR: [
-            { key: "flag", value: "RARE", ignoreCase: true },
+            { key: "flag", value: "RAR", filterType: "string_contains" as const, ignoreCase: true },
             { key: "group", value: "g9" },
           ],
         },
@@ -240,13 +266,13 @@ describe.each(storeDrivers)("search plans on %s", (driver, open) => {
     // In a small tag the documents are found by their tags' index, not by reading every document row.
     const small = query(9, {
       containerTags: [SMALL],
-      filters: { AND: [{ key: "flag", value: "x", ignoreCase: true }] },
+      filters: { AND: [{ key: "flag", value: "x", filterType: "string_contains", ignoreCase: true }] },
     });
     expect(await plan(store.db, documentsInScope(small))).toContain("documents_container_tags_gin");
     // A narrowing that keeps none: no document, no search.
     const none = query(9, {
       containerTags: [LARGE],
-      filters: { AND: [{ key: "flag", value: "NONE", ignoreCase: true }] },
+      filters: { AND: [{ key: "flag", value: "NONE", filterType: "string_contains", ignoreCase: true }] },
     });
     expect(await documentsToRank(store.db, none)).toEqual([]);
     expect(await hybridChunkSearch(store.db, none)).toEqual([]);

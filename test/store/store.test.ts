@@ -13,7 +13,7 @@ import { createConnection } from "../../store/connections.ts";
 import { openPostgres, queryRows, type Store } from "../../store/db.ts";
 import * as docs from "../../store/documents.ts";
 import { isStoreUnavailable } from "../../store/errors.ts";
-import { compileFilter, FilterError, type FilterNode } from "../../store/filters.ts";
+import { compileFilter, FilterError, type FilterNode, metadataColumns } from "../../store/filters.ts";
 import { keywordTsquery } from "../../store/keyword.ts";
 import * as processing from "../../store/processing.ts";
 import { apiKeys, documents } from "../../store/schema/index.ts";
@@ -395,12 +395,12 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
     expect(await run(deep)).toEqual(["a", "c"]);
     // Injection attempts are just values.
     expect(await run({ AND: [{ key: "kind' OR '1'='1", value: "x' OR '1'='1" }] })).toEqual([]);
-    expect(() => compileFilter(sql`x`, { AND: [{ key: "n", value: "abc", filterType: "numeric" }] })).toThrow(
-      FilterError,
-    );
+    expect(() =>
+      compileFilter(metadataColumns("d"), { AND: [{ key: "n", value: "abc", filterType: "numeric" }] }),
+    ).toThrow(FilterError);
     let tooDeep: FilterNode = { key: "k", value: "v" };
     for (let i = 0; i < 10; i++) tooDeep = { AND: [tooDeep] };
-    expect(() => compileFilter(sql`x`, tooDeep)).toThrow(/deeper/);
+    expect(() => compileFilter(metadataColumns("d"), tooDeep)).toThrow(/deeper/);
   });
 
   it("keeps a filter's meaning whatever JSON type the metadata holds (the index's containment only narrows)", async () => {
@@ -428,6 +428,14 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
       '"x"',
       '""',
       '"[x"',
+      // For ignoreCase: letters in both cases, letters outside ASCII (whether lower() folds them depends on the
+      // database's collation, which the oracle below uses too), mixed arrays, two keys that differ only by case.
+      '"X"',
+      '"TRUE"',
+      '"ÉTÉ"',
+      '"été"',
+      '["X", 5, true, "ÉTÉ"]',
+      '"Key", "V": "OTHER"',
     ];
     const idOf = new Map<string, string>();
     for (const raw of [...stored, "missing"]) {
@@ -483,6 +491,13 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
       "1e999999",
       "1e-999999",
       `0.${"0".repeat(20_000)}1`,
+      "X",
+      "True",
+      "FALSE",
+      "été",
+      "ÉTÉ",
+      "key",
+      "other",
     ];
     for (const value of texts) {
       const text = sql`(metadata ->> 'v') = ${value}`;
@@ -497,6 +512,15 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
           sql`coalesce(jsonb_typeof(metadata -> 'v') = 'array' AND (metadata -> 'v') @> jsonb_build_array(${value}::text), FALSE)`,
         ),
       );
+      // ignoreCase (migration 0019 gives it a containment on the folded metadata).
+      expect(await listed({ key: "v", value, ignoreCase: true }), `"${value}", ignoreCase`).toEqual(
+        await meant(sql`coalesce(lower(metadata ->> 'v') = lower(${value}), FALSE)`),
+      );
+      expect(await listed({ key: "v", value, filterType: "array_contains", ignoreCase: true })).toEqual(
+        await meant(
+          sql`coalesce(jsonb_typeof(metadata -> 'v') = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(metadata -> 'v') e WHERE lower(e) = lower(${value})), FALSE)`,
+        ),
+      );
     }
     for (const value of ["5", "5.5", "1000", "1", "0", "-0"])
       expect(await listed({ key: "v", value, filterType: "numeric" }), `= ${value}`).toEqual(
@@ -508,6 +532,14 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
     expect(await listed({ key: "v", value: "5" })).toEqual(['"5"', "5"]);
     expect(await listed({ key: "v", value: "true" })).toEqual(['"true"', "true"]);
     expect(await listed({ key: "v", value: "5", filterType: "numeric" })).toEqual(["5", "5.0"]);
+    expect(await listed({ key: "v", value: "x", ignoreCase: true })).toEqual(['"X"', '"x"']);
+    expect(await listed({ key: "v", value: "true", ignoreCase: true })).toEqual(['"TRUE"', '"true"', "true"]);
+    expect(await listed({ key: "v", value: "5", filterType: "array_contains", ignoreCase: true })).toEqual([
+      '["X", 5, true, "ÉTÉ"]',
+      '["x", 5]',
+    ]);
+    expect(await listed({ key: "v", value: "other", ignoreCase: true })).toEqual([]);
+    expect(await listed({ key: "V", value: "other", ignoreCase: true })).toEqual(['"Key", "V": "OTHER"']);
   });
 
   it("stores chunks with vectors and finds them by meaning and by keyword", async () => {
