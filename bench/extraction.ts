@@ -6,13 +6,21 @@ import { detectContentType } from "../pipeline/extract/detect.ts";
 import { createMediaExtractors } from "../pipeline/extract/media.ts";
 import { closeSharedOcr } from "../pipeline/extract/ocr.ts";
 import { threadExtractors } from "../pipeline/extract/registry.ts";
-import type { ContentType, ExtractResult } from "../pipeline/extract/types.ts";
+import type { ExtractResult } from "../pipeline/extract/types.ts";
 import { segmentsToText } from "../pipeline/extract/types.ts";
 import { createTranscriber, type TranscriberEngine } from "../pipeline/transcribe/index.ts";
 import { wordAccuracy, wordRecall } from "../pipeline/word-accuracy.ts";
-import { JFK } from "./lib/extraction-report.ts";
+import {
+  type ExtractionResult,
+  type FileTiming,
+  JFK,
+  type OcrAccuracy,
+  type SpeechAccuracy,
+} from "./lib/extraction-report.ts";
 import { log } from "./lib/progress.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
+
+export type { ExtractionResult, FileTiming, OcrAccuracy, SpeechAccuracy };
 
 export const FIXTURES_DIR =
   process.env.BENCH_FIXTURES_DIR ?? path.resolve(import.meta.dirname, "../../shared/fixtures");
@@ -22,39 +30,6 @@ const OCR_REFERENCES: { image: string; pdf: string; page: number }[] = [
   { image: "image/DA-1p.png", pdf: "pdf/DA-1p.pdf", page: 1 },
   { image: "image/layout-parser-paper-fast.jpg", pdf: "pdf/copy-protected.pdf", page: 1 },
 ];
-
-export interface FileTiming {
-  file: string;
-  type: ContentType | "unsupported";
-  outcome: "text" | "no text" | "refused";
-  chars: number;
-  ms: Summary;
-}
-
-export interface OcrAccuracy {
-  image: string;
-  reference: string;
-  wordRecall: number;
-  wordAccuracy: number;
-}
-
-export interface SpeechAccuracy {
-  engine: string;
-  file: string;
-  wordAccuracy: number;
-  transcript: string;
-  ms: Summary;
-  audioSeconds: number;
-}
-
-export interface ExtractionResult {
-  repeats: number;
-  files: FileTiming[];
-  byType: { type: string; files: number; ms: Summary }[];
-  ocr: OcrAccuracy[];
-  speech: SpeechAccuracy[];
-  unavailable: string[];
-}
 
 async function timed<T>(repeats: number, fn: () => Promise<T>): Promise<{ value: T; ms: Summary }> {
   const times: number[] = [];

@@ -1,6 +1,41 @@
 // The "Extraction" section of docs/benchmarks.md (bench/extraction.ts measures it).
 
-import type { ExtractionResult } from "../extraction.ts";
+import type { ContentType } from "../../pipeline/extract/types.ts";
+import type { Summary } from "./stats.ts";
+
+/** What bench/extraction.ts measures, and this section renders. */
+export interface FileTiming {
+  file: string;
+  type: ContentType | "unsupported";
+  outcome: "text" | "no text" | "refused";
+  chars: number;
+  ms: Summary;
+}
+
+export interface OcrAccuracy {
+  image: string;
+  reference: string;
+  wordRecall: number;
+  wordAccuracy: number;
+}
+
+export interface SpeechAccuracy {
+  engine: string;
+  file: string;
+  wordAccuracy: number;
+  transcript: string;
+  ms: Summary;
+  audioSeconds: number;
+}
+
+export interface ExtractionResult {
+  repeats: number;
+  files: FileTiming[];
+  byType: { type: string; files: number; ms: Summary }[];
+  ocr: OcrAccuracy[];
+  speech: SpeechAccuracy[];
+  unavailable: string[];
+}
 
 export const EXTRACTION_HEADING = "## Extraction";
 
