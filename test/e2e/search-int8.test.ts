@@ -6,6 +6,20 @@ import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } fr
 
 const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * (b[i] as number), 0);
 
+/** A service started with `env` (memory extraction off) that holds one processed document, `content`, in `tag`. */
+async function serviceWithDocument(env: Record<string, string>, tag: string, content: string) {
+  const service = await startTestService({ env: { ...env, MEMORY_EXTRACTION: "false" } });
+  try {
+    const client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
+    const added = await client.add({ content, containerTag: tag });
+    expect((await untilProcessed((i) => client.documents.get(i), added.id)).status).toBe("done");
+    return { service, client };
+  } catch (err) {
+    await service.stop();
+    throw err;
+  }
+}
+
 // The query weights on the real service: searches embed the query with the int8 (Xenova) or int8-block weights,
 // the stored chunks keep their fp32 vectors, and the similarity a result reports is the one between those two.
 // int8-block is what the service takes when EMBEDDING_QUERY_PRECISION is left at auto and setup made its model.
@@ -23,10 +37,7 @@ describe.each(SETTINGS)("search with EMBEDDING_QUERY_PRECISION=$setting", ({ env
   const QUESTION = "What is the nickname of the club?";
 
   beforeAll(async () => {
-    service = await startTestService({ env: { ...env, MEMORY_EXTRACTION: "false" } });
-    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
-    const added = await client.add({ content: CONTENT, containerTag: "int8" });
-    expect((await untilProcessed((i) => client.documents.get(i), added.id)).status).toBe("done");
+    ({ service, client } = await serviceWithDocument(env, "int8", CONTENT));
     fp32 = createEmbedder("bge-small", { threads: 1, queryThreads: 0 });
     quantised = createEmbedder("bge-small", { threads: 1, queryThreads: 1, queryPrecision: precision });
   }, 120_000);
@@ -65,12 +76,11 @@ describe("documents embedded with EMBEDDING_DOCUMENT_PRECISION=int8-block", () =
   const QUESTION = "Which river joins the Yare near Norwich?";
 
   beforeAll(async () => {
-    service = await startTestService({
-      env: { EMBEDDING_DOCUMENT_PRECISION: "int8-block", MEMORY_EXTRACTION: "false" },
-    });
-    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
-    const added = await client.add({ content: CONTENT, containerTag: "int8-documents" });
-    expect((await untilProcessed((i) => client.documents.get(i), added.id)).status).toBe("done");
+    ({ service, client } = await serviceWithDocument(
+      { EMBEDDING_DOCUMENT_PRECISION: "int8-block" },
+      "int8-documents",
+      CONTENT,
+    ));
     fp32 = createEmbedder("bge-small", { threads: 1, queryThreads: 0 });
     block = createEmbedder("bge-small", {
       threads: 1,
