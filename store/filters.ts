@@ -121,11 +121,9 @@ function valuesForText(text: string, ignoreCase: boolean): string[] | null {
  * (`lower(...) = lower(...)`) keeps it, whatever characters its collation lower-cases. The function of a constant is
  * evaluated once, when the statement is planned.
  */
-function containedIn(columns: MetadataColumns, objects: string[], ignoreCase = false): SQL {
+function containedIn(column: SQL, objects: string[], folded = false): SQL {
   const parts = objects.map((o) =>
-    ignoreCase
-      ? sql`${columns.folded ?? sql`NULL::jsonb`} @> metadata_folded(${o}::jsonb)`
-      : sql`${columns.metadata} @> ${o}::jsonb`,
+    folded ? sql`${column} @> metadata_folded(${o}::jsonb)` : sql`${column} @> ${o}::jsonb`,
   );
   return sql`(${sql.join(parts, sql` OR `)})`;
 }
@@ -145,18 +143,19 @@ function indexableCondition(columns: MetadataColumns, c: FilterCondition): SQL |
   // condition has no case to ignore.
   if (type === "numeric")
     return (c.numericOperator ?? "=") === "="
-      ? containedIn(columns, [JSON.stringify({ [c.key]: Number(c.value) })])
+      ? containedIn(columns.metadata, [JSON.stringify({ [c.key]: Number(c.value) })])
       : undefined;
   if (type === "string_contains") return undefined;
   const ignoreCase = c.ignoreCase === true;
-  if (ignoreCase && !columns.folded) return undefined;
+  const column = ignoreCase ? columns.folded : columns.metadata;
+  if (!column) return undefined;
   // Case-sensitively an array holds the value only as a string (its exact condition is this containment); ignoring
   // case, any element whose text folds to the value's counts, so numbers and booleans too.
   const values =
     type === "array_contains" && !ignoreCase ? [JSON.stringify(c.value)] : valuesForText(c.value, ignoreCase);
   if (!values) return undefined;
   const objects = values.map((v) => (type === "array_contains" ? `{${key}:[${v}]}` : `{${key}:${v}}`));
-  return containedIn(columns, objects, ignoreCase);
+  return containedIn(column, objects, ignoreCase);
 }
 
 function exactCondition(metadata: SQL, c: FilterCondition): SQL {
