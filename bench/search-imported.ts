@@ -103,6 +103,8 @@ export interface ImportedSearchResult {
   concurrent: ConcurrentLatency[];
   /** Set when the run reused a kept store (--imported-store) instead of filling one. */
   reusedStore?: string;
+  /** The buffer pool the service's store started with (the default `auto` resolved, or PGLITE_SHARED_BUFFERS). */
+  servicePool?: string;
 }
 
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
@@ -265,6 +267,7 @@ export async function runImportedSearch(
     sequential,
     concurrent,
     ...(o.store ? { reusedStore: o.store } : {}),
+    ...(service.sharedBuffers ? { servicePool: service.sharedBuffers } : {}),
   };
 }
 

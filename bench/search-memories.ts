@@ -64,6 +64,8 @@ export interface MemorySearchResult {
   sequential: RouteLatency[];
   concurrent: ConcurrentLatency[];
   reusedStore?: string;
+  /** The buffer pool the service's store started with (the default `auto` resolved, or PGLITE_SHARED_BUFFERS). */
+  servicePool?: string;
 }
 
 interface FillRecord {
@@ -194,6 +196,7 @@ export async function runMemorySearch(
     sequential,
     concurrent,
     ...(o.store ? { reusedStore: o.store } : {}),
+    ...(service.sharedBuffers ? { servicePool: service.sharedBuffers } : {}),
   };
 }
 

@@ -192,13 +192,14 @@ export const envSchema = z.object({
   /**
    * The embedded store's buffer pool (PostgreSQL's shared_buffers). PGlite's memory grows to hold it and never
    * gives it back, so it is a floor of the daemon's RSS once the data outgrows it, and the OS caches the data
-   * files besides. Measured at 100,000 chunks: 32MB (default) keeps about 100 MB of RSS off PGlite's 128MB for
-   * /v3/search p50 73 against 66 ms (64MB: 69 ms). Ignored with DATABASE_URL.
+   * files besides. `auto` (default) sizes it at start from the store: half its relation files, between 32MB and
+   * 256MB and at most 1/16 of the machine's memory (store/pglite-pool.ts); a size sets it. Ignored with
+   * DATABASE_URL.
    */
   PGLITE_SHARED_BUFFERS: z
     .string()
-    .regex(/^\d+(kB|MB|GB)$/, 'a size such as "32MB"')
-    .default("32MB"),
+    .regex(/^(auto|\d+(kB|MB|GB))$/, 'auto, or a size such as "32MB"')
+    .default("auto"),
   /** Activities at a time on the heavy queue (OCR, transcription). */
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),

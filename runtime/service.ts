@@ -52,6 +52,8 @@ export interface RunningService {
   temporalUiUrl?: string;
   /** Document workflows this process started, and how many went straight to its own worker (eager start). */
   processingStarts(): { total: number; eager: number };
+  /** The embedded store's buffer pool as started (PGLITE_SHARED_BUFFERS, `auto` resolved); unset on PostgreSQL. */
+  sharedBuffers?: string;
   stop(): Promise<void>;
 }
 
@@ -73,6 +75,11 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       pgliteSharedBuffers: config.PGLITE_SHARED_BUFFERS,
     });
     stops.push(() => store.close());
+    if (store.sharedBuffers)
+      log.info(
+        { sharedBuffers: store.sharedBuffers, setting: config.PGLITE_SHARED_BUFFERS },
+        "embedded store opened",
+      );
 
     let temporalAddress = config.TEMPORAL_ADDRESS;
     let temporalUiUrl: string | undefined;
@@ -291,7 +298,14 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           }),
       );
     }
-    return { url, temporalAddress, temporalUiUrl, processingStarts: () => ({ ...processing.starts }), stop };
+    return {
+      url,
+      temporalAddress,
+      temporalUiUrl,
+      processingStarts: () => ({ ...processing.starts }),
+      ...(store.sharedBuffers ? { sharedBuffers: store.sharedBuffers } : {}),
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;

@@ -12,6 +12,7 @@ import pg from "pg";
 import lockfile from "proper-lockfile";
 import { gatedPglite, PriorityGate } from "./pglite-gate.ts";
 import { installTextParsers } from "./pglite-parsers.ts";
+import { resolveSharedBuffers } from "./pglite-pool.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -24,6 +25,8 @@ export interface Store {
   /** For the worker, admission and maintenance loops. The same pool as `db` on PostgreSQL. */
   background: Database;
   driver: "pglite" | "postgres";
+  /** PGlite only: the buffer pool it started with (PGLITE_SHARED_BUFFERS, `auto` resolved); unset for PGlite's own. */
+  sharedBuffers?: string;
   close(): Promise<void>;
 }
 
@@ -35,7 +38,11 @@ export class StoreLockedError extends Error {}
  * Embedded PGlite under `<dataDir>/pglite`. PGlite itself does not lock its directory, and two
  * processes writing one directory corrupt it, so we take an exclusive lock first.
  */
-export async function openPglite(dataDir: string, opts: { sharedBuffers?: string } = {}): Promise<Store> {
+export async function openPglite(
+  dataDir: string,
+  /** shared_buffers: a size, or `auto` to size it from the store (store/pglite-pool.ts); PGlite's own when unset. */
+  opts: { sharedBuffers?: string } = {},
+): Promise<Store> {
   const dir = path.join(dataDir, "pglite");
   mkdirSync(dir, { recursive: true });
   let release: () => Promise<void>;
@@ -48,11 +55,13 @@ export async function openPglite(dataDir: string, opts: { sharedBuffers?: string
     );
   }
   try {
+    // Sized after the lock is held: no other process is changing the directory while it is measured.
+    const sharedBuffers = resolveSharedBuffers(opts.sharedBuffers, dir);
     const client = await PGlite.create(dir, {
       extensions: { vector },
       // PGlite's memory is WebAssembly's, which grows and never shrinks: its buffer pool, once filled, stays.
-      startParams: opts.sharedBuffers
-        ? [...PGlite.defaultStartParams, "-c", `shared_buffers=${opts.sharedBuffers}`]
+      startParams: sharedBuffers
+        ? [...PGlite.defaultStartParams, "-c", `shared_buffers=${sharedBuffers}`]
         : undefined,
     });
     installTextParsers(client);
@@ -62,6 +71,7 @@ export async function openPglite(dataDir: string, opts: { sharedBuffers?: string
       db,
       background,
       driver: "pglite",
+      ...(sharedBuffers ? { sharedBuffers } : {}),
       async close() {
         await client.close();
         await release();
@@ -134,7 +144,7 @@ async function migrateExclusively(url: string, migrate: () => Promise<void>): Pr
 export function openStore(opts: {
   databaseUrl?: string;
   dataDir: string;
-  /** PGlite's buffer pool (PostgreSQL's shared_buffers), e.g. "32MB"; PGlite's own default when unset. */
+  /** PGlite's buffer pool (PostgreSQL's shared_buffers), e.g. "32MB" or "auto"; PGlite's own default when unset. */
   pgliteSharedBuffers?: string;
 }): Promise<Store> {
   return opts.databaseUrl

@@ -68,6 +68,8 @@ export interface BenchService {
   /** The admin key the service was started with (for plain HTTP calls next to the SDK client). */
   apiKey: string;
   client: Supermemory;
+  /** The buffer pool its embedded store started with (PGLITE_SHARED_BUFFERS, `auto` resolved). */
+  sharedBuffers?: string;
   stop: () => Promise<void>;
 }
 
@@ -108,7 +110,13 @@ export async function startBenchService(
   if (!service.url) throw new Error("the service started without an API");
   // No retries: a retried add would duplicate a document and a retried search would hide its latency.
   const client = new Supermemory({ apiKey, baseURL: service.url, maxRetries: 0, timeout: 300_000 });
-  return { url: service.url, apiKey, client, stop };
+  return {
+    url: service.url,
+    apiKey,
+    client,
+    ...(service.sharedBuffers ? { sharedBuffers: service.sharedBuffers } : {}),
+    stop,
+  };
 }
 
 /**

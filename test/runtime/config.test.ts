@@ -9,7 +9,9 @@ describe("configuration durations", () => {
     expect(defaults.FILE_SWEEP_GRACE).toBe(3600_000);
     expect(defaults.KEY_EXPIRY_NOTICE_INTERVAL).toBe(3600_000);
     expect(defaults.METRICS_PUBLIC).toBe(false);
-    expect(defaults.PGLITE_SHARED_BUFFERS).toBe("32MB");
+    expect(defaults.PGLITE_SHARED_BUFFERS).toBe("auto");
+    expect(loadConfig({ PGLITE_SHARED_BUFFERS: "64MB" }).PGLITE_SHARED_BUFFERS).toBe("64MB");
+    expect(() => loadConfig({ PGLITE_SHARED_BUFFERS: "automatic" })).toThrow(/PGLITE_SHARED_BUFFERS/);
     expect(defaults.EMBEDDING_QUERY_PRECISION).toBe("auto");
     expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "int8" }).EMBEDDING_QUERY_PRECISION).toBe("int8");
     expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "int8-block" }).EMBEDDING_QUERY_PRECISION).toBe(
