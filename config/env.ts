@@ -193,7 +193,7 @@ export const envSchema = z.object({
    * The embedded store's buffer pool (PostgreSQL's shared_buffers). PGlite's memory grows to hold it and never
    * gives it back, so it is a floor of the daemon's RSS once the data outgrows it, and the OS caches the data
    * files besides. `auto` (default) sizes it at start from the store: half its relation files, between 32MB and
-   * 256MB and at most 1/16 of the machine's memory (store/pglite-pool.ts); a size sets it. Ignored with
+   * 256MB and at most 1/16 of the memory (the machine's, or the container's limit; store/pglite-pool.ts); a size sets it. Ignored with
    * DATABASE_URL.
    */
   PGLITE_SHARED_BUFFERS: z

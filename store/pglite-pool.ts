@@ -19,14 +19,23 @@ export const AUTO_POOL = {
   ceilingMb: 256,
   /** The share of the store's relation files (`base/`) the pool is sized to. */
   shareOfStore: 1 / 2,
-  /** Never more than this share of the machine's memory. */
+  /** Never more than this share of the memory the process may use (the machine's, or its container's limit). */
   shareOfMemory: 1 / 16,
 } as const;
 
 const MB = 1024 * 1024;
 
-/** The pool `auto` gives a store whose relation files take `storeBytes`, on a machine with `memoryBytes`. */
-export function autoSharedBuffers(storeBytes: number, memoryBytes = totalmem()): string {
+/**
+ * The memory this process may use: the machine's, or a container's limit when one is set (cgroups; Node reports
+ * it as constrainedMemory, 0 or undefined when there is none).
+ */
+export function availableMemory(): number {
+  const limit = process.constrainedMemory?.() ?? 0;
+  return limit > 0 ? Math.min(limit, totalmem()) : totalmem();
+}
+
+/** The pool `auto` gives a store whose relation files take `storeBytes`, with `memoryBytes` to run in. */
+export function autoSharedBuffers(storeBytes: number, memoryBytes = availableMemory()): string {
   const wanted = Math.floor((storeBytes * AUTO_POOL.shareOfStore) / MB);
   const allowed = Math.min(AUTO_POOL.ceilingMb, Math.floor((memoryBytes * AUTO_POOL.shareOfMemory) / MB));
   return `${Math.max(AUTO_POOL.floorMb, Math.min(wanted, allowed))}MB`;

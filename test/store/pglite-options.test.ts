@@ -1,10 +1,16 @@
 import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, totalmem } from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore, queryRows } from "../../store/db.ts";
-import { AUTO_POOL, autoSharedBuffers, resolveSharedBuffers, storeBytes } from "../../store/pglite-pool.ts";
+import {
+  AUTO_POOL,
+  autoSharedBuffers,
+  availableMemory,
+  resolveSharedBuffers,
+  storeBytes,
+} from "../../store/pglite-pool.ts";
 
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
@@ -55,6 +61,9 @@ describe("the embedded store's buffer pool", () => {
     expect(autoSharedBuffers(570 * MB, 2 * GB)).toBe("128MB");
     // A machine too small for even that share keeps the floor.
     expect(autoSharedBuffers(570 * MB, 256 * MB)).toBe("32MB");
+    // The memory it weighs is the machine's, or a container's limit below it (none here: 2^64 means unlimited).
+    expect(availableMemory()).toBeGreaterThan(0);
+    expect(availableMemory()).toBeLessThanOrEqual(totalmem());
   });
 
   it("measures the relation files under base/, nested, and nothing for a directory never started", () => {
