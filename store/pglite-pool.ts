@@ -1,4 +1,4 @@
-import { readdirSync, statSync } from "node:fs";
+import { type Dirent, readdirSync, statSync } from "node:fs";
 import { totalmem } from "node:os";
 import path from "node:path";
 
@@ -44,7 +44,7 @@ export function autoSharedBuffers(storeBytes: number, memoryBytes = availableMem
 /** Bytes of the relation files under a PGlite data directory's `base/` (0 before its first start). */
 export function storeBytes(pgliteDir: string): number {
   let total = 0;
-  let entries: import("node:fs").Dirent[];
+  let entries: Dirent[];
   try {
     entries = readdirSync(path.join(pgliteDir, "base"), { withFileTypes: true, recursive: true });
   } catch (error) {
@@ -57,6 +57,11 @@ export function storeBytes(pgliteDir: string): number {
       total += statSync(path.join(entry.parentPath, entry.name), { throwIfNoEntry: false })?.size ?? 0;
   }
   return total;
+}
+
+/** The rule of `auto` in words, for reports and logs: it follows AUTO_POOL. */
+export function autoPoolRule(): string {
+  return `${Math.round(AUTO_POOL.shareOfStore * 100)} % of its relation files, ${AUTO_POOL.floorMb}MB to ${AUTO_POOL.ceilingMb}MB`;
 }
 
 /** The shared_buffers value to start PGlite with: `auto` resolved against the directory, any size as given. */

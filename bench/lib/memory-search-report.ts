@@ -1,5 +1,6 @@
 // The section of docs/benchmarks.md that the scenario `search-memories` (bench/search-memories.ts) fills.
 
+import { autoPoolRule } from "../../store/pglite-pool.ts";
 import type { MemorySearchOptions, MemorySearchResult } from "../search-memories.ts";
 import { CONCURRENT_P95_GOAL_MS, SEQUENTIAL_P95_GOAL_MS, verdict } from "./imported-report.ts";
 import { ms } from "./stats.ts";
@@ -15,7 +16,7 @@ export function renderMemorySearchSection(r: MemorySearchResult, o: MemorySearch
     "",
     `\`POST /v4/search\` in its default mode (memories), what the SDK's \`client.search.memories\` sends. A store filled through the store path of the API's memory add (\`insertMemories\`: one row at a time with its HNSW and GIN index updates, ${n(100)} a call), with the statistics refresh the service's schedule runs as the table grows: ${n(r.memories)} memories in one container (\`all\`) and the same ${n(r.memories)} again spread over ${n(o.tags)} small containers (about ${n(Math.round(r.memories / o.tags))} each), added a batch of each in turn, at ${r.fillRate.toFixed(0)} memories/s (no model: SciFact sentences and their vectors from the search benchmark's cache; each memory has one of 200 projects in its metadata). ${n(r.sizes.live)} live memories; heap ${r.sizes.heapMb} MB, ${r.sizes.indexes.map((i) => `${i.name} ${i.mb} MB`).join(", ")}.${r.reusedStore ? ` **This run reused a store kept in ${r.reusedStore} (\`--memories-store\`)**: the fill figures are those of the run that filled it.` : ""}`,
     "",
-    `${o.searches} SciFact queries per row, one at a time after 10 warm-up requests, \`limit: 10\`. "Store alone" is the same search through \`store/memories.ts\` in the benchmark's process before the service opened the store, with the query vectors embedded beforehand: what the SQL costs. Client is the whole HTTP request (query embedding included); server is the response's own \`timing\`.${r.servicePool ? ` The service's store started with a ${r.servicePool} buffer pool (\`PGLITE_SHARED_BUFFERS\`; the default \`auto\` sizes it from the store).` : ""} The goal column compares the client p95 with issue #25's ${SEQUENTIAL_P95_GOAL_MS} ms.`,
+    `${o.searches} SciFact queries per row, one at a time after 10 warm-up requests, \`limit: 10\`. "Store alone" is the same search through \`store/memories.ts\` in the benchmark's process before the service opened the store, with the query vectors embedded beforehand: what the SQL costs. Client is the whole HTTP request (query embedding included); server is the response's own \`timing\`.${r.servicePool ? ` The service's store started with a ${r.servicePool} buffer pool (\`PGLITE_SHARED_BUFFERS\`; the default \`auto\` sizes it from the store: ${autoPoolRule()}).` : ""} The goal column compares the client p95 with issue #25's ${SEQUENTIAL_P95_GOAL_MS} ms.`,
     "",
     "| scope | store alone p50 | store alone p95 | client p50 | client p95 | server p50 | server p95 | errors | results | p95 vs 50 ms |",
     "|---|---|---|---|---|---|---|---|---|---|",
