@@ -17,20 +17,23 @@ export const MAX_FILTER_CONDITIONS = 200;
 export class FilterError extends Error {}
 
 /**
- * Where a filter reads a row's metadata: the column, and where the table has one its copy with every string
- * lower-cased (`metadata_folded`, a stored generated column of migration 0019, not declared to drizzle), on which
- * ignoreCase conditions get a containment. Documents have it; memories do not (adding it rewrote their HNSW index).
+ * Where a filter reads a row's metadata: the column, and its copy with every string lower-cased (metadata_folded(),
+ * migration 0019), on which ignoreCase conditions get a containment. Documents keep the copy in a stored generated
+ * column (`metadata_folded`, not declared to drizzle); memories have an index on the expression (migration 0020:
+ * a column rewrote their HNSW index), which a condition names as the index does.
  */
 export interface MetadataColumns {
   metadata: SQL;
-  folded?: SQL;
+  folded: SQL;
 }
 
 /** The metadata columns of a table or alias in a statement: documents (alias d) or memories (alias m). */
 export function metadataColumns(qualifier: "documents" | "d" | "memories" | "m"): MetadataColumns {
-  const metadata = sql.raw(`${qualifier}.metadata`);
-  const hasFolded = qualifier === "documents" || qualifier === "d";
-  return hasFolded ? { metadata, folded: sql.raw(`${qualifier}.metadata_folded`) } : { metadata };
+  const isDocument = qualifier === "documents" || qualifier === "d";
+  return {
+    metadata: sql.raw(`${qualifier}.metadata`),
+    folded: sql.raw(isDocument ? `${qualifier}.metadata_folded` : `metadata_folded(${qualifier}.metadata)`),
+  };
 }
 
 const NO_ROW: MetadataColumns = { metadata: sql`NULL::jsonb`, folded: sql`NULL::jsonb` };
@@ -148,7 +151,6 @@ function indexableCondition(columns: MetadataColumns, c: FilterCondition): SQL |
   if (type === "string_contains") return undefined;
   const ignoreCase = c.ignoreCase === true;
   const column = ignoreCase ? columns.folded : columns.metadata;
-  if (!column) return undefined;
   // Case-sensitively an array holds the value only as a string (its exact condition is this containment); ignoring
   // case, any element whose text folds to the value's counts, so numbers and booleans too.
   const values =

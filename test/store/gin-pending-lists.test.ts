@@ -15,6 +15,7 @@ const SEARCHED_GIN_INDEXES = [
   "memories_tsv_gin",
   "memories_metadata_gin",
   "documents_metadata_folded_gin",
+  "memories_metadata_folded_gin",
 ];
 /** 256 kB in 8 kB pages, and the page a list may pass the limit by before the insert that passed it merges it. */
 const MOST_PENDING_PAGES = 256 / 8 + 1;

@@ -1,8 +1,9 @@
 // The plans memory search gets on a table big enough for the planner to choose (issue #25), as
 // search-plan.test.ts checks for chunks: the vector side walks the model's HNSW index in a large container and
 // sorts a small container's own memories exactly (found by the container index, never by walking the graph for
-// them); the keyword side finds its matches by the GIN index; a filter no index answers has its few memories read
-// first and ranked exactly. Also what a search returns: the exact nearest where it sorts, rows without their
+// them); the keyword side finds its matches by the GIN index; an ignoreCase filter finds its few memories by the
+// folded metadata beside them (migration 0020); a filter no index answers has its few memories read first and
+// ranked exactly. Also what a search returns: the exact nearest where it sorts, rows without their
 // vectors, and a query vector that may still be on its way. On both drivers. Plans and results only: nothing
 // here is timed.
 
@@ -10,7 +11,8 @@ import { type SQL, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../bench/lib/random.ts";
 import { type Database, queryRows, type Store } from "../../store/db.ts";
-import { inIdList } from "../../store/exact-rank.ts";
+import { inIdList, opaqueFilter } from "../../store/exact-rank.ts";
+import { metadataColumns } from "../../store/filters.ts";
 import {
   type MemorySearchQuery,
   memoryConditions,
@@ -125,10 +127,93 @@ describe.each(storeDrivers)("memory search plans on %s", (_driver, open) => {
     expect(p).toContain("memories_tsv_gin");
   });
 
+  it("finds the few memories an ignoreCase filter keeps by the folded metadata index (migration 0020)", async () => {
+    const rare = (m: number) => RARE.includes(m);
+    for (const filters of [
+      { AND: [{ key: "flag", value: "RARE", ignoreCase: true }] },
+      {
+        OR: [
+          { key: "flag", value: "Rare", ignoreCase: true },
+          { key: "group", value: "none" },
+        ],
+      },
+    ]) {
+      const q = query(9, { containerTags: [LARGE], filters });
+      // Not read from the memories first: the planner estimates the filter itself.
+      expect(opaqueFilter(filters, metadataColumns("m"))).toBe(false);
+      const p = await plan(store.db, byVector(q));
+      expect(p).toContain("memories_metadata_folded_gin");
+      expect(p).not.toContain(HNSW);
+      const hits = await searchMemories(store.db, q);
+      expect(hits.map((h) => h.row.id).sort()).toEqual(exactNearest(9, rare, 30).sort());
+    }
+    // A filter that keeps a fifth of the container walks the graph, its memories checked on the way.
+    const many = query(9, {
+      containerTags: [LARGE],
+      filters: { AND: [{ key: "group", value: "G1", ignoreCase: true }] },
+    });
+    expect(await plan(store.db, byVector(many))).toContain(`Index Scan using ${HNSW}`);
+    const found = await searchMemories(store.db, many);
+    expect(found.length).toBe(30);
+    for (const h of found) expect(h.row.metadata).toEqual({ group: "g1" });
+    // A memory added or changed since is found by its new metadata, whatever its case.
+    const id = "memory-plan-folded";
+    await store.db.insert(memories).values({
+      id,
+      containerTag: LARGE,
+      content: "folded",
+      metadata: { Flag: "Odd" },
+      rootId: id,
+      embedding: vectorOf(1),
+      embeddingModel: space.model,
+    });
+    const odd = query(1, {
+      containerTags: [LARGE],
+      filters: { AND: [{ key: "Flag", value: "ODD", ignoreCase: true }] },
+    });
+    expect((await searchMemories(store.db, odd)).map((h) => h.row.id)).toEqual([id]);
+    await store.db.execute(sql`UPDATE memories SET metadata = '{"Flag": "Even"}' WHERE id = ${id}`);
+    expect(await searchMemories(store.db, odd)).toEqual([]);
+    await store.db.execute(sql`DELETE FROM memories WHERE id = ${id}`);
+  });
+
+  it("folds metadata as migration 0019 did, at once where nothing in it is upper-case (migration 0020)", async () => {
+    const samples = [
+      { project: "p37", team: "t1" },
+      { Project: "P37", tags: ["A", "b", 1, { X: "Y" }], nested: { Key: "Value" } },
+      { name: "ÉCOLE Straße", greek: "ΟΔΟΣ", n: 1.5e5, ok: true, none: null },
+      { quote: 'say "Hi"\n\t\\', control: "\u0001A" },
+      { lower: "already lower", list: ["x", "y"], empty: [] },
+      {},
+      ["A", "b"],
+      "Text",
+      7,
+      null,
+    ];
+    for (const sample of samples) {
+      const [row] = await queryRows<{ fast: unknown; each: unknown }>(
+        store.db,
+        sql`SELECT metadata_folded(${JSON.stringify(sample)}::jsonb) AS fast,
+                   metadata_folded_each(${JSON.stringify(sample)}::jsonb) AS each`,
+      );
+      expect(row?.fast).toEqual(row?.each);
+    }
+    const [missing] = await queryRows<{ folded: unknown }>(
+      store.db,
+      sql`SELECT metadata_folded(NULL::jsonb) AS folded`,
+    );
+    expect(missing?.folded).toEqual({});
+    const [mixed] = await queryRows<{ folded: unknown }>(
+      store.db,
+      sql`SELECT metadata_folded('{"Project": "P37", "tags": ["A", 1]}'::jsonb) AS folded`,
+    );
+    expect(mixed?.folded).toEqual({ Project: "p37", tags: ["a", 1] });
+  });
+
   it("ranks exactly the few memories a filter no index answers keeps, read first", async () => {
     const q = query(9, {
       containerTags: [LARGE],
-      filters: { AND: [{ key: "flag", value: "RARE", ignoreCase: true }] },
+      filters: { AND: [{ key: "flag", value: "AR", filterType: "string_contains", ignoreCase: true }] },
     });
     const hits = await searchMemories(store.db, q);
     expect(hits.map((h) => h.row.id).sort()).toEqual(RARE.map((m) => `memory-plan-${m}`).sort());
@@ -146,7 +231,12 @@ describe.each(storeDrivers)("memory search plans on %s", (_driver, open) => {
     expect(p).not.toContain(HNSW);
     expect(p).toMatch(/Sort Key: .*<=>/);
     // A filter that keeps none returns nothing.
-    const none = { ...q, filters: { AND: [{ key: "flag", value: "NOPE", ignoreCase: true }] } };
+    const none = {
+      ...q,
+      filters: {
+        AND: [{ key: "flag", value: "NOPE", filterType: "string_contains" as const, ignoreCase: true }],
+      },
+    };
     expect(await searchMemories(store.db, none)).toEqual([]);
   });
 

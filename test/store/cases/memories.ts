@@ -49,7 +49,8 @@ export function memoryCases(store: StoreOf) {
       filters: { key: "kind", value: "job" },
     });
     expect(jobsOnly.map((h) => h.row.id)).toEqual([job.id]);
-    // Filters no index answers are run on the memories first, and the few they keep ranked by id.
+    // ignoreCase by the folded metadata beside the memories (migration 0020); filters no index answers are run
+    // on the memories first, and the few they keep ranked by id.
     for (const filters of [
       { key: "kind", value: "JOB", ignoreCase: true },
       { key: "kind", value: "ob", filterType: "string_contains" as const },
