@@ -107,6 +107,44 @@ export function processCpuMeter(opts: { servicePid: number; temporalPid?: number
   };
 }
 
+/** CPU time this process's threads spent in a window, in milliseconds (the bench service runs in this process). */
+export interface ThreadCpu {
+  /** The main thread: the event loop, where PGlite, the API and the benchmark's HTTP client run. */
+  mainMs: number;
+  /** The busiest other thread (the query-embedding thread while searches run). */
+  busiestOtherMs: number;
+  /** Every other thread together (the model's other threads, V8's and libuv's helpers). */
+  otherMs: number;
+  /** Machine-wide busy time over the window, all cores, any process. */
+  machineMs: number;
+}
+
+/** Measures ThreadCpu from now to stop(); undefined where /proc is missing. */
+export function threadCpuMeter() {
+  if (!existsSync("/proc/self/task")) return { stop: (): ThreadCpu | undefined => undefined };
+  const before = threadTicks("self");
+  const machineBefore = machineTicks();
+  return {
+    stop(): ThreadCpu | undefined {
+      const ms = (ticks: number) => (ticks * 1000) / TICKS_PER_SECOND;
+      const main = String(process.pid);
+      // A thread that ended in the window is lost (its ticks are gone from /proc); a new one counts from 0.
+      const used = [...threadTicks("self").entries()].map(([tid, t]) => ({
+        tid,
+        ticks: t - (before.get(tid) ?? 0),
+      }));
+      const others = used.filter((u) => u.tid !== main).sort((a, b) => b.ticks - a.ticks);
+      const machineAfter = machineTicks();
+      return {
+        mainMs: ms(used.find((u) => u.tid === main)?.ticks ?? 0),
+        busiestOtherMs: ms(others[0]?.ticks ?? 0),
+        otherMs: ms(others.slice(1).reduce((s, u) => s + u.ticks, 0)),
+        machineMs: machineBefore && machineAfter ? ms(machineAfter.busy - machineBefore.busy) : Number.NaN,
+      };
+    },
+  };
+}
+
 /** Samples the resident memory of the service and the Temporal dev server every `everyMs`. */
 export function rssSampler(pids: { service: number; temporal?: number }, everyMs = 1000) {
   const samples: { atMs: number; service: number; temporal: number }[] = [];

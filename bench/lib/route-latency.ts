@@ -2,6 +2,7 @@
 // the scenarios that measure search through the real service (bench/search-imported.ts, bench/search-memories.ts).
 
 import { type JsonClient, jsonClient, type Outcome } from "./http.ts";
+import { threadCpuMeter } from "./proc.ts";
 import { log, progress } from "./progress.ts";
 import { type Summary, summarize } from "./stats.ts";
 
@@ -33,6 +34,11 @@ export interface ConcurrentLatency {
   errors: number;
   /** Requests per second over the whole measurement. */
   throughput: number;
+  /**
+   * CPU per request by thread of this process, which runs the service and the clients (absent in runs before
+   * stop 59, and where /proc is missing): what bounds the throughput of a machine's cores.
+   */
+  cpuPerRequest?: { mainMs: number; busiestOtherMs: number; otherMs: number; machineMs: number };
 }
 
 interface ServiceAddress {
@@ -108,6 +114,7 @@ export async function concurrentLatency(
     let errors = 0;
     const times: number[] = [];
     const started = performance.now();
+    const cpu = threadCpuMeter();
     await Promise.all(
       Array.from({ length: clients }, async () => {
         for (;;) {
@@ -120,6 +127,7 @@ export async function concurrentLatency(
       }),
     );
     const wall = performance.now() - started;
+    const used = cpu.stop();
     const latency = summarize(times);
     log(
       `${label}: ${clients} clients on ${route.route} in ${route.scope}: p95 ${latency.p95.toFixed(1)} ms, ${errors} errors`,
@@ -132,6 +140,16 @@ export async function concurrentLatency(
       latency,
       errors,
       throughput: (requests / wall) * 1000,
+      ...(used
+        ? {
+            cpuPerRequest: {
+              mainMs: used.mainMs / requests,
+              busiestOtherMs: used.busiestOtherMs / requests,
+              otherMs: used.otherMs / requests,
+              machineMs: used.machineMs / requests,
+            },
+          }
+        : {}),
     };
   } finally {
     pool.close();

@@ -110,6 +110,33 @@ describe("the search-imported section", () => {
     );
   });
 
+  it("gives each concurrency row its CPU per search, and says what the floor row is, when the run has them", () => {
+    const r = result(40, 120);
+    const big = r.concurrent[0] as ImportedSearchResult["concurrent"][number];
+    const floor = {
+      ...big,
+      scope: "a tag with no documents (the floor: nothing to rank)",
+      latency: summary(90, 180),
+      cpuPerRequest: { mainMs: 11.24, busiestOtherMs: 12.4, otherMs: 4.06, machineMs: 32.5 },
+    };
+    const lines = renderImportedSection({ ...r, concurrent: [big, floor] }, options);
+    const text = lines.join("\n");
+    expect(text).toContain(
+      "| CPU: main thread | CPU: busiest other thread | CPU: other threads | CPU: machine |",
+    );
+    expect(row(lines, "| POST /v3/search | a tag with no documents")).toMatch(
+      /\| 180 ms \|.*\| over \| 11\.2 ms \| 12\.4 ms \| 4\.1 ms \| 32\.5 ms \|$/,
+    );
+    // A row measured without CPU figures says so rather than leaving a cell out.
+    expect(lines.filter((l) => l.startsWith('| POST /v3/search | "all"')).at(-1)).toMatch(
+      /\| within \| n\/a \| n\/a \| n\/a \| n\/a \|$/,
+    );
+    expect(text).toContain("a floor no faster store could go under");
+    const before = renderImportedSection(r, options).join("\n");
+    expect(before).not.toContain("CPU: main thread");
+    expect(before).not.toContain("a floor no faster store");
+  });
+
   it("counts live chunks when the run counted them, else names what the documents hold by construction", () => {
     const counted = renderImportedSection(result(40, 120), options).join("\n");
     expect(counted).toContain("Live: 50,001 documents, 100,002 chunks.");
