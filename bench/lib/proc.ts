@@ -45,6 +45,20 @@ function threadTicks(pid: number | "self"): Map<string, number> {
   return out;
 }
 
+/** The ticks each thread of `pid` used since `before`: its main thread's, and the others' busiest first. */
+function ticksSince(before: Map<string, number>, pid: number) {
+  const main = String(pid);
+  // A thread that ended in the window is lost (its ticks are not in /proc any more); a new one counts from 0.
+  const used = [...threadTicks(pid).entries()].map(([tid, t]) => ({
+    tid,
+    ticks: t - (before.get(tid) ?? 0),
+  }));
+  return {
+    mainTicks: used.find((u) => u.tid === main)?.ticks ?? 0,
+    others: used.filter((u) => u.tid !== main).sort((a, b) => b.ticks - a.ticks),
+  };
+}
+
 /** CPU in cores (1 = one core busy for the whole window) of the service child and what ran beside it. */
 export interface ProcessCpu {
   wallMs: number;
@@ -74,12 +88,7 @@ export function processCpuMeter(opts: { servicePid: number; temporalPid?: number
     stop(): ProcessCpu | undefined {
       const wallMs = performance.now() - started;
       const cores = (ticks: number) => ticks / TICKS_PER_SECOND / (wallMs / 1000);
-      const after = threadTicks(opts.servicePid);
-      const main = String(opts.servicePid);
-      // A thread that ended in the window is lost (its ticks are not in /proc any more); a new one counts from 0.
-      const used = [...after.entries()].map(([tid, t]) => ({ tid, ticks: t - (before.get(tid) ?? 0) }));
-      const mainTicks = used.find((u) => u.tid === main)?.ticks ?? 0;
-      const others = used.filter((u) => u.tid !== main).sort((a, b) => b.ticks - a.ticks);
+      const { mainTicks, others } = ticksSince(before, opts.servicePid);
       const busiest = others.slice(0, opts.topThreads).reduce((s, u) => s + u.ticks, 0);
       const rest = others.slice(opts.topThreads).reduce((s, u) => s + u.ticks, 0);
       const temporalAfter = opts.temporalPid ? ticksOf(`/proc/${opts.temporalPid}/stat`) : undefined;
@@ -122,21 +131,15 @@ export interface ThreadCpu {
 /** Measures ThreadCpu from now to stop(); undefined where /proc is missing. */
 export function threadCpuMeter() {
   if (!existsSync("/proc/self/task")) return { stop: (): ThreadCpu | undefined => undefined };
-  const before = threadTicks("self");
+  const before = threadTicks(process.pid);
   const machineBefore = machineTicks();
   return {
     stop(): ThreadCpu | undefined {
       const ms = (ticks: number) => (ticks * 1000) / TICKS_PER_SECOND;
-      const main = String(process.pid);
-      // A thread that ended in the window is lost (its ticks are gone from /proc); a new one counts from 0.
-      const used = [...threadTicks("self").entries()].map(([tid, t]) => ({
-        tid,
-        ticks: t - (before.get(tid) ?? 0),
-      }));
-      const others = used.filter((u) => u.tid !== main).sort((a, b) => b.ticks - a.ticks);
+      const { mainTicks, others } = ticksSince(before, process.pid);
       const machineAfter = machineTicks();
       return {
-        mainMs: ms(used.find((u) => u.tid === main)?.ticks ?? 0),
+        mainMs: ms(mainTicks),
         busiestOtherMs: ms(others[0]?.ticks ?? 0),
         otherMs: ms(others.slice(1).reduce((s, u) => s + u.ticks, 0)),
         machineMs: machineBefore && machineAfter ? ms(machineAfter.busy - machineBefore.busy) : Number.NaN,
