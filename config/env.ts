@@ -200,6 +200,13 @@ export const envSchema = z.object({
     .string()
     .regex(/^(auto|\d+(kB|MB|GB))$/, 'auto, or a size such as "32MB"')
     .default("auto"),
+  /**
+   * How the embedded store's searches rank chunks: `sql` (default) in PGlite, or `memory`, an in-memory copy of
+   * the chunks' tags, lexemes and vectors (store/chunk-index) built in the background at start and kept in step
+   * through a change log; SQL answers until it is built and for searches it cannot (metadata filters, a
+   * document, an end user, a filepath). Ignored with DATABASE_URL.
+   */
+  SEARCH_INDEX: z.enum(["sql", "memory"]).default("sql"),
   /** Activities at a time on the heavy queue (OCR, transcription). */
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),

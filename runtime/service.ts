@@ -26,6 +26,7 @@ import { createReranker, resolveReranker } from "../pipeline/rerank/index.ts";
 import { createTranscriber } from "../pipeline/transcribe/index.ts";
 import { sweepStaleTempDirs } from "../pipeline/transcribe/support.ts";
 import { RESCORER_MODEL } from "../services/rescorer.ts";
+import { detachChunkIndex, startChunkIndex, withoutChunkIndex } from "../store/chunk-index/index.ts";
 import { openStore } from "../store/db.ts";
 import { loadSecretBox } from "../store/secrets.ts";
 import { ensureVectorIndexes } from "../store/vector-index.ts";
@@ -114,6 +115,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const indexStarted = Date.now();
     await ensureVectorIndexes(store.db, { model: embedder.model, dimension: embedder.dimension });
     log.info({ model: embedder.model, ms: Date.now() - indexStarted }, "embedding model ready");
+    if (store.driver === "pglite") await startSearchIndex(config, store, embedder, log, stops);
 
     const temporalOptions = temporalConnectionOptions(config, temporalAddress);
     const connection = await connectTemporal(temporalOptions, (o) => Connection.connect(o));
@@ -366,4 +368,48 @@ function chooseEmbedder(configured: Config["EMBEDDING_MODEL"], log: Logger): str
   if (name === "bge-small") log.info({ embedder: name }, reason);
   else log.warn({ embedder: name }, reason);
   return name;
+}
+
+/**
+ * SEARCH_INDEX=memory on the embedded store: the in-memory chunk index is built in the background (searches use
+ * SQL until it is ready); with `sql` the change log such an index reads is dropped, so it never grows unread.
+ */
+async function startSearchIndex(
+  config: Config,
+  store: Awaited<ReturnType<typeof openStore>>,
+  embedder: { model: string; dimension: number },
+  log: Logger,
+  stops: (() => Promise<void>)[],
+): Promise<void> {
+  if (config.SEARCH_INDEX !== "memory") {
+    await withoutChunkIndex(store.db);
+    return;
+  }
+  const started = Date.now();
+  let stopping = false;
+  const { index, built } = startChunkIndex(store.db, store.background, {
+    model: embedder.model,
+    dimension: embedder.dimension,
+  });
+  stops.push(async () => {
+    stopping = true;
+    detachChunkIndex(store.db);
+  });
+  built.then(
+    (index) =>
+      log.info(
+        {
+          chunks: index.size,
+          ms: Date.now() - started,
+          rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+        },
+        "in-memory search index ready",
+      ),
+    (err) => {
+      // Searches keep using SQL: the index is only ever a faster way to the same rows.
+      if (!index.ready && stopping) return;
+      detachChunkIndex(store.db);
+      log.error({ err }, "in-memory search index failed to build; searches use SQL");
+    },
+  );
 }

@@ -1,4 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
+import { chunkIndexOf } from "./chunk-index/index.ts";
+import { indexAnswers, indexedChunkSearch } from "./chunk-index/search.ts";
 import { type Database, queryRows } from "./db.ts";
 import { EXACT_RANK_LIMIT, fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";
 import { compileFilter, type FilterNode, metadataColumns } from "./filters.ts";
@@ -285,6 +287,11 @@ export type PendingSearchQuery = Omit<HybridSearchQuery, "embedding"> & {
  * adding up. Then the vector side and the fusion run in one statement over the keyword rows found.
  */
 export async function hybridChunkSearch(db: Database, q: PendingSearchQuery): Promise<ChunkHit[]> {
+  const index = chunkIndexOf(db);
+  if (index && indexAnswers(index, q)) {
+    const hits = await indexedChunkSearch(db, index, q);
+    if (hits) return hits;
+  }
   const pending = Promise.resolve(q.embedding);
   // Observed at once: when the keyword side fails first, a failed embedding must not go unhandled.
   pending.catch(() => undefined);

@@ -1,0 +1,510 @@
+import { sql } from "drizzle-orm";
+import usearch from "usearch";
+import { type Database, queryRows } from "../db.ts";
+import type { VectorSpace } from "../vector-index.ts";
+import { changesAfter, forgetChanges, lastChange, startChangeLog } from "./change-log.ts";
+import { normalisedRank, parseTsvector, termScore } from "./ts-rank.ts";
+
+// An in-memory copy of what search ranks chunks by: their tags, their lexemes (with what each adds to ts_rank)
+// and their vectors (an HNSW graph for large scopes, an exact scan for small ones). PGlite runs every statement
+// on the service's one thread; at 100,000 chunks the two ranking statements of a search took ~30 ms of it
+// there, which capped concurrent searches (docs/operations.md "The floor under 8 clients"). This ranks the same
+// rows the same way in a few milliseconds, then reads only the best chunks' fields from the store.
+
+const { Index, MetricKind, ScalarKind } = usearch;
+type UsearchIndex = InstanceType<typeof Index>;
+
+/** A row number's posting: rows holding a lexeme, and each row's position count for it. */
+class Postings {
+  rows = new Int32Array(4);
+  positions = new Uint16Array(4);
+  size = 0;
+  add(row: number, positions: number) {
+    if (this.size === this.rows.length) {
+      const rows = new Int32Array(this.size * 2);
+      rows.set(this.rows);
+      this.rows = rows;
+      const counts = new Uint16Array(this.size * 2);
+      counts.set(this.positions);
+      this.positions = counts;
+    }
+    this.rows[this.size] = row;
+    this.positions[this.size] = positions;
+    this.size++;
+  }
+}
+
+export interface IndexedScope {
+  /** The caller's scope: a row must carry one of these tags. */
+  scope?: readonly string[];
+  containerTags?: readonly string[];
+  tagMode: "any" | "all";
+}
+
+export interface RankedChunk {
+  id: string;
+  /** Rank on each side (1 = best), null when that side did not return the row. */
+  vectorRank: number | null;
+  keywordRank: number | null;
+  /** Cosine similarity (0..1 as pgvector's 1 − distance), computed for every row of the space. */
+  similarity: number;
+  fused: number;
+}
+
+/** Rows of a scope at most this many are ranked by an exact scan of their vectors; more go to the HNSW graph. */
+const EXACT_SCAN_ROWS = 4096;
+const LOAD_PAGE = 2000;
+/** Longest run of index work between two turns of the event loop while building or catching up. */
+const YIELD_AFTER_MS = 10;
+/** Changes applied inline by a search; a longer backlog is applied in the background, SQL answering meanwhile. */
+const INLINE_CHANGES = 2000;
+
+export class ChunkIndex {
+  readonly space: VectorSpace;
+  private ids: string[] = [];
+  /** Per row: its tags, or null once the row is gone (deleted, updated into a new row, or no longer searchable). */
+  private tags: (readonly string[] | null)[] = [];
+  private lengths: number[] = [];
+  private vectors: Float32Array;
+  private hasVector: Uint8Array;
+  private rowOf = new Map<string, number>();
+  private rowsByTag = new Map<string, Set<number>>();
+  private postings = new Map<string, Postings>();
+  private graph: UsearchIndex;
+  private live = 0;
+  /** The change log position this copy reflects. */
+  private appliedChange = 0;
+  private applying: Promise<void> = Promise.resolve();
+  private catchingUp = false;
+  /** Scratch for keyword sums, one per row, all zero between searches. */
+  private sums = new Float32Array(0);
+  ready = false;
+  private stopped = false;
+
+  /** Ends a build in progress at its next page (the store is closing). */
+  stop(): void {
+    this.stopped = true;
+    this.ready = false;
+  }
+
+  constructor(space: VectorSpace) {
+    this.space = space;
+    this.vectors = new Float32Array(1024 * space.dimension);
+    this.hasVector = new Uint8Array(1024);
+    this.graph = newGraph(space.dimension);
+  }
+
+  get size(): number {
+    return this.live;
+  }
+
+  /** Creates the change log, then reads every searchable chunk (over `db`, page by page). */
+  async build(db: Database): Promise<void> {
+    this.appliedChange = await startChangeLog(db);
+    let after = "";
+    for (;;) {
+      if (this.stopped) throw new Error("the search index was stopped while it was being built");
+      const rows = await readRows(db, sql`c.id > ${after}`, LOAD_PAGE);
+      await this.putYielding(rows);
+      const last = rows[rows.length - 1];
+      if (!last) break;
+      after = last.id;
+    }
+    await this.catchUp(db);
+    this.ready = true;
+  }
+
+  /**
+   * Applies the store's changes since the last call. True when this copy is now current; false when the
+   * backlog is long (a large import): it is applied in the background and the caller should ask the store.
+   */
+  async sync(db: Database, newestChange?: number): Promise<boolean> {
+    const run = this.applying.then(async () => {
+      const newest = newestChange ?? (await lastChange(db));
+      if (newest <= this.appliedChange) return true;
+      if (newest - this.appliedChange > INLINE_CHANGES) return false;
+      await this.applyChanges(db, INLINE_CHANGES);
+      return true;
+    });
+    this.applying = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    const current = await run;
+    if (!current) this.startCatchUp(db);
+    return current;
+  }
+
+  private startCatchUp(db: Database) {
+    if (this.catchingUp) return;
+    this.catchingUp = true;
+    const done = this.applying.then(() => this.catchUp(db));
+    this.applying = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    void done.finally(() => {
+      this.catchingUp = false;
+    });
+  }
+
+  private async catchUp(db: Database): Promise<void> {
+    while ((await this.applyChanges(db, 10_000)) > 0);
+  }
+
+  /** Reads up to `limit` logged changes and the rows they name; returns how many changes it applied. */
+  private async applyChanges(db: Database, limit: number): Promise<number> {
+    const { ids, upTo } = await changesAfter(db, this.appliedChange, limit);
+    if (upTo === this.appliedChange) return 0;
+    for (let start = 0; start < ids.length; start += LOAD_PAGE) {
+      const wanted = ids.slice(start, start + LOAD_PAGE);
+      const rows = await readRows(db, sql`c.id = ANY(${`{${wanted.join(",")}}`}::text[])`, wanted.length);
+      const found = new Set(rows.map((r) => r.id));
+      for (const id of wanted) if (!found.has(id)) this.remove(id);
+      await this.putYielding(rows);
+    }
+    const applied = upTo - this.appliedChange;
+    this.appliedChange = upTo;
+    await forgetChanges(db, upTo);
+    return applied;
+  }
+
+  /**
+   * Adds rows, giving the event loop a turn every few milliseconds: an HNSW insert takes ~0.4 ms, and a page
+   * of them at once would hold up every request for most of a second.
+   */
+  private async putYielding(rows: LoadedRow[]): Promise<void> {
+    let since = performance.now();
+    for (const row of rows) {
+      this.put(row);
+      if (performance.now() - since > YIELD_AFTER_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        since = performance.now();
+      }
+    }
+  }
+
+  private put(row: LoadedRow) {
+    this.remove(row.id);
+    if (!row.search_tags) return;
+    const n = this.ids.length;
+    const dim = this.space.dimension;
+    if ((n + 1) * dim > this.vectors.length) {
+      const vectors = new Float32Array(this.vectors.length * 2);
+      vectors.set(this.vectors);
+      this.vectors = vectors;
+      const has = new Uint8Array(this.hasVector.length * 2);
+      has.set(this.hasVector);
+      this.hasVector = has;
+    }
+    this.ids.push(row.id);
+    this.tags.push(row.search_tags);
+    this.rowOf.set(row.id, n);
+    for (const tag of row.search_tags) {
+      const rows = this.rowsByTag.get(tag) ?? new Set<number>();
+      this.rowsByTag.set(tag, rows);
+      rows.add(n);
+    }
+    const tsv = parseTsvector(row.tsv ?? "");
+    this.lengths.push(tsv.length);
+    tsv.lexemes.forEach((lexeme, i) => {
+      const postings = this.postings.get(lexeme) ?? new Postings();
+      this.postings.set(lexeme, postings);
+      postings.add(n, tsv.positions[i] ?? 1);
+    });
+    if (row.v && row.embedding_model === this.space.model) {
+      const values = JSON.parse(row.v) as number[];
+      if (values.length === dim) {
+        const vector = Float32Array.from(values);
+        this.vectors.set(vector, n * dim);
+        this.hasVector[n] = 1;
+        this.graph.add(BigInt(n), vector);
+      }
+    }
+    this.live++;
+  }
+
+  private remove(id: string) {
+    const row = this.rowOf.get(id);
+    if (row === undefined) return;
+    this.rowOf.delete(id);
+    for (const tag of this.tags[row] ?? []) this.rowsByTag.get(tag)?.delete(row);
+    this.tags[row] = null;
+    // Postings keep the row number; a row without tags is skipped when ranked.
+    if (this.hasVector[row]) this.graph.remove(BigInt(row));
+    this.hasVector[row] = 0;
+    this.live--;
+  }
+
+  /** Whether a row is in a scope, by its tags' row sets (a hash lookup each, no scan of the row's tags). */
+  private admits(scope: IndexedScope): (row: number) => boolean {
+    const setsOf = (tags: readonly string[]) => tags.map((t) => this.rowsByTag.get(t) ?? new Set<number>());
+    const allowed = scope.scope ? setsOf(scope.scope) : null;
+    const tagged = scope.containerTags?.length ? setsOf(scope.containerTags) : null;
+    const all = scope.tagMode === "all";
+    return (row) => {
+      if (!this.tags[row]) return false;
+      if (allowed && !allowed.some((rows) => rows.has(row))) return false;
+      if (tagged) return all ? tagged.every((rows) => rows.has(row)) : tagged.some((rows) => rows.has(row));
+      return true;
+    };
+  }
+
+  /**
+   * The smallest known superset of the rows a scope admits: the rows of its tags (for "all", the least used
+   * one's; for "any" and the caller's scope, all of theirs), or null when no tag narrows it.
+   */
+  private boundingRows(scope: IndexedScope): { lists: Set<number>[]; size: number } | null {
+    let best: { lists: Set<number>[]; size: number } | null = null;
+    const consider = (lists: Set<number>[]) => {
+      const size = lists.reduce((a, s) => a + s.size, 0);
+      if (!best || size < best.size) best = { lists, size };
+    };
+    const setsOf = (tags: readonly string[]) => tags.map((t) => this.rowsByTag.get(t) ?? new Set<number>());
+    if (scope.containerTags?.length) {
+      const sets = setsOf(scope.containerTags);
+      consider(scope.tagMode === "all" ? [sets.reduce((a, s) => (s.size < a.size ? s : a))] : sets);
+    }
+    if (scope.scope) consider(setsOf(scope.scope));
+    return best;
+  }
+
+  /** The rows a scope admits when they are few enough for an exact scan, else null. */
+  private fewRows(scope: IndexedScope, admits: (row: number) => boolean): number[] | null {
+    const bound = this.boundingRows(scope);
+    if (!bound) return this.live <= EXACT_SCAN_ROWS ? this.allRows().filter(admits) : null;
+    if (bound.size > EXACT_SCAN_ROWS) return null;
+    const rows = new Set<number>();
+    for (const list of bound.lists) for (const row of list) if (admits(row)) rows.add(row);
+    return [...rows];
+  }
+
+  private allRows(): number[] {
+    return [...this.rowOf.values()];
+  }
+
+  private similarity(row: number, query: Float32Array, queryNorm: number): number {
+    const dim = this.space.dimension;
+    const base = row * dim;
+    let dot = 0;
+    let norm = 0;
+    for (let i = 0; i < dim; i++) {
+      const x = this.vectors[base + i] ?? 0;
+      dot += x * (query[i] ?? 0);
+      norm += x * x;
+    }
+    return norm > 0 && queryNorm > 0 ? dot / Math.sqrt(norm * queryNorm) : 0;
+  }
+
+  /** The `limit` nearest rows the scope admits, nearest first, with their similarity. */
+  private nearest(
+    query: Float32Array,
+    limit: number,
+    few: number[] | null,
+    scope: IndexedScope,
+    admits: (row: number) => boolean,
+  ): { row: number; score: number }[] {
+    let queryNorm = 0;
+    for (const x of query) queryNorm += x * x;
+    const exact = (rows: number[]) =>
+      rows
+        .filter((row) => this.hasVector[row])
+        .map((row) => ({ row, score: this.similarity(row, query, queryNorm) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, limit);
+    if (few) return exact(few);
+    // The graph holds every row; ask for more than `limit` when the scope admits only part of them.
+    const share = Math.max(1e-3, this.scopeShare(scope));
+    let wanted = Math.min(this.graph.size(), share < 1 ? Math.ceil((limit / share) * 1.5) : limit);
+    for (;;) {
+      const found = this.graph.search(query, wanted, 1);
+      const hits: { row: number; score: number }[] = [];
+      for (let i = 0; i < found.keys.length && hits.length < limit; i++) {
+        const row = Number(found.keys[i]);
+        // The graph's f16 distance orders; the reported similarity is the exact one (f32), as pgvector's.
+        if (admits(row)) hits.push({ row, score: this.similarity(row, query, queryNorm) });
+      }
+      if (hits.length >= limit || wanted >= this.graph.size()) return hits.sort((a, b) => b.score - a.score);
+      if (wanted >= (8 * limit) / share) return exact(this.allRows().filter(admits));
+      wanted = Math.min(this.graph.size(), wanted * 4);
+    }
+  }
+
+  /** About which share of the rows a scope admits (from its bounding rows). */
+  private scopeShare(scope: IndexedScope): number {
+    const bound = this.boundingRows(scope);
+    return bound && this.live ? Math.min(1, bound.size / this.live) : 1;
+  }
+
+  /** The best `limit` keyword matches (ts_rank/1 over the query's lexemes), best first. */
+  private keywordMatches(
+    lexemes: readonly string[],
+    limit: number,
+    admits: (row: number) => boolean,
+    /** The admitted rows when the scope is small (then only they are summed), else null. */
+    few: Uint8Array | null,
+  ): { row: number; score: number }[] {
+    if (this.sums.length < this.ids.length) this.sums = new Float32Array(this.ids.length * 2);
+    const sums = this.sums;
+    const touched: number[] = [];
+    const sorted = [...new Set(lexemes)].sort();
+    // Summed in single precision (a Float32Array element) in the query's lexeme order, as ts_rank does. In a
+    // large scope every posting is summed and the scope checked once per matched row afterwards.
+    for (const lexeme of sorted) {
+      const postings = this.postings.get(lexeme);
+      if (!postings) continue;
+      const rows = postings.rows;
+      const positions = postings.positions;
+      for (let i = 0; i < postings.size; i++) {
+        const row = rows[i] as number;
+        if (few && few[row] !== 1) continue;
+        if (sums[row] === 0) touched.push(row);
+        sums[row] = (sums[row] as number) + termScore(positions[i] as number);
+      }
+    }
+    const matched: number[] = [];
+    const matchedScores: number[] = [];
+    for (const row of touched) {
+      if (few || admits(row)) {
+        matched.push(row);
+        matchedScores.push(normalisedRank(sums[row] as number, sorted.length, this.lengths[row] ?? 0));
+      }
+      sums[row] = 0;
+    }
+    touched.length = 0;
+    touched.push(...matched);
+    const scores = Float64Array.from(matchedScores);
+    return topByScore(touched, scores, limit, (row) => this.ids[row] ?? "");
+  }
+
+  /**
+   * Ranks the scope's chunks as store/search.ts searchStatement does: the nearest `candidates` by cosine, the
+   * best `candidates` keyword matches, fused by `fuse`, the best `candidates` of those, best first (ties by id).
+   */
+  rank(o: {
+    scope: IndexedScope;
+    embedding: readonly number[] | null;
+    /** False: the query's vector only gives each row its similarity (keyword retrieval alone). */
+    vectorSide?: boolean;
+    lexemes: readonly string[] | null;
+    candidates: number;
+    fuse: (v: SideScore | null, k: SideScore | null) => number;
+  }): RankedChunk[] {
+    const admits = this.admits(o.scope);
+    const few = this.fewRows(o.scope, admits);
+    const query = o.embedding ? Float32Array.from(o.embedding) : null;
+    const byVector =
+      query && o.vectorSide !== false ? this.nearest(query, o.candidates, few, o.scope, admits) : [];
+    let mask: Uint8Array | null = null;
+    if (few && o.lexemes?.length) {
+      mask = new Uint8Array(this.ids.length);
+      for (const row of few) mask[row] = 1;
+    }
+    const byKeyword = o.lexemes?.length ? this.keywordMatches(o.lexemes, o.candidates, admits, mask) : [];
+    const vSide = sideOf(byVector);
+    const kSide = sideOf(byKeyword);
+    const rows = new Set([...vSide.ranks.keys(), ...kSide.ranks.keys()]);
+    let queryNorm = 0;
+    if (query) for (const x of query) queryNorm += x * x;
+    const fused: RankedChunk[] = [];
+    for (const row of rows) {
+      const vRank = vSide.ranks.get(row);
+      const kRank = kSide.ranks.get(row);
+      const v =
+        vRank === undefined
+          ? null
+          : { rank: vRank, score: vSide.scores.get(row) ?? 0, lo: vSide.lo, hi: vSide.hi };
+      const k =
+        kRank === undefined
+          ? null
+          : { rank: kRank, score: kSide.scores.get(row) ?? 0, lo: kSide.lo, hi: kSide.hi };
+      fused.push({
+        id: this.ids[row] ?? "",
+        vectorRank: vRank ?? null,
+        keywordRank: kRank ?? null,
+        similarity: v ? v.score : query && this.hasVector[row] ? this.similarity(row, query, queryNorm) : 0,
+        fused: o.fuse(v, k),
+      });
+    }
+    fused.sort((a, b) => b.fused - a.fused || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return fused.slice(0, o.candidates);
+  }
+}
+
+/**
+ * The best `limit` rows by score, best first, ties by id (as ORDER BY score DESC, id): the limit-th best score
+ * (a native numeric sort) bounds them, and only the rows tied at that bound are ordered by id.
+ */
+function topByScore(
+  rows: number[],
+  scores: Float64Array,
+  limit: number,
+  idOf: (row: number) => string,
+): { row: number; score: number }[] {
+  const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  const threshold =
+    rows.length > limit
+      ? (Float64Array.from(scores).sort()[rows.length - limit] ?? 0)
+      : Number.NEGATIVE_INFINITY;
+  const above: { row: number; score: number; id: string }[] = [];
+  const tied: { row: number; score: number; id: string }[] = [];
+  rows.forEach((row, i) => {
+    const score = scores[i] ?? 0;
+    if (score > threshold) above.push({ row, score, id: idOf(row) });
+    else if (score === threshold) tied.push({ row, score, id: idOf(row) });
+  });
+  const best = [...above, ...tied.sort(byId).slice(0, Math.max(0, limit - above.length))];
+  return best.sort((a, b) => b.score - a.score || byId(a, b));
+}
+
+/** One side's view of a row for fusion: its rank, its score and the side's lowest and highest scores. */
+export interface SideScore {
+  rank: number;
+  score: number;
+  lo: number;
+  hi: number;
+}
+
+function sideOf(hits: { row: number; score: number }[]) {
+  const ranks = new Map<number, number>();
+  const scores = new Map<number, number>();
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  hits.forEach((h, i) => {
+    ranks.set(h.row, i + 1);
+    scores.set(h.row, h.score);
+    lo = Math.min(lo, h.score);
+    hi = Math.max(hi, h.score);
+  });
+  return { ranks, scores, lo, hi };
+}
+
+function newGraph(dimensions: number): UsearchIndex {
+  // f16 halves the graph's memory; its recall against an exact top 100 was 0.90 at 100,000 chunks, as pgvector's
+  // HNSW with the same connectivity (docs/operations.md).
+  return new Index({
+    dimensions,
+    metric: MetricKind.Cos,
+    quantization: ScalarKind.F16,
+    connectivity: 16,
+    expansion_add: 64,
+    expansion_search: 100,
+    multi: false,
+  });
+}
+
+interface LoadedRow {
+  id: string;
+  search_tags: string[] | null;
+  tsv: string | null;
+  v: string | null;
+  embedding_model: string | null;
+}
+
+function readRows(db: Database, where: ReturnType<typeof sql>, limit: number): Promise<LoadedRow[]> {
+  return queryRows<LoadedRow>(
+    db,
+    sql`SELECT c.id, c.search_tags, c.tsv::text AS tsv, c.embedding::text AS v, c.embedding_model
+        FROM chunks c WHERE ${where} ORDER BY c.id LIMIT ${limit}`,
+  );
+}

@@ -1,0 +1,129 @@
+import { sql } from "drizzle-orm";
+import { type Database, queryRows } from "../db.ts";
+import { budgetedTsquery, commonTerms } from "../keyword.ts";
+import { searchTuning } from "../search-tuning.ts";
+import { lastChangeAndLexemes } from "./change-log.ts";
+import type { ChunkIndex, SideScore } from "./chunk-index.ts";
+
+/** What an indexed search needs of a search (a subset of store/search.ts's query, to keep this free of it). */
+export interface IndexedSearchQuery {
+  text: string;
+  embedding: number[] | PromiseLike<number[]>;
+  space: { model: string; dimension: number };
+  retrieval?: "hybrid" | "vector" | "keyword";
+  fusion?: "rrf" | "blend";
+  endUserId?: string;
+  containerTags?: string[];
+  tagMode: "any" | "all";
+  scope?: readonly string[] | null;
+  documentId?: string;
+  filepath?: string;
+  filters?: unknown;
+  documentIds?: string[];
+  candidates: number;
+}
+
+export interface IndexedHit {
+  chunkId: string;
+  documentId: string;
+  position: number;
+  content: string;
+  metadata: Record<string, string | number>;
+  similarity: number;
+  keywordRank: number | null;
+  fused: number;
+}
+
+/**
+ * Whether the index can answer a search: one over tags only (the caller's scope, container tags), in the index's
+ * vector space. Narrowings only the document row answers (a document, an end user, a filepath, metadata
+ * filters) go to SQL, which joins the documents.
+ */
+export function indexAnswers(index: ChunkIndex, q: IndexedSearchQuery): boolean {
+  return (
+    index.ready &&
+    !q.documentId &&
+    !q.endUserId &&
+    !q.filepath &&
+    q.filters === undefined &&
+    !q.documentIds &&
+    q.space.model === index.space.model &&
+    q.space.dimension === index.space.dimension
+  );
+}
+
+const RRF_K = 60;
+
+/** store/search.ts fusedScore, over one row's two sides. */
+function fuser(fusion: "rrf" | "blend"): (v: SideScore | null, k: SideScore | null) => number {
+  if (fusion === "rrf") return (v, k) => (v ? 1 / (RRF_K + v.rank) : 0) + (k ? 1 / (RRF_K + k.rank) : 0);
+  const w = searchTuning().blendVectorWeight;
+  const rest = Number((1 - w).toFixed(6));
+  const norm = (s: SideScore | null) => (!s ? 0 : s.hi - s.lo !== 0 ? (s.score - s.lo) / (s.hi - s.lo) : 1);
+  return (v, k) => w * norm(v) + rest * norm(k);
+}
+
+/**
+ * The search over the in-memory index: the keyword query is made as for SQL (the store stems the text, the
+ * common terms are left out), both sides and the fusion run here, and one statement reads the best chunks'
+ * fields. Null when the index is behind a long backlog of changes (the caller asks SQL).
+ */
+export async function indexedChunkSearch(
+  db: Database,
+  index: ChunkIndex,
+  q: IndexedSearchQuery,
+): Promise<IndexedHit[] | null> {
+  const pending = Promise.resolve(q.embedding);
+  pending.catch(() => undefined);
+  const byKeyword = q.retrieval !== "vector";
+  const common = byKeyword ? await commonTerms(db, "chunks") : null;
+  const found = await lastChangeAndLexemes(db, byKeyword ? q.text : null);
+  if (!(await index.sync(db, found.newest))) return null;
+  // The keyword query SQL would run (keywordTsquery's rule), as its lexemes.
+  const tsq = common ? budgetedTsquery(found.lexemes, common) : null;
+  const lexemes = common ? (tsq ? [...tsq.matchAll(/'([^']*)'/g)].map((m) => m[1] ?? "") : []) : null;
+  // Keyword retrieval alone still reports each row's similarity, as SQL does.
+  const embedding = await pending;
+  const ranked = index.rank({
+    scope: { scope: q.scope ?? undefined, containerTags: q.containerTags, tagMode: q.tagMode },
+    embedding,
+    vectorSide: q.retrieval !== "keyword",
+    lexemes,
+    candidates: q.candidates,
+    fuse: fuser(q.fusion ?? searchTuning().fusion),
+  });
+  if (!ranked.length) return [];
+  const [row] = await queryRows<{ rows: string }>(
+    db,
+    sql`SELECT coalesce(json_agg(json_build_array(c.id, c.document_id, c.position, c.content, c.metadata)), '[]')::text AS rows
+        FROM chunks c WHERE c.id = ANY(${`{${ranked.map((r) => r.id).join(",")}}`}::text[])`,
+  );
+  const fields = new Map(
+    (
+      JSON.parse(row?.rows ?? "[]") as [
+        string,
+        string,
+        number,
+        string,
+        Record<string, string | number> | null,
+      ][]
+    ).map((r) => [r[0], r]),
+  );
+  const hits: IndexedHit[] = [];
+  for (const r of ranked) {
+    const f = fields.get(r.id);
+    // A chunk deleted since the index was synced is gone, as in SQL.
+    if (!f) continue;
+    hits.push({
+      chunkId: r.id,
+      documentId: f[1],
+      position: Number(f[2]),
+      content: f[3],
+      metadata: f[4] ?? {},
+      similarity: r.similarity,
+      keywordRank: r.keywordRank,
+      fused: r.fused,
+    });
+  }
+  return hits;
+}

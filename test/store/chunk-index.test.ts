@@ -1,0 +1,196 @@
+// The in-memory chunk index (SEARCH_INDEX=memory, embedded store only) must rank what SQL ranks, the same way,
+// and follow every write the store takes. Real PGlite: its ts_rank and pgvector are the reference.
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { lastChange } from "../../store/chunk-index/change-log.ts";
+import {
+  ChunkIndex,
+  detachChunkIndex,
+  startChunkIndex,
+  withoutChunkIndex,
+} from "../../store/chunk-index/index.ts";
+import { indexAnswers } from "../../store/chunk-index/search.ts";
+import { normalisedRank, parseTsvector, termScore } from "../../store/chunk-index/ts-rank.ts";
+import { openMemoryPglite, queryRows, type Store } from "../../store/db.ts";
+import { deleteDocument, updateDocument } from "../../store/documents.ts";
+import { type HybridSearchQuery, hybridChunkSearch } from "../../store/search.ts";
+import { ensureVectorIndexes } from "../../store/vector-index.ts";
+import { axis, processedDocument, space } from "./cases/support.ts";
+
+/** A small deterministic generator (mulberry32): the same texts on every run. */
+function random(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS =
+  "otter river salmon protein gene expression cell cells patients study increase rate levels higher kelp reef tide storm harbor".split(
+    " ",
+  );
+const textOf = (next: () => number, words: number) =>
+  Array.from({ length: words }, () => WORDS[Math.floor(next() * WORDS.length)]).join(" ");
+
+describe("in-memory chunk index", () => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await openMemoryPglite();
+    await ensureVectorIndexes(store.db, space);
+  });
+  afterAll(async () => {
+    detachChunkIndex(store.db);
+    await store.close();
+  });
+
+  it("computes ts_rank(tsv, query, 1) exactly as PostgreSQL does", async () => {
+    const next = random(7);
+    for (let i = 0; i < 60; i++) {
+      const text = textOf(next, 3 + Math.floor(next() * 300));
+      const query = textOf(next, 1 + Math.floor(next() * 4));
+      const [row] = await queryRows<{ tsv: string; lexemes: string[] }>(
+        store.db,
+        sql`SELECT to_tsvector('english', ${text})::text AS tsv, tsvector_to_array(to_tsvector('english', ${query})) AS lexemes`,
+      );
+      const lexemes = [...new Set(row?.lexemes ?? [])].sort();
+      const tsq = lexemes.map((l) => `'${l}'`).join(" | ");
+      const [ranked] = await queryRows<{ rank: number }>(
+        store.db,
+        sql`SELECT ts_rank(to_tsvector('english', ${text}), ${tsq}::tsquery, 1)::float8 AS rank`,
+      );
+      const tsv = parseTsvector(row?.tsv ?? "");
+      const sum = new Float32Array(1);
+      for (const lexeme of lexemes) {
+        const at = tsv.lexemes.indexOf(lexeme);
+        if (at >= 0) sum[0] = (sum[0] ?? 0) + termScore(tsv.positions[at] ?? 1);
+      }
+      expect(normalisedRank(sum[0] ?? 0, lexemes.length, tsv.length)).toBe(Number(ranked?.rank));
+    }
+  });
+
+  it("ranks a tag's chunks as the SQL search does, then follows adds, retags and deletes", async () => {
+    const next = random(11);
+    const documents: string[] = [];
+    for (let d = 0; d < 40; d++) {
+      const pieces = Array.from({ length: 3 }, () => textOf(next, 20 + Math.floor(next() * 60)));
+      documents.push(
+        await processedDocument(
+          store.db,
+          {
+            source: `doc ${d}`,
+            containerTags: [d % 4 === 0 ? "small" : "big", ...(d % 5 === 0 ? ["both"] : [])],
+          },
+          pieces,
+          pieces.map(() => Math.floor(next() * 16)),
+        ),
+      );
+    }
+    // Distinct vectors near each chunk's axis: chunks on one axis would otherwise tie, and tied rows come in any order.
+    const ids = await queryRows<{ id: string }>(store.db, sql`SELECT id FROM chunks ORDER BY id`);
+    for (const { id } of ids) {
+      const [row] = await queryRows<{ v: string }>(
+        store.db,
+        sql`SELECT embedding::text AS v FROM chunks WHERE id = ${id}`,
+      );
+      const moved = (JSON.parse(row?.v ?? "[]") as number[]).map((x) => x + (next() - 0.5) * 0.2);
+      await store.db.execute(
+        sql`UPDATE chunks SET embedding = ${`[${moved.join(",")}]`}::vector WHERE id = ${id}`,
+      );
+    }
+    const { index, built } = startChunkIndex(store.db, store.background, space);
+    await built;
+    expect(index.size).toBe(120);
+    expect(index.ready).toBe(true);
+
+    // store.db searches through the index, store.background (no index attached) through SQL.
+    const both = async (q: Partial<HybridSearchQuery> & { text: string; embedding: number[] }) => {
+      const query = { space, tagMode: "any" as const, candidates: 30, containerTags: ["big"], ...q };
+      expect(indexAnswers(index, query)).toBe(true);
+      return {
+        indexed: await hybridChunkSearch(store.db, query),
+        bySql: await hybridChunkSearch(store.background, query),
+      };
+    };
+    // The same rows with the same scores. Two rows whose fused scores differ by float rounding alone (pgvector
+    // sums in single precision) may come in either order, and one of them may be the last kept.
+    const expectSame = ({ indexed, bySql }: Awaited<ReturnType<typeof both>>) => {
+      expect(indexed.length).toBe(bySql.length);
+      const sqlHits = new Map(bySql.map((h) => [h.chunkId, h]));
+      const lastFused = bySql[bySql.length - 1]?.fused ?? 0;
+      indexed.forEach((hit, i) => {
+        expect(hit.fused).toBeCloseTo(bySql[i]?.fused ?? Number.NaN, 5);
+        const other = sqlHits.get(hit.chunkId);
+        if (!other) {
+          expect(hit.fused).toBeCloseTo(lastFused, 5);
+          return;
+        }
+        expect(hit.documentId).toBe(other.documentId);
+        expect(hit.content).toBe(other.content);
+        expect(hit.similarity).toBeCloseTo(other.similarity, 5);
+        expect(hit.fused).toBeCloseTo(other.fused, 5);
+        if (hit.keywordRank !== other.keywordRank) expect(hit.fused).toBeCloseTo(bySql[i]?.fused ?? 0, 5);
+      });
+    };
+    for (let i = 0; i < 12; i++) {
+      const q = { text: textOf(next, 1 + (i % 3)), embedding: axis(i % 16, 0.05) };
+      const result = await both(q);
+      expect(result.indexed.length).toBeGreaterThan(0);
+      expectSame(result);
+      expectSame(await both({ ...q, containerTags: ["small"] }));
+      expectSame(await both({ ...q, containerTags: ["big", "both"], tagMode: "all" }));
+      expectSame(await both({ ...q, containerTags: undefined, scope: ["small", "both"] }));
+      expectSame(await both({ ...q, retrieval: "keyword" }));
+      expectSame(await both({ ...q, retrieval: "vector", fusion: "rrf" }));
+    }
+
+    // Every write reaches the index through the change log before the next search ranks.
+    const query = { text: "walrus", embedding: axis(3, 0.05), containerTags: ["small"] };
+    const added = await processedDocument(
+      store.db,
+      { source: "new", containerTags: ["small"] },
+      ["a walrus"],
+      [3],
+    );
+    expect((await both(query)).indexed[0]?.documentId).toBe(added);
+    expectSame(await both(query));
+    await updateDocument(store.db, added, { containerTags: ["big"] });
+    expect((await both(query)).indexed.map((h) => h.documentId)).not.toContain(added);
+    expect((await both({ ...query, containerTags: ["big"] })).indexed[0]?.documentId).toBe(added);
+    await deleteDocument(store.db, added);
+    const afterDelete = await both({ ...query, containerTags: ["big"] });
+    expect(afterDelete.indexed.map((h) => h.documentId)).not.toContain(added);
+    expectSame(afterDelete);
+    expect(index.size).toBe(120);
+    // The log keeps only what the index has not read yet.
+    const [left] = await queryRows<{ n: number }>(
+      store.db,
+      sql`SELECT count(*)::int AS n FROM chunk_changes`,
+    );
+    expect(left?.n).toBe(0);
+    expect(await lastChange(store.db)).toBe(0);
+
+    // What the index cannot answer goes to SQL: narrowings on the document row, another vector space.
+    const base = { text: "otter", embedding: axis(1), space, tagMode: "any" as const, candidates: 10 };
+    expect(indexAnswers(index, { ...base, filters: { key: "lang", value: "en" } })).toBe(false);
+    expect(indexAnswers(index, { ...base, documentId: documents[0] })).toBe(false);
+    expect(indexAnswers(index, { ...base, space: { model: "other", dimension: 16 } })).toBe(false);
+  });
+
+  it("leaves no change log behind when the store is searched without an index", async () => {
+    detachChunkIndex(store.db);
+    await withoutChunkIndex(store.db);
+    const [row] = await queryRows<{ log: string | null; triggers: number }>(
+      store.db,
+      sql`SELECT to_regclass('chunk_changes')::text AS log,
+                 (SELECT count(*)::int FROM pg_trigger WHERE tgname LIKE 'chunk_changes_%') AS triggers`,
+    );
+    expect(row).toEqual({ log: null, triggers: 0 });
+    // A new index creates it again.
+    const index = new ChunkIndex(space);
+    await index.build(store.background);
+    expect(index.size).toBe(120);
+  });
+});
