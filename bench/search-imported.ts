@@ -26,6 +26,7 @@ import {
   tableSizes,
   updateDocuments,
 } from "./lib/churn.ts";
+import { INDEXED_SCOPE } from "./lib/imported-report.ts";
 import { log } from "./lib/progress.ts";
 import {
   type ConcurrentLatency,
@@ -110,6 +111,12 @@ export interface ImportedSearchResult {
   reusedStore?: string;
   /** The buffer pool the service's store started with (the default `auto` resolved, or PGLITE_SHARED_BUFFERS). */
   servicePool?: string;
+  /**
+   * The same store served again with SEARCH_INDEX=memory (store/chunk-index): how long the index took to build
+   * once the service was up, and the resident memory of the benchmark's process before and after. Its rows are in
+   * `sequential` and `concurrent`, their scope ending in INDEXED_SCOPE.
+   */
+  searchIndex?: { chunks: number; buildMs: number; rssBeforeMb: number; rssAfterMb: number };
 }
 
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
@@ -267,9 +274,39 @@ export async function runImportedSearch(
       }),
   };
   const concurrent: ConcurrentLatency[] = [];
-  for (const r of [routes[0], routes.find((x) => x.scope.startsWith("one of")), floor])
+  const smallTags = routes.find((x) => x.scope.startsWith("one of"));
+  for (const r of [routes[0], smallTags, floor])
     if (r) concurrent.push(await concurrentLatency(service, r, o.clients, o.searches * 2, "search-imported"));
   await service.stop();
+
+  // The same store, the same searches, served through the in-memory index: the rows above are its baseline.
+  const rssBeforeMb = Math.round(process.memoryUsage().rss / 2 ** 20);
+  const indexed = await startBenchService(o.cleanup, {
+    dataDir,
+    temporalAddress: o.temporalAddress,
+    threads: o.threads,
+    embeddingModel: embedderName,
+    searchIndex: "memory",
+  });
+  const built = await indexed.searchIndexBuilt;
+  if (!built) throw new Error("search-imported: the in-memory search index did not build");
+  log(
+    `search-imported: in-memory index of ${built.chunks} chunks built in ${(built.ms / 1000).toFixed(1)} s`,
+  );
+  const searchIndex = {
+    chunks: built.chunks,
+    buildMs: built.ms,
+    rssBeforeMb,
+    rssAfterMb: Math.round(process.memoryUsage().rss / 2 ** 20),
+  };
+  const throughIndex = (r: Route): Route => ({ ...r, scope: `${r.scope}${INDEXED_SCOPE}` });
+  const indexedRoutes = [routes[0], routes[1], smallTags]
+    .filter((r): r is Route => Boolean(r))
+    .map(throughIndex);
+  sequential.push(...(await sequentialLatency(indexed, indexedRoutes, o.searches, "search-imported")));
+  for (const r of [routes[0], smallTags].filter((x): x is Route => Boolean(x)).map(throughIndex))
+    concurrent.push(await concurrentLatency(indexed, r, o.clients, o.searches * 2, "search-imported"));
+  await indexed.stop();
   await temp?.remove();
   return {
     embedder: { name: embedderName, model: CHURN_SPACE.name },
@@ -283,6 +320,7 @@ export async function runImportedSearch(
     concurrent,
     ...(o.store ? { reusedStore: o.store } : {}),
     ...(service.sharedBuffers ? { servicePool: service.sharedBuffers } : {}),
+    searchIndex,
   };
 }
 

@@ -55,6 +55,11 @@ export interface RunningService {
   processingStarts(): { total: number; eager: number };
   /** The embedded store's buffer pool as started (PGLITE_SHARED_BUFFERS, `auto` resolved); unset on PostgreSQL. */
   sharedBuffers?: string;
+  /**
+   * SEARCH_INDEX=memory: settles when the in-memory search index is built (with its size and build time), or
+   * with null when it failed or the service stopped first (searches then use SQL).
+   */
+  searchIndexBuilt?: Promise<{ chunks: number; ms: number } | null>;
   stop(): Promise<void>;
 }
 
@@ -115,7 +120,10 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
     const indexStarted = Date.now();
     await ensureVectorIndexes(store.db, { model: embedder.model, dimension: embedder.dimension });
     log.info({ model: embedder.model, ms: Date.now() - indexStarted }, "embedding model ready");
-    if (store.driver === "pglite") await startSearchIndex(config, store, embedder, log, stops);
+    const searchIndexBuilt =
+      store.driver === "pglite"
+        ? (await startSearchIndex(config, store, embedder, log, stops))?.built
+        : undefined;
 
     const temporalOptions = temporalConnectionOptions(config, temporalAddress);
     const connection = await connectTemporal(temporalOptions, (o) => Connection.connect(o));
@@ -306,6 +314,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       temporalUiUrl,
       processingStarts: () => ({ ...processing.starts }),
       ...(store.sharedBuffers ? { sharedBuffers: store.sharedBuffers } : {}),
+      ...(searchIndexBuilt ? { searchIndexBuilt } : {}),
       stop,
     };
   } catch (error) {
@@ -380,10 +389,10 @@ async function startSearchIndex(
   embedder: { model: string; dimension: number },
   log: Logger,
   stops: (() => Promise<void>)[],
-): Promise<void> {
+): Promise<{ built: Promise<{ chunks: number; ms: number } | null> } | undefined> {
   if (config.SEARCH_INDEX !== "memory") {
     await withoutChunkIndex(store.db);
-    return;
+    return undefined;
   }
   const started = Date.now();
   let stopping = false;
@@ -395,21 +404,22 @@ async function startSearchIndex(
     stopping = true;
     detachChunkIndex(store.db);
   });
-  built.then(
-    (index) =>
+  const settled = built.then(
+    (index) => {
+      const ms = Date.now() - started;
       log.info(
-        {
-          chunks: index.size,
-          ms: Date.now() - started,
-          rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
-        },
+        { chunks: index.size, ms, rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20) },
         "in-memory search index ready",
-      ),
+      );
+      return { chunks: index.size, ms };
+    },
     (err) => {
       // Searches keep using SQL: the index is only ever a faster way to the same rows.
-      if (!index.ready && stopping) return;
+      if (!index.ready && stopping) return null;
       detachChunkIndex(store.db);
       log.error({ err }, "in-memory search index failed to build; searches use SQL");
+      return null;
     },
   );
+  return { built: settled };
 }

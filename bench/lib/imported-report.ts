@@ -5,6 +5,9 @@ import type { SearchResult } from "../search.ts";
 import type { ImportedSearchOptions, ImportedSearchResult } from "../search-imported.ts";
 import { ms, ratio } from "./stats.ts";
 
+/** The suffix of the scope of the rows served through the in-memory search index (SEARCH_INDEX=memory). */
+export const INDEXED_SCOPE = ", in-memory index (SEARCH_INDEX=memory)";
+
 export const IMPORTED_HEADING = "## Search on imported data (issue #25)";
 
 const n = (v: number) => v.toLocaleString("en-US");
@@ -60,7 +63,7 @@ export function renderImportedSection(
   const cpu = (v: number | undefined) =>
     v === undefined || !Number.isFinite(v) ? "n/a" : `${v.toFixed(1)} ms`;
   lines.push(
-    `Concurrency: ${r.concurrent[0]?.clients ?? o.clients} clients, each sending its next request when the last one is answered, ${n(r.concurrent[0]?.requests ?? 0)} requests per row. The goal column compares p95 with issue #25's ${CONCURRENT_P95_GOAL_MS} ms.${floor ? " The last row searches a tag no document carries: the store finds nothing to rank, so its figures are what the rest of a search (HTTP, the key, the query's embedding) costs on this machine, a floor no faster store could go under." : ""}${withCpu ? " The CPU columns are per search, from the CPU time of each thread of the benchmark's process (the service and its clients run in it) over the row, and the machine's busy time on all cores, whatever process spent it; two cores give 2,000 ms of CPU a second, so a row can serve at most 2,000 / (machine ms) searches a second." : ""}`,
+    `Concurrency: ${r.concurrent[0]?.clients ?? o.clients} clients, each sending its next request when the last one is answered, ${n(r.concurrent[0]?.requests ?? 0)} requests per row. The goal column compares p95 with issue #25's ${CONCURRENT_P95_GOAL_MS} ms.${floor ? " The row in a tag with no documents searches a tag no document carries: the store finds nothing to rank, so its figures are what the rest of a search (HTTP, the key, the query's embedding) costs on this machine, a floor no faster store could go under." : ""}${withCpu ? " The CPU columns are per search, from the CPU time of each thread of the benchmark's process (the service and its clients run in it) over the row, and the machine's busy time on all cores, whatever process spent it; two cores give 2,000 ms of CPU a second, so a row can serve at most 2,000 / (machine ms) searches a second." : ""}`,
     "",
     withCpu
       ? "| route | scope | clients | p50 | p95 | max | requests/s | errors | p95 vs 150 ms | CPU: main thread | CPU: busiest other thread | CPU: other threads | CPU: machine |"
@@ -74,5 +77,41 @@ export function renderImportedSection(
     ),
     "",
   );
+  lines.push(...indexedComparison(r));
   return lines;
+}
+
+/**
+ * The rows served through the in-memory search index (a second start of the service on the same store), each set
+ * beside the same row served by SQL in this run.
+ */
+function indexedComparison(r: ImportedSearchResult): string[] {
+  const index = r.searchIndex;
+  if (!index) return [];
+  const sqlRow = <T extends { route: string; scope: string }>(rows: T[], indexed: T) =>
+    rows.find((x) => x.route === indexed.route && x.scope === indexed.scope.slice(0, -INDEXED_SCOPE.length));
+  const isIndexed = (x: { scope: string }) => x.scope.endsWith(INDEXED_SCOPE);
+  const sequential = r.sequential.filter(isIndexed).flatMap((x) => {
+    const base = sqlRow(r.sequential, x);
+    return base
+      ? [
+          `${x.route} in ${base.scope}: p95 ${ms(x.client.p95)} against ${ms(base.client.p95)} (${ratio(x.client.p95, base.client.p95)})`,
+        ]
+      : [];
+  });
+  const concurrent = r.concurrent.filter(isIndexed).flatMap((x) => {
+    const base = sqlRow(r.concurrent, x);
+    const main = x.cpuPerRequest && base?.cpuPerRequest;
+    return base
+      ? [
+          `${x.clients} clients in ${base.scope}: ${x.throughput.toFixed(1)} against ${base.throughput.toFixed(1)} searches/s, p95 ${ms(x.latency.p95)} against ${ms(base.latency.p95)}${main ? `, main thread ${x.cpuPerRequest?.mainMs.toFixed(1)} against ${base.cpuPerRequest?.mainMs.toFixed(1)} ms a search` : ""}`,
+        ]
+      : [];
+  });
+  return [
+    `The rows whose scope ends in "in-memory index (SEARCH_INDEX=memory)" come from a second start of the service on the same store with \`SEARCH_INDEX=memory\` (\`store/chunk-index/\`: the chunks' tags, lexemes and vectors held in the service's memory and ranked there, then the best candidates read from the store). Its index of ${n(index.chunks)} chunks was built in ${(index.buildMs / 1000).toFixed(1)} s after the service was up, and the benchmark's process (service and clients) went from ${n(index.rssBeforeMb)} to ${n(index.rssAfterMb)} MiB resident. Against the same rows served by SQL above:`,
+    "",
+    ...[...sequential, ...concurrent].map((line) => `- ${line}.`),
+    "",
+  ];
 }

@@ -70,6 +70,8 @@ export interface BenchService {
   client: Supermemory;
   /** The buffer pool its embedded store started with (PGLITE_SHARED_BUFFERS, `auto` resolved). */
   sharedBuffers?: string;
+  /** With `searchIndex: "memory"`: settles when the in-memory search index is built (null: it was not). */
+  searchIndexBuilt?: Promise<{ chunks: number; ms: number } | null>;
   stop: () => Promise<void>;
 }
 
@@ -79,7 +81,14 @@ export interface BenchService {
  */
 export async function startBenchService(
   cleanup: Cleanup,
-  opts: { dataDir: string; temporalAddress: string; threads: number; embeddingModel?: string },
+  opts: {
+    dataDir: string;
+    temporalAddress: string;
+    threads: number;
+    embeddingModel?: string;
+    /** SEARCH_INDEX for this start (the service's default when unset). */
+    searchIndex?: "sql" | "memory";
+  },
 ): Promise<BenchService> {
   const apiKey = `sm_bench_${randomBytes(16).toString("hex")}`;
   const config = loadConfig({
@@ -103,6 +112,7 @@ export async function startBenchService(
     ...(process.env.EMBEDDING_DOCUMENT_PRECISION
       ? { EMBEDDING_DOCUMENT_PRECISION: process.env.EMBEDDING_DOCUMENT_PRECISION }
       : {}),
+    ...(opts.searchIndex ? { SEARCH_INDEX: opts.searchIndex } : {}),
     LOG_LEVEL: "warn",
   });
   const service = await startService(config, createLogger("warn"), ["api", "worker"]);
@@ -115,6 +125,7 @@ export async function startBenchService(
     apiKey,
     client,
     ...(service.sharedBuffers ? { sharedBuffers: service.sharedBuffers } : {}),
+    ...(service.searchIndexBuilt ? { searchIndexBuilt: service.searchIndexBuilt } : {}),
     stop,
   };
 }

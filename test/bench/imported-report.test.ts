@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { IMPORTED_HEADING, renderImportedSection } from "../../bench/lib/imported-report.ts";
+import { IMPORTED_HEADING, INDEXED_SCOPE, renderImportedSection } from "../../bench/lib/imported-report.ts";
 import type { SearchResult, SearchSizeResult } from "../../bench/search.ts";
 import type { ImportedSearchOptions, ImportedSearchResult } from "../../bench/search-imported.ts";
 
@@ -135,6 +135,42 @@ describe("the search-imported section", () => {
     const before = renderImportedSection(r, options).join("\n");
     expect(before).not.toContain("CPU: main thread");
     expect(before).not.toContain("a floor no faster store");
+  });
+
+  it("sets each row served through the in-memory index beside the same row served by SQL", () => {
+    const r = result(40, 200);
+    const indexedRow = <T extends { scope: string }>(x: T, changes: Partial<T>): T => ({
+      ...x,
+      scope: `${x.scope}${INDEXED_SCOPE}`,
+      ...changes,
+    });
+    const [seq] = r.sequential as [ImportedSearchResult["sequential"][number]];
+    const [conc] = r.concurrent as [ImportedSearchResult["concurrent"][number]];
+    const withIndex: ImportedSearchResult = {
+      ...r,
+      sequential: [seq, indexedRow(seq, { client: summary(15, 30) })],
+      concurrent: [
+        { ...conc, cpuPerRequest: { mainMs: 33, busiestOtherMs: 12, otherMs: 1, machineMs: 50 } },
+        indexedRow(conc, {
+          latency: summary(100, 140),
+          throughput: 60,
+          cpuPerRequest: { mainMs: 16.5, busiestOtherMs: 12, otherMs: 1, machineMs: 32 },
+        }),
+      ],
+      searchIndex: { chunks: 100_002, buildMs: 64_000, rssBeforeMb: 900, rssAfterMb: 1_400 },
+    };
+    const lines = renderImportedSection(withIndex, options);
+    const text = lines.join("\n");
+    expect(text).toContain("Its index of 100,002 chunks was built in 64.0 s after the service was up");
+    expect(text).toContain("from 900 to 1,400 MiB resident");
+    expect(text).toContain('- POST /v3/search in "all" (every chunk): p95 30.0 ms against 40.0 ms (0.75×).');
+    expect(text).toContain(
+      '- 8 clients in "all" (every chunk): 60.0 against 40.0 searches/s, p95 140 ms against 200 ms, main thread 16.5 against 33.0 ms a search.',
+    );
+    expect(row(lines, `| POST /v3/search | "all" (every chunk)${INDEXED_SCOPE} | 8 |`)).toMatch(
+      /\| within \|/,
+    );
+    expect(renderImportedSection(r, options).join("\n")).not.toContain("in-memory index");
   });
 
   it("counts live chunks when the run counted them, else names what the documents hold by construction", () => {
