@@ -179,6 +179,47 @@ describe("in-memory chunk index", () => {
     expect(indexAnswers(index, { ...base, space: { model: "other", dimension: 16 } })).toBe(false);
   });
 
+  it("answers from SQL while a long backlog of changes is applied in the background, then from the index", async () => {
+    const { index, built } = startChunkIndex(store.db, store.background, space);
+    await built;
+    const before = index.size;
+    // One document of 2,100 chunks: inserted, embedded and made searchable, over 6,000 logged changes.
+    const pieces = Array.from({ length: 2_100 }, (_, i) => `narwhal tusk ${i}`);
+    const big = await processedDocument(
+      store.db,
+      { source: "many", containerTags: ["backlog"] },
+      pieces,
+      pieces.map((_, i) => i % 16),
+    );
+    expect(await lastChange(store.db)).toBeGreaterThan(2_000);
+    expect(await index.sync(store.db)).toBe(false);
+    const query = {
+      text: "narwhal",
+      embedding: axis(2, 0.05),
+      space,
+      tagMode: "any" as const,
+      candidates: 10,
+      containerTags: ["backlog"],
+    };
+    // Behind: the search is SQL's, and already finds the new chunks.
+    expect((await hybridChunkSearch(store.db, query)).map((h) => h.documentId)).toContain(big);
+    let current = false;
+    for (let i = 0; i < 600 && !current; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      current = await index.sync(store.db);
+    }
+    expect(current).toBe(true);
+    expect(index.size).toBe(before + 2_100);
+    const sqlHits = await hybridChunkSearch(store.background, query);
+    const indexed = await hybridChunkSearch(store.db, query);
+    // Many of these chunks tie on both sides (one text, shared axes), and tied rows come in any order: the same
+    // number of hits, all of the new document's.
+    expect(indexed.length).toBe(sqlHits.length);
+    expect(new Set(indexed.map((h) => h.documentId))).toEqual(new Set([big]));
+    await deleteDocument(store.db, big);
+    expect(await hybridChunkSearch(store.db, query)).toEqual([]);
+  });
+
   it("leaves no change log behind when the store is searched without an index", async () => {
     detachChunkIndex(store.db);
     await withoutChunkIndex(store.db);
