@@ -14,23 +14,49 @@ import { normalisedRank, parseTsvector, termScore } from "./ts-rank.ts";
 const { Index, MetricKind, ScalarKind } = usearch;
 type UsearchIndex = InstanceType<typeof Index>;
 
-/** A row number's posting: rows holding a lexeme, and each row's position count for it. */
+/**
+ * A lexeme's postings: the rows holding it, each row's position count for it, and the generation of the row's
+ * slot when it was added (a slot is reused by a later chunk: an entry whose generation is not the slot's is stale).
+ */
 class Postings {
   rows = new Int32Array(4);
   positions = new Uint16Array(4);
+  gens = new Uint32Array(4);
   size = 0;
-  add(row: number, positions: number) {
-    if (this.size === this.rows.length) {
-      const rows = new Int32Array(this.size * 2);
-      rows.set(this.rows);
-      this.rows = rows;
-      const counts = new Uint16Array(this.size * 2);
-      counts.set(this.positions);
-      this.positions = counts;
-    }
+  add(row: number, positions: number, gen: number) {
+    if (this.size === this.rows.length) this.resize(this.size * 2);
     this.rows[this.size] = row;
     this.positions[this.size] = positions;
+    this.gens[this.size] = gen;
     this.size++;
+  }
+  /** Keeps the entries `keep` accepts; returns how many it dropped. */
+  retain(keep: (row: number, gen: number) => boolean): number {
+    let kept = 0;
+    for (let i = 0; i < this.size; i++) {
+      const row = this.rows[i] as number;
+      const gen = this.gens[i] as number;
+      if (!keep(row, gen)) continue;
+      this.rows[kept] = row;
+      this.positions[kept] = this.positions[i] as number;
+      this.gens[kept] = gen;
+      kept++;
+    }
+    const dropped = this.size - kept;
+    this.size = kept;
+    if (kept * 4 < this.rows.length && this.rows.length > 4) this.resize(Math.max(4, kept * 2));
+    return dropped;
+  }
+  private resize(capacity: number) {
+    const rows = new Int32Array(capacity);
+    rows.set(this.rows.subarray(0, Math.min(this.size, capacity)));
+    this.rows = rows;
+    const counts = new Uint16Array(capacity);
+    counts.set(this.positions.subarray(0, Math.min(this.size, capacity)));
+    this.positions = counts;
+    const gens = new Uint32Array(capacity);
+    gens.set(this.gens.subarray(0, Math.min(this.size, capacity)));
+    this.gens = gens;
   }
 }
 
@@ -58,10 +84,22 @@ const LOAD_PAGE = 2000;
 const YIELD_AFTER_MS = 10;
 /** Changes applied inline by a search; a longer backlog is applied in the background, SQL answering meanwhile. */
 const INLINE_CHANGES = 2000;
+/** Stale postings (of removed or replaced rows) are dropped once they outnumber the live ones and this many. */
+const COMPACT_AFTER_STALE_POSTINGS = 200_000;
 
 export class ChunkIndex {
   readonly space: VectorSpace;
+  /** Per slot: its chunk's id ("" when free). A removed chunk's slot is reused by the next one added. */
   private ids: string[] = [];
+  private free: number[] = [];
+  /** Per slot: bumped each time the slot takes a chunk, so its postings from an earlier chunk are told apart. */
+  private generation = new Uint32Array(1024);
+  /** Per slot: how many postings its chunk added. */
+  private lexemeCounts: number[] = [];
+  private livePostings = 0;
+  private stalePostings = 0;
+  private compacting = false;
+  private readonly compactAfter: number;
   /** Per row: its tags, or null once the row is gone (deleted, updated into a new row, or no longer searchable). */
   private tags: (readonly string[] | null)[] = [];
   private lengths: number[] = [];
@@ -87,8 +125,9 @@ export class ChunkIndex {
     this.ready = false;
   }
 
-  constructor(space: VectorSpace) {
+  constructor(space: VectorSpace, options: { compactAfterStalePostings?: number } = {}) {
     this.space = space;
+    this.compactAfter = options.compactAfterStalePostings ?? COMPACT_AFTER_STALE_POSTINGS;
     this.vectors = new Float32Array(1024 * space.dimension);
     this.hasVector = new Uint8Array(1024);
     this.graph = newGraph(space.dimension);
@@ -96,6 +135,16 @@ export class ChunkIndex {
 
   get size(): number {
     return this.live;
+  }
+
+  /** What the index holds: slots (live and free), live chunks, and postings live and stale. */
+  stats(): { slots: number; live: number; livePostings: number; stalePostings: number } {
+    return {
+      slots: this.ids.length,
+      live: this.live,
+      livePostings: this.livePostings,
+      stalePostings: this.stalePostings,
+    };
   }
 
   /** Creates the change log, then reads every searchable chunk (over `db`, page by page). */
@@ -166,6 +215,7 @@ export class ChunkIndex {
     const applied = upTo - this.appliedChange;
     this.appliedChange = upTo;
     await forgetChanges(db, upTo);
+    this.compactIfStale();
     return applied;
   }
 
@@ -187,18 +237,12 @@ export class ChunkIndex {
   private put(row: LoadedRow) {
     this.remove(row.id);
     if (!row.search_tags) return;
-    const n = this.ids.length;
     const dim = this.space.dimension;
-    if ((n + 1) * dim > this.vectors.length) {
-      const vectors = new Float32Array(this.vectors.length * 2);
-      vectors.set(this.vectors);
-      this.vectors = vectors;
-      const has = new Uint8Array(this.hasVector.length * 2);
-      has.set(this.hasVector);
-      this.hasVector = has;
-    }
-    this.ids.push(row.id);
-    this.tags.push(row.search_tags);
+    const n = this.free.pop() ?? this.newSlot();
+    const gen = ((this.generation[n] ?? 0) + 1) >>> 0;
+    this.generation[n] = gen;
+    this.ids[n] = row.id;
+    this.tags[n] = row.search_tags;
     this.rowOf.set(row.id, n);
     for (const tag of row.search_tags) {
       const rows = this.rowsByTag.get(tag) ?? new Set<number>();
@@ -206,12 +250,15 @@ export class ChunkIndex {
       rows.add(n);
     }
     const tsv = parseTsvector(row.tsv ?? "");
-    this.lengths.push(tsv.length);
+    this.lengths[n] = tsv.length;
+    this.lexemeCounts[n] = tsv.lexemes.length;
+    this.livePostings += tsv.lexemes.length;
     tsv.lexemes.forEach((lexeme, i) => {
       const postings = this.postings.get(lexeme) ?? new Postings();
       this.postings.set(lexeme, postings);
-      postings.add(n, tsv.positions[i] ?? 1);
+      postings.add(n, tsv.positions[i] ?? 1, gen);
     });
+    this.hasVector[n] = 0;
     if (row.v && row.embedding_model === this.space.model) {
       const values = JSON.parse(row.v) as number[];
       if (values.length === dim) {
@@ -224,16 +271,77 @@ export class ChunkIndex {
     this.live++;
   }
 
+  /** A new slot at the end, the per-slot arrays grown to hold it. */
+  private newSlot(): number {
+    const n = this.ids.length;
+    this.ids.push("");
+    this.tags.push(null);
+    this.lengths.push(0);
+    this.lexemeCounts.push(0);
+    const dim = this.space.dimension;
+    if ((n + 1) * dim > this.vectors.length) {
+      const vectors = new Float32Array(this.vectors.length * 2);
+      vectors.set(this.vectors);
+      this.vectors = vectors;
+    }
+    if (n + 1 > this.hasVector.length) {
+      const has = new Uint8Array(this.hasVector.length * 2);
+      has.set(this.hasVector);
+      this.hasVector = has;
+      const generation = new Uint32Array(this.generation.length * 2);
+      generation.set(this.generation);
+      this.generation = generation;
+    }
+    return n;
+  }
+
   private remove(id: string) {
     const row = this.rowOf.get(id);
     if (row === undefined) return;
     this.rowOf.delete(id);
     for (const tag of this.tags[row] ?? []) this.rowsByTag.get(tag)?.delete(row);
     this.tags[row] = null;
-    // Postings keep the row number; a row without tags is skipped when ranked.
+    this.ids[row] = "";
+    // Its postings stay until a compaction; a row without tags, or a later chunk in the slot, skips them.
+    const count = this.lexemeCounts[row] ?? 0;
+    this.livePostings -= count;
+    this.stalePostings += count;
+    this.lexemeCounts[row] = 0;
     if (this.hasVector[row]) this.graph.remove(BigInt(row));
     this.hasVector[row] = 0;
+    this.free.push(row);
     this.live--;
+  }
+
+  /**
+   * Drops the postings of removed and replaced rows once they outnumber the live ones, in the background and in
+   * slices (each lexeme's list is rewritten at once, so a search between two slices sees every list whole).
+   */
+  private compactIfStale(): void {
+    if (this.compacting || this.stalePostings <= Math.max(this.compactAfter, this.livePostings)) return;
+    this.compacting = true;
+    const run = async () => {
+      let since = performance.now();
+      for (const [lexeme, postings] of [...this.postings]) {
+        const dropped = postings.retain(
+          (row, gen) => this.tags[row] !== null && this.generation[row] === gen,
+        );
+        this.stalePostings -= dropped;
+        if (postings.size === 0) this.postings.delete(lexeme);
+        if (performance.now() - since > YIELD_AFTER_MS) {
+          await new Promise((resolve) => setImmediate(resolve));
+          since = performance.now();
+        }
+      }
+    };
+    void run().finally(() => {
+      this.compacting = false;
+    });
+  }
+
+  /** Until a compaction has run, resolves at once; for tests and benchmarks that wait for one. */
+  async compacted(): Promise<void> {
+    while (this.compacting) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
   /** Whether a row is in a scope, by its tags' row sets (a hash lookup each, no scan of the row's tags). */
@@ -355,8 +463,11 @@ export class ChunkIndex {
       if (!postings) continue;
       const rows = postings.rows;
       const positions = postings.positions;
+      const gens = postings.gens;
+      const generation = this.generation;
       for (let i = 0; i < postings.size; i++) {
         const row = rows[i] as number;
+        if (gens[i] !== generation[row]) continue;
         if (few && few[row] !== 1) continue;
         if (sums[row] === 0) touched.push(row);
         sums[row] = (sums[row] as number) + termScore(positions[i] as number);

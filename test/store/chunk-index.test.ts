@@ -159,6 +159,15 @@ describe("in-memory chunk index", () => {
     await updateDocument(store.db, added, { containerTags: ["big"] });
     expect((await both(query)).indexed.map((h) => h.documentId)).not.toContain(added);
     expect((await both({ ...query, containerTags: ["big"] })).indexed[0]?.documentId).toBe(added);
+    // A chunk that changes again and again takes its old slot back: the index does not grow with the changes.
+    const slots = index.stats().slots;
+    for (let i = 0; i < 20; i++)
+      await updateDocument(store.db, added, { containerTags: [i % 2 ? "small" : "big"] });
+    expect((await both({ ...query, containerTags: ["small"] })).indexed.map((h) => h.documentId)).toContain(
+      added,
+    );
+    expect(index.stats().slots).toBe(slots);
+    await updateDocument(store.db, added, { containerTags: ["big"] });
     await deleteDocument(store.db, added);
     const afterDelete = await both({ ...query, containerTags: ["big"] });
     expect(afterDelete.indexed.map((h) => h.documentId)).not.toContain(added);
@@ -218,6 +227,35 @@ describe("in-memory chunk index", () => {
     expect(new Set(indexed.map((h) => h.documentId))).toEqual(new Set([big]));
     await deleteDocument(store.db, big);
     expect(await hybridChunkSearch(store.db, query)).toEqual([]);
+  });
+
+  it("drops the postings of removed and replaced chunks once they outnumber the live ones", async () => {
+    const index = new ChunkIndex(space, { compactAfterStalePostings: 1 });
+    await index.build(store.background);
+    const documentId = await processedDocument(
+      store.db,
+      { source: "churned", containerTags: ["churn"] },
+      ["seals on the rocks", "seals in the kelp"],
+      [4, 5],
+    );
+    for (let i = 0; i < 5; i++) await updateDocument(store.db, documentId, { containerTags: [`churn-${i}`] });
+    // Everything since the build: applied, then the stale postings dropped.
+    for (let i = 0; i < 5; i++) await index.sync(store.background);
+    await index.compacted();
+    const stats = index.stats();
+    expect(stats.live).toBe(122);
+    expect(stats.stalePostings).toBe(0);
+    expect(stats.livePostings).toBeGreaterThan(0);
+    const ranked = index.rank({
+      scope: { containerTags: ["churn-4"], tagMode: "any" },
+      embedding: axis(4),
+      lexemes: ["seal"],
+      candidates: 10,
+      fuse: (v, k) => (v ? v.score : 0) + (k ? k.score : 0),
+    });
+    expect(ranked).toHaveLength(2);
+    expect(ranked.every((r) => r.keywordRank !== null)).toBe(true);
+    await deleteDocument(store.db, documentId);
   });
 
   it("leaves no change log behind when the store is searched without an index", async () => {
