@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import type { ChunkHit } from "./chunk-hit.ts";
 import { chunkIndexOf } from "./chunk-index/index.ts";
 import { indexAnswers, indexedChunkSearch } from "./chunk-index/search.ts";
 import { type Database, queryRows } from "./db.ts";
@@ -40,18 +41,7 @@ export interface HybridSearchQuery {
   candidates: number;
 }
 
-export interface ChunkHit {
-  chunkId: string;
-  documentId: string;
-  position: number;
-  content: string;
-  /** Where in the file: page, slide, section, start/end seconds. */
-  metadata: Record<string, string | number>;
-  /** Cosine similarity of the chunk to the query, 0..1 (0 when only the keyword side matched). */
-  similarity: number;
-  keywordRank: number | null;
-  fused: number;
-}
+export type { ChunkHit } from "./chunk-hit.ts";
 
 /** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
 const RRF_K = 60;

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import type { ChunkHit } from "../chunk-hit.ts";
 import { type Database, queryRows } from "../db.ts";
 import { budgetedTsquery, commonTerms } from "../keyword.ts";
 import { searchTuning } from "../search-tuning.ts";
@@ -21,17 +22,6 @@ export interface IndexedSearchQuery {
   filters?: unknown;
   documentIds?: string[];
   candidates: number;
-}
-
-export interface IndexedHit {
-  chunkId: string;
-  documentId: string;
-  position: number;
-  content: string;
-  metadata: Record<string, string | number>;
-  similarity: number;
-  keywordRank: number | null;
-  fused: number;
 }
 
 /**
@@ -72,7 +62,7 @@ export async function indexedChunkSearch(
   db: Database,
   index: ChunkIndex,
   q: IndexedSearchQuery,
-): Promise<IndexedHit[] | null> {
+): Promise<ChunkHit[] | null> {
   const pending = Promise.resolve(q.embedding);
   pending.catch(() => undefined);
   const byKeyword = q.retrieval !== "vector";
@@ -109,7 +99,7 @@ export async function indexedChunkSearch(
       ][]
     ).map((r) => [r[0], r]),
   );
-  const hits: IndexedHit[] = [];
+  const hits: ChunkHit[] = [];
   for (const r of ranked) {
     const f = fields.get(r.id);
     // A chunk deleted since the index was synced is gone, as in SQL.

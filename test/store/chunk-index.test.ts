@@ -2,6 +2,7 @@
 // and follow every write the store takes. Real PGlite: its ts_rank and pgvector are the reference.
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seededRandom } from "../../bench/lib/random.ts";
 import { lastChange } from "../../store/chunk-index/change-log.ts";
 import {
   ChunkIndex,
@@ -16,17 +17,6 @@ import { deleteDocument, updateDocument } from "../../store/documents.ts";
 import { type HybridSearchQuery, hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { axis, processedDocument, space } from "./cases/support.ts";
-
-/** A small deterministic generator (mulberry32): the same texts on every run. */
-function random(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS =
   "otter river salmon protein gene expression cell cells patients study increase rate levels higher kelp reef tide storm harbor".split(
@@ -47,7 +37,7 @@ describe("in-memory chunk index", () => {
   });
 
   it("computes ts_rank(tsv, query, 1) exactly as PostgreSQL does", async () => {
-    const next = random(7);
+    const next = seededRandom(7);
     for (let i = 0; i < 60; i++) {
       const text = textOf(next, 3 + Math.floor(next() * 300));
       const query = textOf(next, 1 + Math.floor(next() * 4));
@@ -72,7 +62,7 @@ describe("in-memory chunk index", () => {
   });
 
   it("ranks a tag's chunks as the SQL search does, then follows adds, retags and deletes", async () => {
-    const next = random(11);
+    const next = seededRandom(11);
     const documents: string[] = [];
     for (let d = 0; d < 40; d++) {
       const pieces = Array.from({ length: 3 }, () => textOf(next, 20 + Math.floor(next() * 60)));
