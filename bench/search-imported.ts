@@ -26,7 +26,7 @@ import {
   tableSizes,
   updateDocuments,
 } from "./lib/churn.ts";
-import { INDEXED_SCOPE } from "./lib/imported-report.ts";
+import { INDEXED_SCOPE } from "./lib/indexed-scope.ts";
 import { log } from "./lib/progress.ts";
 import {
   type ConcurrentLatency,

@@ -3,10 +3,8 @@
 import { autoPoolRule } from "../../store/pglite-pool.ts";
 import type { SearchResult } from "../search.ts";
 import type { ImportedSearchOptions, ImportedSearchResult } from "../search-imported.ts";
+import { INDEXED_SCOPE } from "./indexed-scope.ts";
 import { ms, ratio } from "./stats.ts";
-
-/** The suffix of the scope of the rows served through the in-memory search index (SEARCH_INDEX=memory). */
-export const INDEXED_SCOPE = ", in-memory index (SEARCH_INDEX=memory)";
 
 export const IMPORTED_HEADING = "## Search on imported data (issue #25)";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { IMPORTED_HEADING, INDEXED_SCOPE, renderImportedSection } from "../../bench/lib/imported-report.ts";
+import { IMPORTED_HEADING, renderImportedSection } from "../../bench/lib/imported-report.ts";
+import { INDEXED_SCOPE } from "../../bench/lib/indexed-scope.ts";
 import type { SearchResult, SearchSizeResult } from "../../bench/search.ts";
 import type { ImportedSearchOptions, ImportedSearchResult } from "../../bench/search-imported.ts";
 
