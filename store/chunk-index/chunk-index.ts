@@ -119,10 +119,26 @@ export class ChunkIndex {
   ready = false;
   private stopped = false;
 
-  /** Ends a build in progress at its next page (the store is closing). */
+  private timer: NodeJS.Timeout | undefined;
+
+  /** Ends a build in progress at its next page, and the periodic sync (the store is closing). */
   stop(): void {
     this.stopped = true;
     this.ready = false;
+    clearInterval(this.timer);
+  }
+
+  /**
+   * Applies the store's changes every `everyMs` as well as before each search: the log stays short while nobody
+   * searches (an import), and a search seldom finds more than a few changes to apply first.
+   */
+  keepCurrent(db: Database, everyMs: number): void {
+    clearInterval(this.timer);
+    this.timer = setInterval(() => {
+      // A failed pass is retried by the next one, and by the next search, which reports its own errors.
+      if (this.ready && !this.catchingUp) this.sync(db).catch(() => undefined);
+    }, everyMs);
+    this.timer.unref();
   }
 
   constructor(space: VectorSpace, options: { compactAfterStalePostings?: number } = {}) {

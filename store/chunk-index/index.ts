@@ -7,6 +7,9 @@ export { ChunkIndex } from "./chunk-index.ts";
 
 const attached = new WeakMap<Database, ChunkIndex>();
 
+/** How often a started index applies the store's changes when no search asks it to. */
+const KEEP_CURRENT_MS = 1000;
+
 /** The in-memory index searches over `db` use, if one was started for it. */
 export function chunkIndexOf(db: Database): ChunkIndex | undefined {
   return attached.get(db);
@@ -22,9 +25,14 @@ export function startChunkIndex(
   buildDb: Database,
   space: VectorSpace,
 ): { index: ChunkIndex; built: Promise<ChunkIndex> } {
+  // One index per store: the change log has one reader, which empties it as it goes.
+  attached.get(searchDb)?.stop();
   const index = new ChunkIndex(space);
   attached.set(searchDb, index);
-  const built = index.build(buildDb).then(() => index);
+  const built = index.build(buildDb).then(() => {
+    index.keepCurrent(searchDb, KEEP_CURRENT_MS);
+    return index;
+  });
   return { index, built };
 }
 

@@ -181,6 +181,8 @@ describe("in-memory chunk index", () => {
   it("answers from SQL while a long backlog of changes is applied in the background, then from the index", async () => {
     const { index, built } = startChunkIndex(store.db, store.background, space);
     await built;
+    // Only the searches and syncs below apply changes here, not its once-a-second pass.
+    index.keepCurrent(store.db, 600_000);
     const before = index.size;
     // One document of 2,100 chunks: inserted, embedded and made searchable, over 6,000 logged changes.
     const pieces = Array.from({ length: 2_100 }, (_, i) => `narwhal tusk ${i}`);
@@ -217,6 +219,27 @@ describe("in-memory chunk index", () => {
     expect(new Set(indexed.map((h) => h.documentId))).toEqual(new Set([big]));
     await deleteDocument(store.db, big);
     expect(await hybridChunkSearch(store.db, query)).toEqual([]);
+  });
+
+  it("applies the store's changes on its own while nobody searches, so the log stays short", async () => {
+    const { index, built } = startChunkIndex(store.db, store.background, space);
+    await built;
+    const before = index.size;
+    const documentId = await processedDocument(
+      store.db,
+      { source: "quiet", containerTags: ["quiet"] },
+      ["a dugong"],
+      [6],
+    );
+    expect(await lastChange(store.db)).toBeGreaterThan(0);
+    let applied = false;
+    for (let i = 0; i < 100 && !applied; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      applied = index.size === before + 1 && (await lastChange(store.db)) === 0;
+    }
+    expect(applied).toBe(true);
+    detachChunkIndex(store.db);
+    await deleteDocument(store.db, documentId);
   });
 
   it("drops the postings of removed and replaced chunks once they outnumber the live ones", async () => {
