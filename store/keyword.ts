@@ -94,6 +94,13 @@ function frequencyMap(common: CommonTerms): Map<string, number> {
 
 /** The rule of keywordTsquery over lexemes already made (to_tsvector's output). */
 export function budgetedTsquery(lexemes: readonly string[], common: CommonTerms): string | null {
+  const kept = budgetedLexemes(lexemes, common);
+  // Quotes and backslashes were filtered out by budgetedLexemes: inside '...' nothing else is tsquery syntax.
+  return kept.length ? kept.map((lexeme) => `'${lexeme}'`).join(" | ") : null;
+}
+
+/** The lexemes keywordTsquery's rule keeps, in code-unit order (none when the text has no usable lexeme). */
+export function budgetedLexemes(lexemes: readonly string[], common: CommonTerms): string[] {
   const frequencyOf = frequencyMap(common);
   // Rarest first; ties in code-unit order, so the same text always gives the same query.
   const weighted = lexemes
@@ -101,7 +108,7 @@ export function budgetedTsquery(lexemes: readonly string[], common: CommonTerms)
     .map((lexeme) => ({ lexeme, frequency: frequencyOf.get(lexeme) ?? 0 }))
     .sort((a, b) => a.frequency - b.frequency || (a.lexeme < b.lexeme ? -1 : a.lexeme > b.lexeme ? 1 : 0));
   const rarest = weighted[0];
-  if (!rarest) return null;
+  if (!rarest) return [];
   const rows = common.rows ?? 0;
   const kept = new Set([rarest.lexeme]);
   let share = 0;
@@ -111,11 +118,7 @@ export function budgetedTsquery(lexemes: readonly string[], common: CommonTerms)
     // A term too rare to be in the statistics counts as no match; rows 0 (unknown) means no budget.
     if (frequency === 0 || share * rows <= MATCH_BUDGET) kept.add(lexeme);
   }
-  // Quotes and backslashes were filtered out above: inside '...' nothing else is tsquery syntax.
-  return [...kept]
-    .sort()
-    .map((lexeme) => `'${lexeme}'`)
-    .join(" | ");
+  return [...kept].sort();
 }
 
 /**

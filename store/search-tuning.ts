@@ -14,6 +14,9 @@ import { type SQL, sql } from "drizzle-orm";
  */
 export type Fusion = "rrf" | "blend";
 
+/** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
+export const RRF_K = 60;
+
 /** How the keyword side ranks a chunk: Postgres ts_rank or ts_rank_cd with a length normalisation flag. */
 export type KeywordRank = "ts_rank/1" | "ts_rank/0" | "ts_rank_cd/0";
 

@@ -8,7 +8,7 @@ import { compileFilter, type FilterNode, metadataColumns } from "./filters.ts";
 import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
 import type { Metadata } from "./schema/index.ts";
 import type { TagScope } from "./scope.ts";
-import { type Fusion, searchTuning } from "./search-tuning.ts";
+import { type Fusion, RRF_K, searchTuning } from "./search-tuning.ts";
 import { hnswScanSettings, queryVectorText, type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 /** Which retrievers run: both fused (the default), or one alone (for evaluation and comparison). */
@@ -42,9 +42,6 @@ export interface HybridSearchQuery {
 }
 
 export type { ChunkHit } from "./chunk-hit.ts";
-
-/** Reciprocal-rank-fusion constant (Cormack et al.); 60 is the usual choice. */
-const RRF_K = 60;
 
 /** How the two rankings combine; the default and the blend's weights are tuned (store/search-tuning.ts). */
 export type { Fusion } from "./search-tuning.ts";

@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { ChunkHit } from "../chunk-hit.ts";
 import { type Database, queryRows } from "../db.ts";
-import { budgetedTsquery, commonTerms } from "../keyword.ts";
-import { searchTuning } from "../search-tuning.ts";
+import { budgetedLexemes, commonTerms } from "../keyword.ts";
+import { RRF_K, searchTuning } from "../search-tuning.ts";
 import { lastChangeAndLexemes } from "./change-log.ts";
 import type { ChunkIndex, SideScore } from "./chunk-index.ts";
 
@@ -42,8 +42,6 @@ export function indexAnswers(index: ChunkIndex, q: IndexedSearchQuery): boolean 
   );
 }
 
-const RRF_K = 60;
-
 /** store/search.ts fusedScore, over one row's two sides. */
 function fuser(fusion: "rrf" | "blend"): (v: SideScore | null, k: SideScore | null) => number {
   if (fusion === "rrf") return (v, k) => (v ? 1 / (RRF_K + v.rank) : 0) + (k ? 1 / (RRF_K + k.rank) : 0);
@@ -70,8 +68,7 @@ export async function indexedChunkSearch(
   const found = await lastChangeAndLexemes(db, byKeyword ? q.text : null);
   if (!(await index.sync(db, found.newest))) return null;
   // The keyword query SQL would run (keywordTsquery's rule), as its lexemes.
-  const tsq = common ? budgetedTsquery(found.lexemes, common) : null;
-  const lexemes = common ? (tsq ? [...tsq.matchAll(/'([^']*)'/g)].map((m) => m[1] ?? "") : []) : null;
+  const lexemes = common ? budgetedLexemes(found.lexemes, common) : null;
   // Keyword retrieval alone still reports each row's similarity, as SQL does.
   const embedding = await pending;
   const ranked = index.rank({
