@@ -3,13 +3,14 @@ import usearch from "usearch";
 import { type Database, queryRows } from "../db.ts";
 import type { VectorSpace } from "../vector-index.ts";
 import { changesAfter, forgetChanges, lastChange, startChangeLog } from "./change-log.ts";
-import { normalisedRank, parseTsvector, termScore } from "./ts-rank.ts";
+import { lengthDivisor, parseTsvector, rankOver, termScore } from "./ts-rank.ts";
 
 // An in-memory copy of what search ranks chunks by: their tags, their lexemes (with what each adds to ts_rank)
 // and their vectors (an HNSW graph for large scopes, an exact scan for small ones). PGlite runs every statement
 // on the service's one thread; at 100,000 chunks the two ranking statements of a search took ~30 ms of it
 // there, which capped concurrent searches (docs/operations.md "The floor under 8 clients"). This ranks the same
-// rows the same way in a few milliseconds, then reads only the best chunks' fields from the store.
+// rows the same way in a few milliseconds, and holds what a hit shows (its document, position, text and
+// metadata) so that a search reads no chunk row: reading a hundred candidates' rows was another ~2 ms of the thread.
 
 const { Index, MetricKind, ScalarKind } = usearch;
 type UsearchIndex = InstanceType<typeof Index>;
@@ -60,6 +61,44 @@ class Postings {
   }
 }
 
+/**
+ * The rows carrying one tag. A tag with more rows than an exact scan takes also gets a byte per slot: a large
+ * scope's keyword side asks about every matched row (thousands a search), and a byte read is some twenty times
+ * cheaper than a Set lookup (measured on the big tenant of the kept imported store: 0.02 against 0.5 ms).
+ */
+export class TagRows {
+  readonly rows = new Set<number>();
+  private mask: Uint8Array | null = null;
+  get size(): number {
+    return this.rows.size;
+  }
+  has(row: number): boolean {
+    return this.mask ? this.mask[row] === 1 : this.rows.has(row);
+  }
+  add(row: number): void {
+    this.rows.add(row);
+    if (this.mask) {
+      if (row >= this.mask.length) {
+        const grown = new Uint8Array(Math.max(row + 1, this.mask.length * 2));
+        grown.set(this.mask);
+        this.mask = grown;
+      }
+      this.mask[row] = 1;
+    } else if (this.rows.size > EXACT_SCAN_ROWS) {
+      let highest = 0;
+      for (const r of this.rows) highest = Math.max(highest, r);
+      this.mask = new Uint8Array(highest * 2 + 1);
+      for (const r of this.rows) this.mask[r] = 1;
+    }
+  }
+  delete(row: number): void {
+    this.rows.delete(row);
+    if (this.mask && row < this.mask.length) this.mask[row] = 0;
+  }
+}
+
+const NO_ROWS = new TagRows();
+
 export interface IndexedScope {
   /** The caller's scope: a row must carry one of these tags. */
   scope?: readonly string[];
@@ -67,7 +106,16 @@ export interface IndexedScope {
   tagMode: "any" | "all";
 }
 
-export interface RankedChunk {
+/** What a search shows of a chunk, held with it so that a search reads no chunk row from the store. */
+export interface ChunkFields {
+  documentId: string;
+  position: number;
+  content: string;
+  /** The metadata as the store's JSON text (parsed per hit, so that no caller shares the held copy). */
+  metadata: string | null;
+}
+
+export interface RankedChunk extends ChunkFields {
   id: string;
   /** Rank on each side (1 = best), null when that side did not return the row. */
   vectorRank: number | null;
@@ -102,11 +150,14 @@ export class ChunkIndex {
   private readonly compactAfter: number;
   /** Per row: its tags, or null once the row is gone (deleted, updated into a new row, or no longer searchable). */
   private tags: (readonly string[] | null)[] = [];
-  private lengths: number[] = [];
+  /** Per row: the fields a search shows (null when the slot is free). */
+  private fields: (ChunkFields | null)[] = [];
+  /** Per row: ts_rank's length normalisation divisor (log2 of its positions + 1), worked out once. */
+  private lengthDivisors: number[] = [];
   private vectors: Float32Array;
   private hasVector: Uint8Array;
   private rowOf = new Map<string, number>();
-  private rowsByTag = new Map<string, Set<number>>();
+  private rowsByTag = new Map<string, TagRows>();
   private postings = new Map<string, Postings>();
   private graph: UsearchIndex;
   private live = 0;
@@ -258,15 +309,21 @@ export class ChunkIndex {
     const gen = ((this.generation[n] ?? 0) + 1) >>> 0;
     this.generation[n] = gen;
     this.ids[n] = row.id;
+    this.fields[n] = {
+      documentId: row.document_id,
+      position: Number(row.position),
+      content: row.content,
+      metadata: row.metadata,
+    };
     this.tags[n] = row.search_tags;
     this.rowOf.set(row.id, n);
     for (const tag of row.search_tags) {
-      const rows = this.rowsByTag.get(tag) ?? new Set<number>();
+      const rows = this.rowsByTag.get(tag) ?? new TagRows();
       this.rowsByTag.set(tag, rows);
       rows.add(n);
     }
     const tsv = parseTsvector(row.tsv ?? "");
-    this.lengths[n] = tsv.length;
+    this.lengthDivisors[n] = lengthDivisor(tsv.length);
     this.lexemeCounts[n] = tsv.lexemes.length;
     this.livePostings += tsv.lexemes.length;
     tsv.lexemes.forEach((lexeme, i) => {
@@ -291,8 +348,9 @@ export class ChunkIndex {
   private newSlot(): number {
     const n = this.ids.length;
     this.ids.push("");
+    this.fields.push(null);
     this.tags.push(null);
-    this.lengths.push(0);
+    this.lengthDivisors.push(0);
     this.lexemeCounts.push(0);
     const dim = this.space.dimension;
     if ((n + 1) * dim > this.vectors.length) {
@@ -318,6 +376,7 @@ export class ChunkIndex {
     for (const tag of this.tags[row] ?? []) this.rowsByTag.get(tag)?.delete(row);
     this.tags[row] = null;
     this.ids[row] = "";
+    this.fields[row] = null;
     // Its postings stay until a compaction; a row without tags, or a later chunk in the slot, skips them.
     const count = this.lexemeCounts[row] ?? 0;
     this.livePostings -= count;
@@ -362,7 +421,7 @@ export class ChunkIndex {
 
   /** Whether a row is in a scope, by its tags' row sets (a hash lookup each, no scan of the row's tags). */
   private admits(scope: IndexedScope): (row: number) => boolean {
-    const setsOf = (tags: readonly string[]) => tags.map((t) => this.rowsByTag.get(t) ?? new Set<number>());
+    const setsOf = (tags: readonly string[]) => tags.map((t) => this.rowsByTag.get(t) ?? NO_ROWS);
     const allowed = scope.scope ? setsOf(scope.scope) : null;
     const tagged = scope.containerTags?.length ? setsOf(scope.containerTags) : null;
     const all = scope.tagMode === "all";
@@ -378,13 +437,13 @@ export class ChunkIndex {
    * The smallest known superset of the rows a scope admits: the rows of its tags (for "all", the least used
    * one's; for "any" and the caller's scope, all of theirs), or null when no tag narrows it.
    */
-  private boundingRows(scope: IndexedScope): { lists: Set<number>[]; size: number } | null {
-    let best: { lists: Set<number>[]; size: number } | null = null;
-    const consider = (lists: Set<number>[]) => {
+  private boundingRows(scope: IndexedScope): { lists: TagRows[]; size: number } | null {
+    let best: { lists: TagRows[]; size: number } | null = null;
+    const consider = (lists: TagRows[]) => {
       const size = lists.reduce((a, s) => a + s.size, 0);
       if (!best || size < best.size) best = { lists, size };
     };
-    const setsOf = (tags: readonly string[]) => tags.map((t) => this.rowsByTag.get(t) ?? new Set<number>());
+    const setsOf = (tags: readonly string[]) => tags.map((t) => this.rowsByTag.get(t) ?? NO_ROWS);
     if (scope.containerTags?.length) {
       const sets = setsOf(scope.containerTags);
       consider(scope.tagMode === "all" ? [sets.reduce((a, s) => (s.size < a.size ? s : a))] : sets);
@@ -399,7 +458,7 @@ export class ChunkIndex {
     if (!bound) return this.live <= EXACT_SCAN_ROWS ? this.allRows().filter(admits) : null;
     if (bound.size > EXACT_SCAN_ROWS) return null;
     const rows = new Set<number>();
-    for (const list of bound.lists) for (const row of list) if (admits(row)) rows.add(row);
+    for (const list of bound.lists) for (const row of list.rows) if (admits(row)) rows.add(row);
     return [...rows];
   }
 
@@ -409,12 +468,14 @@ export class ChunkIndex {
 
   private similarity(row: number, query: Float32Array, queryNorm: number): number {
     const dim = this.space.dimension;
+    // Local references and no fallbacks in the loop: it runs for every candidate (a hundred a search).
+    const vectors = this.vectors;
     const base = row * dim;
     let dot = 0;
     let norm = 0;
     for (let i = 0; i < dim; i++) {
-      const x = this.vectors[base + i] ?? 0;
-      dot += x * (query[i] ?? 0);
+      const x = vectors[base + i] as number;
+      dot += x * (query[i] as number);
       norm += x * x;
     }
     return norm > 0 && queryNorm > 0 ? dot / Math.sqrt(norm * queryNorm) : 0;
@@ -494,7 +555,7 @@ export class ChunkIndex {
     for (const row of touched) {
       if (few || admits(row)) {
         matched.push(row);
-        matchedScores.push(normalisedRank(sums[row] as number, sorted.length, this.lengths[row] ?? 0));
+        matchedScores.push(rankOver(sums[row] as number, sorted.length, this.lengthDivisors[row] ?? 0));
       }
       sums[row] = 0;
     }
@@ -545,7 +606,10 @@ export class ChunkIndex {
         kRank === undefined
           ? null
           : { rank: kRank, score: kSide.scores.get(row) ?? 0, lo: kSide.lo, hi: kSide.hi };
+      const fields = this.fields[row];
+      if (!fields) continue;
       fused.push({
+        ...fields,
         id: this.ids[row] ?? "",
         vectorRank: vRank ?? null,
         keywordRank: kRank ?? null,
@@ -569,10 +633,7 @@ function topByScore(
   idOf: (row: number) => string,
 ): { row: number; score: number }[] {
   const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-  const threshold =
-    rows.length > limit
-      ? (Float64Array.from(scores).sort()[rows.length - limit] ?? 0)
-      : Number.NEGATIVE_INFINITY;
+  const threshold = rows.length > limit ? kthLargest(scores, limit) : Number.NEGATIVE_INFINITY;
   const above: { row: number; score: number; id: string }[] = [];
   const tied: { row: number; score: number; id: string }[] = [];
   rows.forEach((row, i) => {
@@ -582,6 +643,39 @@ function topByScore(
   });
   const best = [...above, ...tied.sort(byId).slice(0, Math.max(0, limit - above.length))];
   return best.sort((a, b) => b.score - a.score || byId(a, b));
+}
+
+/** The k-th largest of `values` (duplicates counted), by a min-heap of the k largest: no sort of them all. */
+export function kthLargest(values: Float64Array, k: number): number {
+  const heap = new Float64Array(k);
+  let size = 0;
+  for (const value of values) {
+    if (size < k) {
+      // Sift up.
+      let i = size++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if ((heap[parent] as number) <= value) break;
+        heap[i] = heap[parent] as number;
+        i = parent;
+      }
+      heap[i] = value;
+    } else if (value > (heap[0] as number)) {
+      // Replace the smallest and sift down.
+      let i = 0;
+      for (;;) {
+        const left = 2 * i + 1;
+        if (left >= k) break;
+        const right = left + 1;
+        const child = right < k && (heap[right] as number) < (heap[left] as number) ? right : left;
+        if ((heap[child] as number) >= value) break;
+        heap[i] = heap[child] as number;
+        i = child;
+      }
+      heap[i] = value;
+    }
+  }
+  return heap[0] ?? Number.NEGATIVE_INFINITY;
 }
 
 /** One side's view of a row for fusion: its rank, its score and the side's lowest and highest scores. */
@@ -622,6 +716,10 @@ function newGraph(dimensions: number): UsearchIndex {
 
 interface LoadedRow {
   id: string;
+  document_id: string;
+  position: number | string;
+  content: string;
+  metadata: string | null;
   search_tags: string[] | null;
   tsv: string | null;
   v: string | null;
@@ -631,7 +729,8 @@ interface LoadedRow {
 function readRows(db: Database, where: ReturnType<typeof sql>, limit: number): Promise<LoadedRow[]> {
   return queryRows<LoadedRow>(
     db,
-    sql`SELECT c.id, c.search_tags, c.tsv::text AS tsv, c.embedding::text AS v, c.embedding_model
+    sql`SELECT c.id, c.document_id, c.position, c.content, c.metadata::text AS metadata, c.search_tags,
+               c.tsv::text AS tsv, c.embedding::text AS v, c.embedding_model
         FROM chunks c WHERE ${where} ORDER BY c.id LIMIT ${limit}`,
   );
 }

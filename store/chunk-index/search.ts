@@ -1,6 +1,5 @@
-import { sql } from "drizzle-orm";
 import type { ChunkHit } from "../chunk-hit.ts";
-import { type Database, queryRows } from "../db.ts";
+import type { Database } from "../db.ts";
 import { budgetedLexemes, commonTerms } from "../keyword.ts";
 import { RRF_K, searchTuning } from "../search-tuning.ts";
 import { lastChangeAndLexemes } from "./change-log.ts";
@@ -53,8 +52,8 @@ function fuser(fusion: "rrf" | "blend"): (v: SideScore | null, k: SideScore | nu
 
 /**
  * The search over the in-memory index: the keyword query is made as for SQL (the store stems the text, the
- * common terms are left out), both sides and the fusion run here, and one statement reads the best chunks'
- * fields. Null when the index is behind a long backlog of changes (the caller asks SQL).
+ * common terms are left out), both sides and the fusion run here, and the hits' fields are the index's own
+ * copy (no chunk row is read). Null when the index is behind a long backlog of changes (the caller asks SQL).
  */
 export async function indexedChunkSearch(
   db: Database,
@@ -79,38 +78,16 @@ export async function indexedChunkSearch(
     candidates: q.candidates,
     fuse: fuser(q.fusion ?? searchTuning().fusion),
   });
-  if (!ranked.length) return [];
-  const [row] = await queryRows<{ rows: string }>(
-    db,
-    sql`SELECT coalesce(json_agg(json_build_array(c.id, c.document_id, c.position, c.content, c.metadata)), '[]')::text AS rows
-        FROM chunks c WHERE c.id = ANY(${`{${ranked.map((r) => r.id).join(",")}}`}::text[])`,
-  );
-  const fields = new Map(
-    (
-      JSON.parse(row?.rows ?? "[]") as [
-        string,
-        string,
-        number,
-        string,
-        Record<string, string | number> | null,
-      ][]
-    ).map((r) => [r[0], r]),
-  );
-  const hits: ChunkHit[] = [];
-  for (const r of ranked) {
-    const f = fields.get(r.id);
-    // A chunk deleted since the index was synced is gone, as in SQL.
-    if (!f) continue;
-    hits.push({
-      chunkId: r.id,
-      documentId: f[1],
-      position: Number(f[2]),
-      content: f[3],
-      metadata: f[4] ?? {},
-      similarity: r.similarity,
-      keywordRank: r.keywordRank,
-      fused: r.fused,
-    });
-  }
-  return hits;
+  // The fields come with the ranking: the index holds them, current as of the sync above (as a statement's
+  // snapshot would be), so no chunk row is read here.
+  return ranked.map((r) => ({
+    chunkId: r.id,
+    documentId: r.documentId,
+    position: r.position,
+    content: r.content,
+    metadata: r.metadata === null ? {} : (JSON.parse(r.metadata) as Record<string, string | number>),
+    similarity: r.similarity,
+    keywordRank: r.keywordRank,
+    fused: r.fused,
+  }));
 }

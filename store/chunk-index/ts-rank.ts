@@ -31,8 +31,18 @@ export function termScore(positions: number): number {
  * order), the query's distinct lexemes, and the row's length (its positions, each lexeme without any counting 1).
  */
 export function normalisedRank(sum: number, queryTerms: number, length: number): number {
+  return rankOver(sum, queryTerms, lengthDivisor(length));
+}
+
+/** Flag 1's divisor for a row of `length` positions: log2(length + 1), or 0 for an empty row (no division). */
+export function lengthDivisor(length: number): number {
+  return length > 0 ? Math.log(length + 1) / Math.log(2) : 0;
+}
+
+/** normalisedRank with the row's divisor worked out beforehand (lengthDivisor). */
+export function rankOver(sum: number, queryTerms: number, divisor: number): number {
   const perTerm = queryTerms > 0 ? Math.fround(sum / queryTerms) : Math.fround(sum);
-  return length > 0 ? Math.fround(perTerm / (Math.log(length + 1) / Math.log(2))) : perTerm;
+  return divisor > 0 ? Math.fround(perTerm / divisor) : perTerm;
 }
 
 /** The lexemes of a tsvector's text form ('word':1,5 'other':3) with how many positions each has. */

@@ -4,6 +4,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../bench/lib/random.ts";
 import { lastChange } from "../../store/chunk-index/change-log.ts";
+import { kthLargest, TagRows } from "../../store/chunk-index/chunk-index.ts";
 import {
   ChunkIndex,
   detachChunkIndex,
@@ -80,14 +81,16 @@ describe("in-memory chunk index", () => {
     }
     // Distinct vectors near each chunk's axis: chunks on one axis would otherwise tie, and tied rows come in any order.
     const ids = await queryRows<{ id: string }>(store.db, sql`SELECT id FROM chunks ORDER BY id`);
-    for (const { id } of ids) {
+    for (const [n, { id }] of ids.entries()) {
       const [row] = await queryRows<{ v: string }>(
         store.db,
         sql`SELECT embedding::text AS v FROM chunks WHERE id = ${id}`,
       );
       const moved = (JSON.parse(row?.v ?? "[]") as number[]).map((x) => x + (next() - 0.5) * 0.2);
+      // Some chunks carry metadata (a page, as from a PDF), which the index holds and hits show.
+      const metadata = n % 3 === 0 ? JSON.stringify({ page: n, section: `part ${n}` }) : "{}";
       await store.db.execute(
-        sql`UPDATE chunks SET embedding = ${`[${moved.join(",")}]`}::vector WHERE id = ${id}`,
+        sql`UPDATE chunks SET embedding = ${`[${moved.join(",")}]`}::vector, metadata = ${metadata}::jsonb WHERE id = ${id}`,
       );
     }
     const { index, built } = startChunkIndex(store.db, store.background, space);
@@ -119,6 +122,9 @@ describe("in-memory chunk index", () => {
         }
         expect(hit.documentId).toBe(other.documentId);
         expect(hit.content).toBe(other.content);
+        // Held by the index, not read per search: the same as the store's row.
+        expect(hit.position).toBe(other.position);
+        expect(hit.metadata).toEqual(other.metadata);
         expect(hit.similarity).toBeCloseTo(other.similarity, 5);
         expect(hit.fused).toBeCloseTo(other.fused, 5);
         if (hit.keywordRank !== other.keywordRank) expect(hit.fused).toBeCloseTo(bySql[i]?.fused ?? 0, 5);
@@ -269,6 +275,41 @@ describe("in-memory chunk index", () => {
     expect(ranked).toHaveLength(2);
     expect(ranked.every((r) => r.keywordRank !== null)).toBe(true);
     await deleteDocument(store.db, documentId);
+  });
+
+  it("tells a large tag's rows by a byte per slot exactly as by its set, through adds and deletes", () => {
+    const random = seededRandom(7);
+    const tag = new TagRows();
+    const reference = new Set<number>();
+    // Past the exact-scan size the byte mask takes over; rows far beyond its length make it grow.
+    for (let i = 0; i < 12_000; i++) {
+      const row = Math.floor(random() * (i < 6_000 ? 8_000 : 40_000));
+      if (random() < 0.2) {
+        tag.delete(row);
+        reference.delete(row);
+      } else {
+        tag.add(row);
+        reference.add(row);
+      }
+    }
+    expect(tag.size).toBe(reference.size);
+    expect(reference.size).toBeGreaterThan(4_096);
+    for (let row = 0; row < 45_000; row++) expect(tag.has(row)).toBe(reference.has(row));
+  });
+
+  it("finds the k-th largest score as a full sort does, duplicates counted", () => {
+    const random = seededRandom(11);
+    for (const [n, k] of [
+      [1, 1],
+      [50, 10],
+      [2_000, 100],
+      [2_000, 2_000],
+    ] as const) {
+      // Rounded so that many scores tie.
+      const values = Float64Array.from({ length: n }, () => Math.round(random() * 300) / 10);
+      const sorted = Float64Array.from(values).sort();
+      expect(kthLargest(values, k)).toBe(sorted[n - k]);
+    }
   });
 
   it("leaves no change log behind when the store is searched without an index", async () => {
