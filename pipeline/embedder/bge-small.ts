@@ -186,7 +186,8 @@ export class BgeSmallEmbedder implements Embedder {
           // 1.5 % of the model's time went to waiting for the main thread to hand it the next task (the A/B
           // after the change, 7.04 → 7.06 documents/s, is within run-to-run noise). Only with query threads
           // (they take one task at a time), else a query would wait behind the queued task too.
-          tasksPerThread: !dedicated && queryThreads > 0 ? 2 : 1,
+          // The query threads too: their next task (only ever queries, EmbeddingScheduler) waits on the thread.
+          tasksPerThread: dedicated || queryThreads > 0 ? 2 : 1,
           task: (texts, purpose) => ({
             texts: purpose === "query" && queryPrefix ? texts.map((t) => queryPrefix + t) : texts,
             // A query model that mixes a batch's texts (QUANTISED_WEIGHTS) embeds one query per call: alone, the same

@@ -286,6 +286,44 @@ describe("embedding scheduler (fake backend)", () => {
     await scheduler.close();
   });
 
+  it("embeds waiting queries in pairs on the query thread, the next pair queued ahead on it, never interactive work", async () => {
+    const shared = new FakeBackend(1);
+    const queryThread = new FakeBackend(2, false, 1); // one thread, a second task queued ahead on it
+    const scheduler = new EmbeddingScheduler({
+      shared,
+      queryBackend: queryThread,
+      textsPerTask: 16,
+      queriesOnQueryThreadsOnly: true,
+    });
+    const { done, submit } = recorder(scheduler);
+    submit("busy", ["a document"], "document", "interactive"); // keeps the shared thread busy
+    for (let i = 1; i <= 5; i++) submit(`q${i}`, [`question ${i}`], "query");
+    await settle();
+    // A task of two queries runs and the next two wait on the thread: a batch is answered when its last query is.
+    expect(queryThread.started.map((t) => t.texts)).toEqual([
+      ["question 1", "question 2"],
+      ["question 3", "question 4"],
+    ]);
+    submit("memory", ["a memory"], "document", "interactive");
+    queryThread.finish();
+    await settle();
+    expect(done).toEqual(["q1", "q2"]);
+    // The freed slot takes the last query; the interactive call is not queued ahead of a busy thread.
+    expect(queryThread.started.map((t) => t.texts)[2]).toEqual(["question 5"]);
+    queryThread.finish();
+    await settle();
+    expect(queryThread.started).toHaveLength(3);
+    queryThread.finish();
+    await settle();
+    expect(queryThread.started.map((t) => t.texts)[3]).toEqual(["a memory"]);
+    queryThread.finish();
+    shared.finish();
+    await settle();
+    expect(done).toEqual(["q1", "q2", "q3", "q4", "q5", "memory", "busy"]);
+    expect(queryThread.maxRunning).toBe(2);
+    await scheduler.close();
+  });
+
   it("serves interactive calls before bulk calls, first come first served within each lane", async () => {
     const shared = new FakeBackend(1);
     const scheduler = new EmbeddingScheduler({ shared, textsPerTask: 3 });
