@@ -184,9 +184,9 @@ export class BgeSmallEmbedder implements Embedder {
           threads: count,
           // The shared threads get their next bulk task queued ahead: measured during a 2,000-document import,
           // 1.5 % of the model's time went to waiting for the main thread to hand it the next task (the A/B
-          // after the change, 7.04 → 7.06 documents/s, is within run-to-run noise). Only with query threads
-          // (they take one task at a time), else a query would wait behind the queued task too.
-          // The query threads too: their next task (only ever queries, EmbeddingScheduler) waits on the thread.
+          // after the change, 7.04 → 7.06 documents/s, is within run-to-run noise). Only with query threads,
+          // else a query would wait behind the queued task too. The query threads also take a second task, but
+          // the scheduler queues only queries ahead on them (EmbeddingScheduler), in pairs.
           tasksPerThread: dedicated || queryThreads > 0 ? 2 : 1,
           task: (texts, purpose) => ({
             texts: purpose === "query" && queryPrefix ? texts.map((t) => queryPrefix + t) : texts,
