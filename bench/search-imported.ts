@@ -177,11 +177,13 @@ export async function runImportedSearch(
   closed = true;
   await store.close();
 
+  // SQL first, named (the default is the in-memory index): its rows are the baseline of the index's below.
   const service = await startBenchService(o.cleanup, {
     dataDir,
     temporalAddress: o.temporalAddress,
     threads: o.threads,
     embeddingModel: embedderName,
+    searchIndex: "sql",
   });
   log(`search-imported: service up at ${service.url}`);
   const queries = o.queries;

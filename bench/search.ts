@@ -356,12 +356,15 @@ async function runSize(o: {
     log(`search @${o.size}: WARNING: the vector side does not use ${vectorIndex} (see the plans)`);
   await closeStore();
 
-  // The same store behind the real service: HTTP, auth, query embedding, hybrid SQL, grouping, context.
+  // The same store behind the real service: HTTP, auth, query embedding, hybrid SQL, grouping, context. Ranked
+  // by SQL, named (the default is the in-memory index): these rows are the bulk-loaded table's SQL figures, the
+  // baseline of search-imported's SQL rows.
   const service = await startBenchService(cleanup, {
     dataDir: data.dir,
     temporalAddress: o.temporalAddress,
     threads,
     embeddingModel: o.name,
+    searchIndex: "sql",
   });
   log(`search @${o.size}: service up at ${service.url}; timing ${measured.length} searches over HTTP`);
   const search = (q: string) => service.client.search.documents({ q, containerTags: [TAG], limit: 10 });

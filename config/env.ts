@@ -201,12 +201,13 @@ export const envSchema = z.object({
     .regex(/^(auto|\d+(kB|MB|GB))$/, 'auto, or a size such as "32MB"')
     .default("auto"),
   /**
-   * How the embedded store's searches rank chunks: `sql` (default) in PGlite, or `memory`, an in-memory copy of
-   * the chunks' tags, lexemes and vectors (store/chunk-index) built in the background at start and kept in step
-   * through a change log; SQL answers until it is built and for searches it cannot (metadata filters, a
-   * document, an end user, a filepath). Ignored with DATABASE_URL.
+   * How the embedded store's searches rank chunks: `memory` (default), an in-memory copy of the chunks' tags,
+   * lexemes and vectors (store/chunk-index) built in the background at start and kept in step through a change
+   * log, SQL answering until it is built and for searches it cannot (metadata filters, a document, an end user,
+   * a filepath); or `sql`, in PGlite alone (no copy: about 5 KB a chunk less memory, and slower under concurrent
+   * searches). Ignored with DATABASE_URL: each process of a shared PostgreSQL ranks there.
    */
-  SEARCH_INDEX: z.enum(["sql", "memory"]).default("sql"),
+  SEARCH_INDEX: z.enum(["sql", "memory"]).default("memory"),
   /** Activities at a time on the heavy queue (OCR, transcription). */
   WORKER_HEAVY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   CPU_THREADS: z.coerce.number().int().min(1).max(64).default(1),

@@ -56,7 +56,7 @@ export interface RunningService {
   /** The embedded store's buffer pool as started (PGLITE_SHARED_BUFFERS, `auto` resolved); unset on PostgreSQL. */
   sharedBuffers?: string;
   /**
-   * SEARCH_INDEX=memory: settles when the in-memory search index is built (with its size and build time), or
+   * SEARCH_INDEX=memory (the embedded default): settles when the in-memory search index is built (with its size and build time), or
    * with null when it failed or the service stopped first (searches then use SQL).
    */
   searchIndexBuilt?: Promise<{ chunks: number; ms: number } | null>;
@@ -380,8 +380,9 @@ function chooseEmbedder(configured: Config["EMBEDDING_MODEL"], log: Logger): str
 }
 
 /**
- * SEARCH_INDEX=memory on the embedded store: the in-memory chunk index is built in the background (searches use
- * SQL until it is ready); with `sql` the change log such an index reads is dropped, so it never grows unread.
+ * SEARCH_INDEX=memory (the default) on the embedded store: the in-memory chunk index is built in the background,
+ * its graph on a thread of its own (searches use SQL until it is ready); with `sql` the change log such an index
+ * reads is dropped, so it never grows unread.
  */
 async function startSearchIndex(
   config: Config,
@@ -396,6 +397,7 @@ async function startSearchIndex(
   }
   const started = Date.now();
   let stopping = false;
+  log.info("building the in-memory search index (SEARCH_INDEX=memory); searches use SQL until it is ready");
   const { index, built } = startChunkIndex(store.db, store.background, {
     model: embedder.model,
     dimension: embedder.dimension,

@@ -70,7 +70,7 @@ export interface BenchService {
   client: Supermemory;
   /** The buffer pool its embedded store started with (PGLITE_SHARED_BUFFERS, `auto` resolved). */
   sharedBuffers?: string;
-  /** With `searchIndex: "memory"`: settles when the in-memory search index is built (null: it was not). */
+  /** With the in-memory search index (the default): settled when it was built, before this service was handed out (null: it was not). */
   searchIndexBuilt?: Promise<{ chunks: number; ms: number } | null>;
   stop: () => Promise<void>;
 }
@@ -86,7 +86,7 @@ export async function startBenchService(
     temporalAddress: string;
     threads: number;
     embeddingModel?: string;
-    /** SEARCH_INDEX for this start (the service's default when unset). */
+    /** SEARCH_INDEX for this start (the service's default, `memory`, when unset). */
     searchIndex?: "sql" | "memory";
   },
 ): Promise<BenchService> {
@@ -118,6 +118,9 @@ export async function startBenchService(
   const service = await startService(config, createLogger("warn"), ["api", "worker"]);
   const stop = cleanup.add("service", () => service.stop());
   if (!service.url) throw new Error("the service started without an API");
+  // Measured once its in-memory search index (the embedded default) is built: until then SQL answers, and a
+  // scenario's rows would mix the two.
+  await service.searchIndexBuilt;
   // No retries: a retried add would duplicate a document and a retried search would hide its latency.
   const client = new Supermemory({ apiKey, baseURL: service.url, maxRetries: 0, timeout: 300_000 });
   return {

@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
-import usearch from "usearch";
 import { type Database, queryRows } from "../db.ts";
 import type { VectorSpace } from "../vector-index.ts";
 import { changesAfter, forgetChanges, lastChange, startChangeLog } from "./change-log.ts";
+import { buildGraph, type Graph, type GraphBuild, newGraph } from "./graph-build.ts";
 import { lengthDivisor, parseTsvector, rankOver, termScore } from "./ts-rank.ts";
 
 // An in-memory copy of what search ranks chunks by: their tags, their lexemes (with what each adds to ts_rank)
@@ -11,9 +11,6 @@ import { lengthDivisor, parseTsvector, rankOver, termScore } from "./ts-rank.ts"
 // there, which capped concurrent searches (docs/operations.md "The floor under 8 clients"). This ranks the same
 // rows the same way in a few milliseconds, and holds what a hit shows (its document, position, text and
 // metadata) so that a search reads no chunk row: reading a hundred candidates' rows was another ~2 ms of the thread.
-
-const { Index, MetricKind, ScalarKind } = usearch;
-type UsearchIndex = InstanceType<typeof Index>;
 
 /**
  * A lexeme's postings: the rows holding it, each row's position count for it, and the generation of the row's
@@ -159,7 +156,9 @@ export class ChunkIndex {
   private rowOf = new Map<string, number>();
   private rowsByTag = new Map<string, TagRows>();
   private postings = new Map<string, Postings>();
-  private graph: UsearchIndex;
+  private graph: Graph;
+  /** While the index is first built the graph is not: it is built from every row at once on its own thread. */
+  private graphBuild: GraphBuild | "pending" | null = null;
   private live = 0;
   /** The change log position this copy reflects. */
   private appliedChange = 0;
@@ -177,6 +176,7 @@ export class ChunkIndex {
     this.stopped = true;
     this.ready = false;
     clearInterval(this.timer);
+    if (this.graphBuild && this.graphBuild !== "pending") this.graphBuild.stop();
   }
 
   /**
@@ -214,9 +214,13 @@ export class ChunkIndex {
     };
   }
 
-  /** Creates the change log, then reads every searchable chunk (over `db`, page by page). */
+  /**
+   * Creates the change log, then reads every searchable chunk (over `db`, page by page), builds their graph on a
+   * thread of its own, and applies what changed meanwhile.
+   */
   async build(db: Database): Promise<void> {
     this.appliedChange = await startChangeLog(db);
+    this.graphBuild = "pending";
     let after = "";
     for (;;) {
       if (this.stopped) throw new Error("the search index was stopped while it was being built");
@@ -226,8 +230,33 @@ export class ChunkIndex {
       if (!last) break;
       after = last.id;
     }
+    await this.buildGraphOfRows();
     await this.catchUp(db);
     this.ready = true;
+  }
+
+  /** The graph of every row with a vector, built elsewhere; until it is here no change is applied. */
+  private async buildGraphOfRows(): Promise<void> {
+    const dim = this.space.dimension;
+    const rows: number[] = [];
+    for (let n = 0; n < this.ids.length; n++) if (this.hasVector[n]) rows.push(n);
+    if (rows.length === 0 || this.stopped) {
+      this.graphBuild = null;
+      return;
+    }
+    const keys = new BigUint64Array(rows.length);
+    const vectors = new Float32Array(rows.length * dim);
+    rows.forEach((n, i) => {
+      keys[i] = BigInt(n);
+      vectors.set(this.vectors.subarray(n * dim, (n + 1) * dim), i * dim);
+    });
+    const build = buildGraph(dim, keys, vectors);
+    this.graphBuild = build;
+    try {
+      this.graph = await build.graph;
+    } finally {
+      this.graphBuild = null;
+    }
   }
 
   /**
@@ -338,7 +367,7 @@ export class ChunkIndex {
         const vector = Float32Array.from(values);
         this.vectors.set(vector, n * dim);
         this.hasVector[n] = 1;
-        this.graph.add(BigInt(n), vector);
+        if (!this.graphBuild) this.graph.add(BigInt(n), vector);
       }
     }
     this.live++;
@@ -382,7 +411,7 @@ export class ChunkIndex {
     this.livePostings -= count;
     this.stalePostings += count;
     this.lexemeCounts[row] = 0;
-    if (this.hasVector[row]) this.graph.remove(BigInt(row));
+    if (this.hasVector[row] && !this.graphBuild) this.graph.remove(BigInt(row));
     this.hasVector[row] = 0;
     this.free.push(row);
     this.live--;
@@ -698,20 +727,6 @@ function sideOf(hits: { row: number; score: number }[]) {
     hi = Math.max(hi, h.score);
   });
   return { ranks, scores, lo, hi };
-}
-
-function newGraph(dimensions: number): UsearchIndex {
-  // f16 halves the graph's memory; its recall against an exact top 100 was 0.90 at 100,000 chunks, as pgvector's
-  // HNSW with the same connectivity (docs/operations.md).
-  return new Index({
-    dimensions,
-    metric: MetricKind.Cos,
-    quantization: ScalarKind.F16,
-    connectivity: 16,
-    expansion_add: 64,
-    expansion_search: 100,
-    multi: false,
-  });
 }
 
 interface LoadedRow {

@@ -69,6 +69,10 @@ describe("embedded single-machine mode (main.ts)", () => {
     const reopened = new Supermemory({ apiKey: key, baseURL: again.url, maxRetries: 0 });
     const doc = await reopened.documents.get(id);
     expect(doc.status).toBe("done");
+    // The default in-memory search index is built over what the store holds (its graph on a thread of its own),
+    // and the search below is answered from it.
+    await again.proc.waitFor(/in-memory search index ready/);
+    expect(again.proc.output()).toMatch(/"chunks":1\b/);
     const found = await reopened.search.documents({ q: "one process" });
     expect(found.results[0]?.documentId).toBe(id);
     expect(await again.proc.stop("SIGTERM")).toBe(0);

@@ -10,6 +10,9 @@ describe("configuration durations", () => {
     expect(defaults.KEY_EXPIRY_NOTICE_INTERVAL).toBe(3600_000);
     expect(defaults.METRICS_PUBLIC).toBe(false);
     expect(defaults.PGLITE_SHARED_BUFFERS).toBe("auto");
+    expect(defaults.SEARCH_INDEX).toBe("memory");
+    expect(loadConfig({ SEARCH_INDEX: "sql" }).SEARCH_INDEX).toBe("sql");
+    expect(() => loadConfig({ SEARCH_INDEX: "disk" })).toThrow(/SEARCH_INDEX/);
     expect(loadConfig({ PGLITE_SHARED_BUFFERS: "64MB" }).PGLITE_SHARED_BUFFERS).toBe("64MB");
     expect(() => loadConfig({ PGLITE_SHARED_BUFFERS: "automatic" })).toThrow(/PGLITE_SHARED_BUFFERS/);
     expect(defaults.EMBEDDING_QUERY_PRECISION).toBe("auto");

@@ -277,6 +277,88 @@ describe("in-memory chunk index", () => {
     await deleteDocument(store.db, documentId);
   });
 
+  it("builds a large tag's graph on its own thread, finds through it what an exact scan finds, then follows changes", async () => {
+    const before = (await queryRows<{ n: number }>(store.db, sql`SELECT count(*)::int AS n FROM chunks`))[0]
+      ?.n as number;
+    // More rows than an exact scan takes (4,096), so the scope's nearest come from the graph.
+    const pieces = Array.from({ length: 5_000 }, (_, i) => `walrus ${i}`);
+    const large = await processedDocument(
+      store.db,
+      { source: "large", containerTags: ["large"] },
+      pieces,
+      pieces.map(() => 0),
+    );
+    // Random directions, one per chunk (set in SQL: a statement for 5,000 rows, not 5,000 of them).
+    await store.db.execute(sql`SELECT setseed(0.25)`);
+    await store.db.execute(
+      sql`UPDATE chunks SET embedding_model = ${space.model},
+            embedding = ARRAY(SELECT random() - 0.5 FROM generate_series(1, ${space.dimension}) WHERE chunks.id IS NOT NULL)::real[]::vector
+          WHERE document_id = ${large}`,
+    );
+    const rows = await queryRows<{ id: string; v: string }>(
+      store.db,
+      sql`SELECT id, embedding::text AS v FROM chunks WHERE document_id = ${large}`,
+    );
+    const vectors = rows.map((r) => ({ id: r.id, v: JSON.parse(r.v) as number[] }));
+    const cosine = (a: number[], b: number[]) => {
+      let dot = 0;
+      let na = 0;
+      let nb = 0;
+      a.forEach((x, i) => {
+        const y = b[i] as number;
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+      });
+      return dot / Math.sqrt(na * nb);
+    };
+    const index = new ChunkIndex(space);
+    await index.build(store.background);
+    expect(index.ready).toBe(true);
+    expect(index.size).toBe(before + 5_000);
+    const nearest = (query: number[]) =>
+      index
+        .rank({
+          scope: { containerTags: ["large"], tagMode: "any" },
+          embedding: query,
+          lexemes: null,
+          candidates: 10,
+          fuse: (v) => (v ? v.score : 0),
+        })
+        .map((r) => r.id);
+    const random = seededRandom(5);
+    let found = 0;
+    for (let q = 0; q < 20; q++) {
+      const query = Array.from({ length: space.dimension }, () => random() - 0.5);
+      const exact = vectors
+        .map((r) => ({ id: r.id, score: cosine(r.v, query) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, 10)
+        .map((r) => r.id);
+      const hits = nearest(query);
+      expect(hits).toHaveLength(10);
+      found += hits.filter((id) => exact.includes(id)).length;
+    }
+    // An HNSW graph is approximate; at 5,000 rows of 16 dimensions it misses few.
+    expect(found / 200).toBeGreaterThan(0.9);
+
+    // The loaded graph takes changes: a chunk moved onto a query's direction is found first, then not once gone.
+    const moved = vectors[123] as { id: string };
+    const query = Array.from({ length: space.dimension }, (_, i) => (i % 3) - 1 + 0.1);
+    await store.db.execute(
+      sql`UPDATE chunks SET embedding = ${`[${query.join(",")}]`}::vector WHERE id = ${moved.id}`,
+    );
+    await index.sync(store.background);
+    expect(nearest(query)[0]).toBe(moved.id);
+    await deleteDocument(store.db, large);
+    // 5,000 deletions: a backlog applied in the background.
+    for (let i = 0; i < 600 && !(await index.sync(store.background)); i++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(index.size).toBe(before);
+    expect(nearest(query)).toEqual([]);
+    index.stop();
+  });
+
   it("tells a large tag's rows by a byte per slot exactly as by its set, through adds and deletes", () => {
     const random = seededRandom(7);
     const tag = new TagRows();
