@@ -117,6 +117,8 @@ export interface ImportedSearchResult {
    * `sequential` and `concurrent`, their scope ending in INDEXED_SCOPE.
    */
   searchIndex?: { chunks: number; buildMs: number; rssBeforeMb: number; rssAfterMb: number };
+  /** The SQL rows' start named SEARCH_INDEX=sql (runs since the in-memory index became the default). */
+  sqlNamed?: boolean;
 }
 
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
@@ -150,6 +152,8 @@ export async function runImportedSearch(
   const temp = kept ? undefined : tempDir(o.cleanup, "memory-bench-imported-");
   const dataDir = kept?.dir ?? temp?.dir ?? "";
   let fill = o.store ? readFill(o.store, fillOptions) : undefined;
+  // Only a store filled by an earlier run is "reused": one this run filled (and keeps) is a fresh fill.
+  const reused = Boolean(fill);
   if (fill) log(`search-imported: reusing the store filled in ${o.store} (${fill.documents.live} documents)`);
   else {
     kept?.reset();
@@ -320,9 +324,10 @@ export async function runImportedSearch(
     sizes,
     sequential,
     concurrent,
-    ...(o.store ? { reusedStore: o.store } : {}),
+    ...(o.store && reused ? { reusedStore: o.store } : {}),
     ...(service.sharedBuffers ? { servicePool: service.sharedBuffers } : {}),
     searchIndex,
+    sqlNamed: true,
   };
 }
 

@@ -1,5 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
@@ -41,10 +40,12 @@ export interface GraphBuild {
  * Builds a graph of `keys` (one per row of `vectors`, `dimensions` floats each) on a worker thread at a low OS
  * priority, all cores given to the batch, and loads it here. Why: inserted one at a time on the service's main
  * thread, 100,000 rows took most of a minute of it at start-up; the thread only copies the vectors out and the
- * finished graph back in (a file in the temporary directory, removed once loaded).
+ * finished graph back in (a file in a private temporary directory, removed once loaded).
  */
 export function buildGraph(dimensions: number, keys: BigUint64Array, vectors: Float32Array): GraphBuild {
-  const file = path.join(tmpdir(), `chunk-graph-${process.pid}-${randomBytes(6).toString("hex")}.usearch`);
+  // In a directory of its own (mode 0700): the graph holds the chunks' vectors, which are tenants' data too.
+  const dir = mkdtempSync(path.join(tmpdir(), "chunk-graph-"));
+  const file = path.join(dir, "graph.usearch");
   const worker = new Worker(new URL("./graph-build.worker.mjs", import.meta.url), {
     workerData: {
       config: graphConfig(dimensions),
@@ -73,7 +74,7 @@ export function buildGraph(dimensions: number, keys: BigUint64Array, vectors: Fl
         new Error(stopped ? "the graph build was stopped" : `the graph build's thread exited (${code})`),
       );
     });
-  }).finally(() => rmSync(file, { force: true }));
+  }).finally(() => rmSync(dir, { recursive: true, force: true }));
   return {
     graph,
     stop: () => {

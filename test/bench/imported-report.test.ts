@@ -172,6 +172,11 @@ describe("the search-imported section", () => {
       /\| within \|/,
     );
     expect(renderImportedSection(r, options).join("\n")).not.toContain("in-memory index");
+    // Since the index became the default, the SQL rows' start names SEARCH_INDEX=sql, and the page says so.
+    const named = renderImportedSection({ ...withIndex, sqlNamed: true }, options).join("\n");
+    expect(named).toContain("Served by the real service with `SEARCH_INDEX=sql`");
+    expect(named).toContain("with `SEARCH_INDEX=memory`, the embedded store's default");
+    expect(text).not.toContain("the embedded store's default");
   });
 
   it("counts live chunks when the run counted them, else names what the documents hold by construction", () => {
