@@ -58,8 +58,9 @@ describe.each(SETTINGS)("search with EMBEDDING_QUERY_PRECISION=$setting", ({ env
     const withQuantised = dot(stored as number[], byQuantised as number[]);
     const withFp32 = dot(stored as number[], byFp32 as number[]);
     const reported = cosineOf("bge-small-en-v1.5", hit?.similarity as number);
-    // The two weights give this pair measurably different similarities, so the check below can tell them apart.
-    expect(Math.abs(withQuantised - withFp32)).toBeGreaterThan(1e-3);
+    // The two weights give this pair measurably different similarities, so the check below can tell them apart:
+    // far above float noise (~1e-6). How far depends on the CPU's int8 kernels: 0.00092 on one 2-core EPYC here.
+    expect(Math.abs(withQuantised - withFp32)).toBeGreaterThan(2e-4);
     expect(Math.abs(reported - withQuantised)).toBeLessThan(Math.abs(withQuantised - withFp32) / 4);
   });
 });
