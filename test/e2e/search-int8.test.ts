@@ -34,7 +34,7 @@ describe.each(SETTINGS)("search with EMBEDDING_QUERY_PRECISION=$setting", ({ env
   let quantised: Embedder;
   const CONTENT =
     "Norwich City football club plays its home games at Carrow Road stadium. The club's nickname is the Canaries.";
-  const QUESTION = "What is the nickname of the club?";
+  const QUESTION = "What is the nickname of Norwich City football club?";
 
   beforeAll(async () => {
     ({ service, client } = await serviceWithDocument(env, "int8", CONTENT));
@@ -58,9 +58,8 @@ describe.each(SETTINGS)("search with EMBEDDING_QUERY_PRECISION=$setting", ({ env
     const withQuantised = dot(stored as number[], byQuantised as number[]);
     const withFp32 = dot(stored as number[], byFp32 as number[]);
     const reported = cosineOf("bge-small-en-v1.5", hit?.similarity as number);
-    // The two weights give this pair measurably different similarities, so the check below can tell them apart:
-    // far above float noise (~1e-6). How far depends on the CPU's int8 kernels: 0.00092 on one 2-core EPYC here.
-    expect(Math.abs(withQuantised - withFp32)).toBeGreaterThan(2e-4);
+    // The two weights give this pair measurably different similarities, so the check below can tell them apart.
+    expect(Math.abs(withQuantised - withFp32)).toBeGreaterThan(1e-3);
     expect(Math.abs(reported - withQuantised)).toBeLessThan(Math.abs(withQuantised - withFp32) / 4);
   });
 });
