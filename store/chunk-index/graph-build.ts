@@ -25,7 +25,7 @@ function graphConfig(dimensions: number): GraphConfig {
   };
 }
 
-/** An empty graph, for the rows added one at a time (a change, or an index too small to build elsewhere). */
+/** An empty graph, for rows added one at a time (the changes after the build, or an index never built). */
 export function newGraph(dimensions: number): Graph {
   return new Index(graphConfig(dimensions));
 }
