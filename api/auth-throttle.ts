@@ -1,7 +1,13 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Config } from "../config/env.ts";
-import { type ApiKeyRow, findActiveKey, findActiveKeyWith } from "../store/api-keys.ts";
+import {
+  type ApiKeyRow,
+  findActiveKey,
+  findActiveKeyWith,
+  hashKey,
+  keyWriteCount,
+} from "../store/api-keys.ts";
 import type { Database } from "../store/db.ts";
 import { hitRateLimit, type RateLimitState, rateLimitCount, readRateLimit } from "../store/rate-limits.ts";
 import { type ClientOrigin, clientOrigin, parseTrustedProxies } from "./client-address.ts";
@@ -20,7 +26,7 @@ export function clientOriginMiddleware(config: Config) {
 
 const clientAddress = (c: Context) => (c.get("client") as ClientOrigin | undefined)?.address ?? "unknown";
 
-function refused(state: RateLimitState, message: string): ApiError {
+function refused(state: Pick<RateLimitState, "resetAt">, message: string): ApiError {
   const retryAfter = Math.max(1, Math.ceil((state.resetAt - Date.now()) / 1000));
   return new ApiError(429, "rate_limited", message, undefined, { "Retry-After": String(retryAfter) });
 }
@@ -30,12 +36,21 @@ function refused(state: RateLimitState, message: string): ApiError {
  * sign-in), counted in the database so every API process shares them. Past AUTH_FAILURE_LIMIT in a window of
  * AUTH_FAILURE_WINDOW_MS, every authentication from that address is refused with 429 until the window ends,
  * a right key included: otherwise a guesser would still learn which guess was right.
+ *
+ * On a store only this process writes (the embedded one), the active keys it found and each address's failures
+ * are also remembered here (ProcessAuthMemory), so most requests authenticate without a statement: on PGlite
+ * every statement is a turn on the store's one thread, and this one was about a sixth of a search's main-thread time.
  */
 export class AuthFailures {
+  private readonly memory: ProcessAuthMemory | undefined;
+
   constructor(
     private readonly db: Database,
     private readonly limit: { max: number; windowMs: number },
-  ) {}
+    opts: { onlyWriter?: boolean } = {},
+  ) {
+    this.memory = opts.onlyWriter ? new ProcessAuthMemory() : undefined;
+  }
 
   private counter = (c: Context) => `auth-failures:${clientAddress(c)}`;
 
@@ -45,20 +60,35 @@ export class AuthFailures {
    * included, and 401 for a secret that names no active key (counted as a failure: past the limit that is 429 too).
    */
   async authenticate(c: Context, secret: string, unknownKey: ApiError): Promise<ApiKeyRow> {
+    const hash = hashKey(secret);
+    // Read before any statement: a key written meanwhile is then not remembered as it was before.
+    const writes = keyWriteCount();
     if (!this.limit.max) {
+      const known = this.memory?.recall(hash, undefined);
+      if (known) return known.key;
       const key = await findActiveKey(this.db, secret);
       if (!key) throw unknownKey;
+      this.memory?.rememberKey(hash, key, writes);
       return key;
     }
-    const failures = rateLimitCount(this.counter(c), this.limit.windowMs);
+    const counter = this.counter(c);
+    const failures = rateLimitCount(counter, this.limit.windowMs);
+    const windowStart = failures.resetAt - this.limit.windowMs;
+    const known = this.memory?.recall(hash, { counter, windowStart });
+    if (known) {
+      if (known.failures >= this.limit.max) throw this.overLimit(failures.resetAt);
+      return known.key;
+    }
     const found = await findActiveKeyWith(this.db, secret, failures.count);
     if (!found) throw await this.record(c, unknownKey);
-    if (found.alongside >= this.limit.max)
-      throw refused(
-        { limit: this.limit.max, remaining: 0, resetAt: failures.resetAt, allowed: false },
-        "too many failed authentications from this address; try again later",
-      );
+    this.memory?.rememberKey(hash, found.key, writes);
+    this.memory?.rememberFailures(counter, windowStart, found.alongside);
+    if (found.alongside >= this.limit.max) throw this.overLimit(failures.resetAt);
     return found.key;
+  }
+
+  private overLimit(resetAt: number): ApiError {
+    return refused({ resetAt }, "too many failed authentications from this address; try again later");
   }
 
   /** Throws 429 while the request's address is over its limit. */
@@ -72,15 +102,74 @@ export class AuthFailures {
   /** Counts one failure; the error to throw is the caller's, unless this failure used up the limit. */
   async record(c: Context, error: ApiError): Promise<ApiError> {
     if (!this.limit.max) return error;
-    const state = await hitRateLimit(this.db, this.counter(c), this.limit.max, this.limit.windowMs);
+    const counter = this.counter(c);
+    const state = await hitRateLimit(this.db, counter, this.limit.max, this.limit.windowMs);
+    this.memory?.rememberFailures(counter, state.resetAt - this.limit.windowMs, state.count);
     return state.allowed
       ? error
       : refused(state, "too many failed authentications from this address; try again later");
   }
 }
 
+/** How many keys and addresses ProcessAuthMemory holds at most; past that the oldest are forgotten (and read again). */
+const REMEMBERED_ENTRIES = 10_000;
+
+/**
+ * What AuthFailures may answer from, when this process is the store's only writer: the keys a statement found
+ * active (forgotten as soon as this process writes api_keys again: store/api-keys.ts keyWriteCount), and each
+ * address's failures in its current window (kept current by every failure this process counts, and read from the
+ * store again in a new window). A key past its expiry is not answered from here.
+ */
+class ProcessAuthMemory {
+  private readonly keys = new Map<string, { key: ApiKeyRow; writes: number }>();
+  private readonly failures = new Map<string, { windowStart: number; count: number }>();
+
+  /** The key a secret's hash names and the address's failures, when both are known; undefined otherwise. */
+  recall(
+    hash: string,
+    address: { counter: string; windowStart: number } | undefined,
+  ): { key: ApiKeyRow; failures: number } | undefined {
+    const known = this.keys.get(hash);
+    if (!known) return undefined;
+    const { key } = known;
+    if (known.writes !== keyWriteCount() || (key.expiresAt && key.expiresAt.getTime() <= Date.now())) {
+      this.keys.delete(hash);
+      return undefined;
+    }
+    if (!address) return { key, failures: 0 };
+    const failed = this.failures.get(address.counter);
+    if (!failed || failed.windowStart !== address.windowStart) return undefined;
+    return { key, failures: failed.count };
+  }
+
+  rememberKey(hash: string, key: ApiKeyRow, writes: number): void {
+    remember(this.keys, hash, { key, writes });
+  }
+
+  rememberFailures(counter: string, windowStart: number, count: number): void {
+    const known = this.failures.get(counter);
+    // Two statements of one window can come back in either order: the larger count is the later one.
+    if (known?.windowStart === windowStart && known.count >= count) return;
+    remember(this.failures, counter, { windowStart, count });
+  }
+}
+
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > REMEMBERED_ENTRIES) {
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
+  }
+}
+
 export function createAuthFailures(db: Database, config: Config): AuthFailures {
-  return new AuthFailures(db, { max: config.AUTH_FAILURE_LIMIT, windowMs: config.AUTH_FAILURE_WINDOW_MS });
+  return new AuthFailures(
+    db,
+    { max: config.AUTH_FAILURE_LIMIT, windowMs: config.AUTH_FAILURE_WINDOW_MS },
+    // The embedded store is opened by one process (store/db.ts locks it); a shared PostgreSQL has other writers.
+    { onlyWriter: !config.DATABASE_URL },
+  );
 }
 
 /**

@@ -7,6 +7,18 @@ import { type ApiKeyKind, type ApiKeyRow, apiKeys } from "./schema/index.ts";
 
 export type { ApiKeyRow };
 
+/**
+ * How many writes to api_keys this process has made (every write here bumps it once it is done): an in-process
+ * cache of active keys (api/auth-throttle.ts) keeps a row only while this number is the one it read it under,
+ * so a key disabled, changed or created here is never served stale.
+ */
+let keyWrites = 0;
+export const keyWriteCount = (): number => keyWrites;
+const written = <T>(result: T): T => {
+  keyWrites++;
+  return result;
+};
+
 export function hashKey(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
@@ -44,6 +56,7 @@ export async function createKey(db: Database, input: NewKey, secret = generateSe
       contactEmail: input.contactEmail ?? null,
     })
     .returning();
+  written(row);
   return { key: row as ApiKeyRow, secret };
 }
 
@@ -108,7 +121,7 @@ export async function disableScopedKey(db: Database, id: string): Promise<boolea
     .set({ disabledAt: new Date() })
     .where(and(eq(apiKeys.id, id), eq(apiKeys.kind, "scoped"), isNull(apiKeys.disabledAt)))
     .returning({ id: apiKeys.id });
-  return rows.length > 0;
+  return written(rows.length > 0);
 }
 
 /** Every key, newest first (rows carry the hash: callers must not show it). */
@@ -128,6 +141,7 @@ export async function disableKey(db: Database, id: string): Promise<ApiKeyRow | 
     .set({ disabledAt: new Date() })
     .where(and(eq(apiKeys.id, id), isNull(apiKeys.disabledAt)))
     .returning();
+  written(row);
   // Console sessions signed in with this key end with it (resolving one also re-checks the key).
   await endConsoleSessionsOf(db, "key", id);
   return row ?? (await findKey(db, id));
@@ -146,7 +160,7 @@ export async function updateKey(
 ): Promise<ApiKeyRow | undefined> {
   if (!Object.keys(changes).length) return findKey(db, id);
   const [row] = await db.update(apiKeys).set(changes).where(eq(apiKeys.id, id)).returning();
-  return row;
+  return written(row);
 }
 
 /** Keys still in use whose expiry falls in (now, until]: the ones a key-expiry notice may be due for. */

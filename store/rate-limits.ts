@@ -3,6 +3,8 @@ import { type Database, queryRows } from "./db.ts";
 
 export interface RateLimitState {
   limit: number;
+  /** Hits counted in the current window. */
+  count: number;
   remaining: number;
   /** When the current window ends (ms since the epoch). */
   resetAt: number;
@@ -34,6 +36,7 @@ export async function hitRateLimit(
   const start = Number(row?.window_start ?? windowStart);
   return {
     limit: max,
+    count,
     remaining: Math.max(0, max - count),
     resetAt: start + windowMs,
     allowed: count <= max,
@@ -78,6 +81,7 @@ export async function readRateLimit(
   const count = Number(row?.count ?? 0);
   return {
     limit: max,
+    count,
     remaining: Math.max(0, max - count),
     resetAt: windowStart + windowMs,
     allowed: count < max,
