@@ -1,22 +1,20 @@
 import { createMiddleware } from "hono/factory";
 import type { Config } from "../config/env.ts";
 import type { Database } from "../store/db.ts";
-import { hitRateLimit, type RateLimitState } from "../store/rate-limits.ts";
+import { hitRateLimit, ProcessRateLimits } from "../store/rate-limits.ts";
 import type { AuthEnv } from "./auth.ts";
 import { ApiError } from "./errors.ts";
 
 /**
  * Per-key fixed-window limit, counted in the database so several API processes share it; on the embedded store,
- * which only this process opens, counted in this process instead (ProcessCounters: no statement per request, and
- * a restart starts the current window again). Scoped
- * keys use their own `rateLimitMax` per `rateLimitWindowMs`; admin keys theirs when created with one,
- * else `ADMIN_RATE_LIMIT_MAX` per `ADMIN_RATE_LIMIT_WINDOW_MS` (0 = unlimited, the default: no
- * counting, no headers). Every
- * response to a limited key carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds);
+ * which only this process opens, counted in this process instead (ProcessRateLimits: no statement per request,
+ * and a restart starts the current window again). Scoped keys use their own `rateLimitMax` per
+ * `rateLimitWindowMs`; admin keys theirs when created with one, else `ADMIN_RATE_LIMIT_MAX` per
+ * `ADMIN_RATE_LIMIT_WINDOW_MS` (0 = unlimited, the default: no counting, no headers). Every response to a limited key carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds);
  * a refused one is 429 `rate_limited` with `Retry-After` (seconds).
  */
 export function rateLimit(db: Database, config: Config) {
-  const local = config.DATABASE_URL ? undefined : new ProcessCounters();
+  const local = config.DATABASE_URL ? undefined : new ProcessRateLimits();
   const hit = (keyId: string, max: number, windowMs: number) =>
     local ? local.hit(keyId, max, windowMs) : hitRateLimit(db, keyId, max, windowMs);
   return createMiddleware<AuthEnv>(async (c, next) => {
@@ -56,26 +54,4 @@ export function rateLimit(db: Database, config: Config) {
       for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
     }
   });
-}
-
-/** store/rate-limits.ts hitRateLimit's fixed windows, counted in memory: one entry per key that made a request. */
-export class ProcessCounters {
-  private readonly windows = new Map<string, { start: number; end: number; count: number }>();
-
-  hit(keyId: string, max: number, windowMs: number, now = Date.now()): RateLimitState {
-    const start = now - (now % windowMs);
-    const known = this.windows.get(keyId);
-    const count = known?.start === start ? known.count + 1 : 1;
-    this.windows.set(keyId, { start, end: start + windowMs, count });
-    // Keys are few, but a long-running process should not keep every one it ever saw: ended windows go.
-    if (this.windows.size > 10_000)
-      for (const [id, w] of this.windows) if (w.end <= now) this.windows.delete(id);
-    return {
-      limit: max,
-      count,
-      remaining: Math.max(0, max - count),
-      resetAt: start + windowMs,
-      allowed: count <= max,
-    };
-  }
 }

@@ -32,8 +32,11 @@ export async function hitRateLimit(
       window_start = EXCLUDED.window_start
     RETURNING count, window_start`,
   );
-  const count = Number(row?.count ?? 1);
-  const start = Number(row?.window_start ?? windowStart);
+  return afterHit(max, Number(row?.count ?? 1), Number(row?.window_start ?? windowStart), windowMs);
+}
+
+/** A window that started at `start` with `count` hits counted in it, the one just made included. */
+function afterHit(max: number, count: number, start: number, windowMs: number): RateLimitState {
   return {
     limit: max,
     count,
@@ -41,6 +44,25 @@ export async function hitRateLimit(
     resetAt: start + windowMs,
     allowed: count <= max,
   };
+}
+
+/**
+ * hitRateLimit's fixed windows counted in this process's memory, for a store only this process opens (the
+ * embedded one): no statement per request, and a restart starts the current window again. One entry per key
+ * that made a request; past 10,000 of them the windows that have ended are dropped.
+ */
+export class ProcessRateLimits {
+  private readonly windows = new Map<string, { start: number; end: number; count: number }>();
+
+  hit(keyId: string, max: number, windowMs: number, now = Date.now()): RateLimitState {
+    const start = now - (now % windowMs);
+    const known = this.windows.get(keyId);
+    const count = known?.start === start ? known.count + 1 : 1;
+    this.windows.set(keyId, { start, end: start + windowMs, count });
+    if (this.windows.size > 10_000)
+      for (const [id, w] of this.windows) if (w.end <= now) this.windows.delete(id);
+    return afterHit(max, count, start, windowMs);
+  }
 }
 
 /**
