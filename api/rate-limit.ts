@@ -10,8 +10,9 @@ import { ApiError } from "./errors.ts";
  * which only this process opens, counted in this process instead (ProcessRateLimits: no statement per request,
  * and a restart starts the current window again). Scoped keys use their own `rateLimitMax` per
  * `rateLimitWindowMs`; admin keys theirs when created with one, else `ADMIN_RATE_LIMIT_MAX` per
- * `ADMIN_RATE_LIMIT_WINDOW_MS` (0 = unlimited, the default: no counting, no headers). Every response to a limited key carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds);
- * a refused one is 429 `rate_limited` with `Retry-After` (seconds).
+ * `ADMIN_RATE_LIMIT_WINDOW_MS` (0 = unlimited, the default: no counting, no headers). Every response to a
+ * limited key carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds); a refused one is 429
+ * `rate_limited` with `Retry-After` (seconds).
  */
 export function rateLimit(db: Database, config: Config) {
   const local = config.DATABASE_URL ? undefined : new ProcessRateLimits();
