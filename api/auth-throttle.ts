@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { Config } from "../config/env.ts";
+import { type Config, storeHasOneProcess } from "../config/env.ts";
 import {
   type ApiKeyRow,
   findActiveKey,
@@ -39,7 +39,8 @@ function refused(state: Pick<RateLimitState, "resetAt">, message: string): ApiEr
  *
  * On a store only this process writes (the embedded one), the active keys it found and each address's failures
  * are also remembered here (ProcessAuthMemory), so most requests authenticate without a statement: on PGlite
- * every statement is a turn on the store's one thread, and this one was about a sixth of a search's main-thread time.
+ * every statement is a turn on the store's one thread, and this one was about a third of an empty-tag search's
+ * main-thread time (docs/operations.md, "Authentication without a statement").
  */
 export class AuthFailures {
   private readonly memory: ProcessAuthMemory | undefined;
@@ -167,8 +168,7 @@ export function createAuthFailures(db: Database, config: Config): AuthFailures {
   return new AuthFailures(
     db,
     { max: config.AUTH_FAILURE_LIMIT, windowMs: config.AUTH_FAILURE_WINDOW_MS },
-    // The embedded store is opened by one process (store/db.ts locks it); a shared PostgreSQL has other writers.
-    { onlyWriter: !config.DATABASE_URL },
+    { onlyWriter: storeHasOneProcess(config) },
   );
 }
 

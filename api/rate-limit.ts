@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import type { Config } from "../config/env.ts";
+import { type Config, storeHasOneProcess } from "../config/env.ts";
 import type { Database } from "../store/db.ts";
 import { hitRateLimit, ProcessRateLimits } from "../store/rate-limits.ts";
 import type { AuthEnv } from "./auth.ts";
@@ -15,7 +15,7 @@ import { ApiError } from "./errors.ts";
  * `rate_limited` with `Retry-After` (seconds).
  */
 export function rateLimit(db: Database, config: Config) {
-  const local = config.DATABASE_URL ? undefined : new ProcessRateLimits();
+  const local = storeHasOneProcess(config) ? new ProcessRateLimits() : undefined;
   const hit = (keyId: string, max: number, windowMs: number) =>
     local ? local.hit(keyId, max, windowMs) : hitRateLimit(db, keyId, max, windowMs);
   return createMiddleware<AuthEnv>(async (c, next) => {

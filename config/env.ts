@@ -334,6 +334,12 @@ export interface Config extends Env {
 
 export class ConfigError extends Error {}
 
+/**
+ * Whether this process is the store's only user: the embedded PGlite store is opened by one process (store/db.ts
+ * locks it), so what the API writes to it is all that is written; a PostgreSQL (DATABASE_URL) is shared.
+ */
+export const storeHasOneProcess = (config: Pick<Config, "DATABASE_URL">): boolean => !config.DATABASE_URL;
+
 export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (`DATABASE_URL=`) means "not set", as in most twelve-factor tools.
   const present = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));

@@ -49,18 +49,22 @@ function afterHit(max: number, count: number, start: number, windowMs: number): 
 /**
  * hitRateLimit's fixed windows counted in this process's memory, for a store only this process opens (the
  * embedded one): no statement per request, and a restart starts the current window again. One entry per key
- * that made a request; past 10,000 of them the windows that have ended are dropped.
+ * that made a request; past 10,000 of them (and each doubling after) the windows that have ended are dropped.
  */
 export class ProcessRateLimits {
   private readonly windows = new Map<string, { start: number; end: number; count: number }>();
+  private sweepAbove = 10_000;
 
   hit(keyId: string, max: number, windowMs: number, now = Date.now()): RateLimitState {
     const start = now - (now % windowMs);
     const known = this.windows.get(keyId);
     const count = known?.start === start ? known.count + 1 : 1;
     this.windows.set(keyId, { start, end: start + windowMs, count });
-    if (this.windows.size > 10_000)
+    if (this.windows.size > this.sweepAbove) {
       for (const [id, w] of this.windows) if (w.end <= now) this.windows.delete(id);
+      // Many keys all in their windows: the next sweep waits until there are twice as many, not the next request.
+      this.sweepAbove = Math.max(10_000, this.windows.size * 2);
+    }
     return afterHit(max, count, start, windowMs);
   }
 }
