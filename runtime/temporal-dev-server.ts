@@ -28,17 +28,43 @@ export interface TemporalDevServer {
   stop(): Promise<void>;
 }
 
-/** A port that was free a moment ago on 127.0.0.1 (the OS picks it). */
-export async function findFreePort(): Promise<number> {
+/**
+ * Ports below this are never handed out by the kernel, for outgoing connections or `listen(0)`:
+ * the low end of its ephemeral range (Linux: /proc/sys/net/ipv4/ip_local_port_range).
+ */
+function ephemeralPortFloor(): number {
+  try {
+    const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 12_000) return low;
+  } catch {
+    // Not Linux: IANA's dynamic range starts at 49152 (macOS, Windows).
+  }
+  return 49_152;
+}
+
+function canListen(port: number): Promise<boolean> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
+  return new Promise((resolve) => {
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("could not determine a free port");
-  return address.port;
+}
+
+/**
+ * A port that was free a moment ago on 127.0.0.1, for a process that will listen on it later.
+ * It is drawn from below the kernel's ephemeral range: a port the kernel picked (`listen(0)`) would be
+ * free again at once for the kernel to give to the next outgoing connection or to another server's
+ * `listen(0)` (the Temporal dev server picks its internal ports that way), and the later `listen`
+ * would then fail with EADDRINUSE. CI lost a run to exactly that.
+ */
+export async function findFreePort(): Promise<number> {
+  const low = 10_000;
+  const high = ephemeralPortFloor() - 1;
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`could not find a free port between ${low} and ${high} on 127.0.0.1`);
 }
 
 // Runs detached from our process group and waits for EOF on stdin, which happens however the parent dies

@@ -107,6 +107,23 @@ describe("Temporal dev server", () => {
     }
   });
 
+  it("hands out ports the kernel never gives to outgoing connections or listen(0)", async () => {
+    const [ephemeralLow] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    const ports = await Promise.all(Array.from({ length: 20 }, () => findFreePort()));
+    for (const port of ports) {
+      expect(port).toBeGreaterThanOrEqual(10_000);
+      expect(port).toBeLessThan(ephemeralLow ?? 0);
+    }
+    // Each one can be listened on right away.
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(ports[0], "127.0.0.1", r));
+    expect((server.address() as { port: number }).port).toBe(ports[0]);
+    await new Promise((r) => server.close(r));
+  });
+
   it("reports the server's own output when it cannot start", async () => {
     // Something else owns the port. It drops connections at once, so probes against it end quickly.
     const blocker = createServer((socket) => socket.destroy());

@@ -20,9 +20,10 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer, Socket } from "node:net";
+import { Socket } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { findFreePort } from "../../runtime/temporal-dev-server.ts";
 
 export const DOVECOT_BINARY = "/usr/sbin/dovecot";
 
@@ -61,19 +62,6 @@ export interface Dovecot {
   /** Dovecot's log so far (auth failures and config errors end up here). */
   log(): string;
   stop(): Promise<void>;
-}
-
-/** Free TCP port on 127.0.0.1 (bound then released: Dovecot binds it right after). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function canConnect(port: number): Promise<boolean> {
@@ -122,7 +110,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
   }
   for (const d of ["run", "state"]) mkdirSync(join(dir, d));
 
-  const port = await freePort();
+  const port = await findFreePort();
   const passwdFile = join(dir, "passwd");
   writeFileSync(passwdFile, `${user}:{PLAIN}${password}:${mailUid}:${mailGid}::${home}::\n`, { mode: 0o644 });
   const logFile = join(dir, "dovecot.log");
