@@ -110,6 +110,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       threads: config.EMBEDDING_THREADS,
       niceness: config.EMBEDDING_NICE,
       queryThreads: config.EMBEDDING_QUERY_THREADS,
+      queryIntraOpThreads: config.EMBEDDING_QUERY_INTRA_OP_THREADS,
       batchTexts: config.EMBEDDING_BATCH_TEXTS,
       queryInstruction: config.EMBEDDING_QUERY_INSTRUCTION,
       queryPrecision: chooseQueryPrecision(config.EMBEDDING_QUERY_PRECISION, embedderName, log),

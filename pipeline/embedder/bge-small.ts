@@ -63,6 +63,12 @@ export interface BgeSmallOptions {
    */
   queryThreads?: number;
   /**
+   * onnxruntime's native threads for each query thread's model. Default two (one on a single core): a query's
+   * operators are small, yet two threads embedded one in two thirds of the time for the same CPU on 2 cores, and
+   * the query thread is what caps concurrent searches (docs/operations.md).
+   */
+  queryIntraOpThreads?: number;
+  /**
    * OS niceness (0–19) of the shared threads and their onnxruntime threads, so the API, the store and the query
    * threads (left at normal priority) get the cores first when both want them. Default 0 (unchanged).
    */
@@ -143,6 +149,9 @@ export class BgeSmallEmbedder implements Embedder {
     if (!check.ok) throw new Error(`bge-small-en-v1.5 is not available: ${check.reason}`);
     const filename = workerFileBeside(import.meta.url);
     const queryThreads = options.queryThreads ?? 1;
+    const queryIntraOpThreads = options.queryIntraOpThreads ?? Math.min(2, availableParallelism());
+    if (!Number.isInteger(queryIntraOpThreads) || queryIntraOpThreads < 1)
+      throw new RangeError("queryIntraOpThreads must be a positive integer");
     const queryPrefix = options.queryInstruction ? BGE_QUERY_PREFIX : "";
     const queryPrecision = options.queryPrecision ?? "fp32";
     const query = quantisedWeights("query", queryPrecision, options.queryModelDir);
@@ -162,13 +171,12 @@ export class BgeSmallEmbedder implements Embedder {
       queryThreads,
       textsPerTask: options.textsPerTask,
       queriesOnQueryThreadsOnly: queryModelFile !== undefined,
-      // The dedicated query threads run one onnxruntime thread each: a query is a single short text.
       backend: (count, dedicated) =>
         piscinaBackend<BgeTask, Float32Array>({
           filename,
           workerData: {
             modelDir,
-            intraOpThreads: dedicated ? 1 : intraOpThreads,
+            intraOpThreads: dedicated ? queryIntraOpThreads : intraOpThreads,
             niceness: dedicated ? 0 : niceness,
             maxTokens: BGE_MAX_TOKENS,
             dimension: BGE_SMALL_DIMENSION,

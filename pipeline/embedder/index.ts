@@ -45,6 +45,8 @@ export interface EmbedderOptions {
   niceness?: number;
   /** Extra threads serving only search queries (default 1; 0 = queries take the top lane of the shared threads). */
   queryThreads?: number;
+  /** bge-small only: onnxruntime's native threads for each query thread (default: two, one on a single core). */
+  queryIntraOpThreads?: number;
   /** Most texts per task handed to a thread; texts of concurrent calls are coalesced up to this (default 16). */
   batchTexts?: number;
   /** bge-small only: prepend BGE's retrieval instruction to queries (default false). */
@@ -64,6 +66,7 @@ const registry: Record<EmbedderName, (options: EmbedderOptions) => Embedder> = {
       intraOpThreads: options.intraOpThreads,
       niceness: options.niceness,
       queryThreads: options.queryThreads,
+      queryIntraOpThreads: options.queryIntraOpThreads,
       textsPerTask: options.batchTexts,
       queryInstruction: options.queryInstruction,
       queryPrecision: options.queryPrecision,

@@ -366,6 +366,34 @@ describe("bge-small lifecycle", () => {
     }
   });
 
+  it("runs the query thread's model on the configured number of onnxruntime threads", async () => {
+    const threadsAdded = async (queryIntraOpThreads: number) => {
+      const before = new Set(readdirSync("/proc/self/task"));
+      const embedder = new BgeSmallEmbedder({
+        threads: 1,
+        intraOpThreads: 1,
+        queryThreads: 1,
+        queryIntraOpThreads,
+      });
+      try {
+        await embedder.embed(["a document for the shared thread"], "document", { priority: "bulk" });
+        await embedder.embed(["a query for the query thread"], "query", { priority: "query" });
+        return readdirSync("/proc/self/task").filter((tid) => !before.has(tid)).length;
+      } finally {
+        await embedder.close();
+      }
+    };
+    // The first embedder in a process also starts a thread that stays (measured: 3, then 2 for the same setting).
+    await threadsAdded(1);
+    const one = await threadsAdded(1);
+    const two = await threadsAdded(2);
+    const three = await threadsAdded(3);
+    // onnxruntime runs a session's work on the calling thread plus intraOpNumThreads - 1 of its own.
+    expect(two - one).toBe(1);
+    expect(three - one).toBe(2);
+    expect(() => new BgeSmallEmbedder({ queryIntraOpThreads: 0 })).toThrow(/queryIntraOpThreads/);
+  });
+
   it("refuses to start from a directory without the verified model files", () => {
     expect(() => new BgeSmallEmbedder({ modelDir: FIXTURES_DIR })).toThrow(
       /bge-small-en-v1.5 is not available: .*missing/,
