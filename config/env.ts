@@ -109,17 +109,12 @@ export const envSchema = z.object({
   /** Extra embedding threads for search queries, then interactive work in small tasks (own model copy each); 0 = none. */
   EMBEDDING_QUERY_THREADS: z.coerce.number().int().min(0).max(16).default(1),
   /**
-   * bge-small only: onnxruntime's native threads for each query thread's model. Default two (one on a single
-   * core): a query is a short text that one thread embeds in 10-16 ms, which caps 8 searching clients near
+   * bge-small only: onnxruntime's native threads for each query thread's model. Unset: the embedder's default,
+   * two (one on a single core): a query is a short text that one thread embeds in 10-16 ms, which caps 8 searching clients near
    * 65 searches a second; two threads cut that wall time by a third for the same CPU (docs/operations.md,
    * "Two onnxruntime threads for each query").
    */
-  EMBEDDING_QUERY_INTRA_OP_THREADS: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(64)
-    .default(() => Math.min(2, availableParallelism())),
+  EMBEDDING_QUERY_INTRA_OP_THREADS: z.coerce.number().int().min(1).max(64).optional(),
   /**
    * bge-small only: prepend BGE's retrieval instruction to search queries. Off by default: on SciFact it made no
    * better results (nDCG@10 hybrid 0.734 with, 0.731 without; vector-only 0.717 and 0.723) and a third more

@@ -29,17 +29,24 @@ export interface TemporalDevServer {
 }
 
 /**
- * Ports below this are never handed out by the kernel, for outgoing connections or `listen(0)`:
- * the low end of its ephemeral range (Linux: /proc/sys/net/ipv4/ip_local_port_range).
+ * Ports the kernel never hands out on its own (for outgoing connections or `listen(0)`): those outside its
+ * ephemeral range (Linux: /proc/sys/net/ipv4/ip_local_port_range; elsewhere IANA's 49152-65535). Below the
+ * range when there is room, else above it; when the range covers nearly every port, there is no such range.
  */
-function ephemeralPortFloor(): number {
+function portsOutsideEphemeralRange(): { low: number; high: number } {
+  let [first, last] = [49_152, 65_535];
   try {
-    const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
-    if (Number.isInteger(low) && low > 12_000) return low;
+    const [a, b] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (Number.isInteger(a) && Number.isInteger(b)) [first, last] = [a as number, b as number];
   } catch {
-    // Not Linux: IANA's dynamic range starts at 49152 (macOS, Windows).
+    // Not Linux: the IANA range above.
   }
-  return 49_152;
+  if (first > 12_000) return { low: 10_000, high: first - 1 };
+  if (last < 63_535) return { low: last + 1, high: 65_535 };
+  return { low: 10_000, high: 65_535 };
 }
 
 function canListen(port: number): Promise<boolean> {
@@ -52,14 +59,13 @@ function canListen(port: number): Promise<boolean> {
 
 /**
  * A port that was free a moment ago on 127.0.0.1, for a process that will listen on it later.
- * It is drawn from below the kernel's ephemeral range: a port the kernel picked (`listen(0)`) would be
+ * It is drawn from outside the kernel's ephemeral range: a port the kernel picked (`listen(0)`) would be
  * free again at once for the kernel to give to the next outgoing connection or to another server's
  * `listen(0)` (the Temporal dev server picks its internal ports that way), and the later `listen`
  * would then fail with EADDRINUSE. CI lost a run to exactly that.
  */
 export async function findFreePort(): Promise<number> {
-  const low = 10_000;
-  const high = ephemeralPortFloor() - 1;
+  const { low, high } = portsOutsideEphemeralRange();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
     if (await canListen(port)) return port;
