@@ -1,5 +1,6 @@
 // Registry of embedders by name, so configuration can pick one without importing its module.
 
+import { type Int8DotProduct, int8DotProduct } from "../cpu-features.ts";
 import { BgeSmallEmbedder, type DocumentPrecision, type QueryPrecision } from "./bge-small.ts";
 import {
   bgeSmallInt8BlockModelDir,
@@ -133,10 +134,14 @@ export function resolveDefaultEmbedder(): { name: EmbedderName; reason: string }
 
 /**
  * The query weights when configuration leaves them to the service (EMBEDDING_QUERY_PRECISION=auto): for bge-small,
- * int8-block when setup made its model (the same ranking within noise at about two thirds of the model's time per
- * query, docs/models.md), else fp32, with the reason either way; other embedders have only their own weights.
+ * int8-block when setup made its model and the CPU multiplies int8 fast (the same ranking within noise at about two
+ * thirds of the model's time per query there, docs/models.md), else fp32, with the reason either way; other embedders
+ * have only their own weights. `cpu` is this machine's unless given (tests).
  */
-export function resolveQueryPrecision(embedder: string): {
+export function resolveQueryPrecision(
+  embedder: string,
+  cpu: Int8DotProduct = int8DotProduct(),
+): {
   precision: QueryPrecision;
   reason: string;
   /** False when a better default was wanted but is not installed: worth a warning. */
@@ -144,11 +149,19 @@ export function resolveQueryPrecision(embedder: string): {
 } {
   if (embedder !== "bge-small")
     return { precision: "fp32", reason: `${embedder} has one set of weights`, preferred: true };
+  // Without int8 dot products the int8-block model is slower than fp32 (docs/models.md): fp32 is then the
+  // faster and the exact choice. Unknown (no /proc/cpuinfo) keeps int8-block, as on every CPU measured with it.
+  if (cpu.fast === false)
+    return {
+      precision: "fp32",
+      reason: `queries embedded by the fp32 weights: ${cpu.evidence}, without which the int8-block model is slower than fp32`,
+      preferred: true,
+    };
   const block = checkBgeSmallInt8BlockFiles();
   if (block.ok)
     return {
       precision: "int8-block",
-      reason: `queries embedded by the int8-block model verified in ${bgeSmallInt8BlockModelDir()}`,
+      reason: `queries embedded by the int8-block model verified in ${bgeSmallInt8BlockModelDir()} (${cpu.evidence})`,
       preferred: true,
     };
   return {

@@ -150,11 +150,15 @@ describe("bge-small-en-v1.5 embedder", () => {
     }
   });
 
-  it("embeds queries with the int8-block weights by default (auto), the same vector alone or batched with others", async () => {
+  it("embeds queries with the int8-block weights by default (auto) on a CPU with int8 dot products, the same vector alone or batched with others", async () => {
     const check = checkBgeSmallInt8BlockFiles();
     // Made by `node scripts/setup.mjs --test` from the fp32 model: missing is a failure, never a skip.
     expect(check.ok, check.ok ? "" : check.reason).toBe(true);
-    expect(resolveQueryPrecision("bge-small")).toMatchObject({ precision: "int8-block", preferred: true });
+    // Where the CPU has int8 dot products (auto chooses fp32 elsewhere: test/pipeline/cpu-features.test.ts).
+    expect(resolveQueryPrecision("bge-small", { fast: true, evidence: "VNNI" })).toMatchObject({
+      precision: "int8-block",
+      preferred: true,
+    });
     expect(resolveQueryPrecision("use-lite").precision).toBe("fp32");
     const questions = [
       "Which clubs did Iwan Roberts play for?",
