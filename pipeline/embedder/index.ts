@@ -140,7 +140,7 @@ export function resolveDefaultEmbedder(): { name: EmbedderName; reason: string }
  */
 export function resolveQueryPrecision(
   embedder: string,
-  cpu: Int8DotProduct = int8DotProduct(),
+  cpuGiven?: Int8DotProduct,
 ): {
   precision: QueryPrecision;
   reason: string;
@@ -150,7 +150,8 @@ export function resolveQueryPrecision(
   if (embedder !== "bge-small")
     return { precision: "fp32", reason: `${embedder} has one set of weights`, preferred: true };
   // Without int8 dot products the int8-block model is slower than fp32 (docs/models.md): fp32 is then the
-  // faster and the exact choice. Unknown (no /proc/cpuinfo) keeps int8-block, as on every CPU measured with it.
+  // faster and the exact choice. Unknown (no /proc/cpuinfo, e.g. macOS) keeps int8-block, the choice before this check.
+  const cpu = cpuGiven ?? int8DotProduct();
   if (cpu.fast === false)
     return {
       precision: "fp32",
