@@ -136,7 +136,7 @@ export function resolveDefaultEmbedder(): { name: EmbedderName; reason: string }
  * The query weights when configuration leaves them to the service (EMBEDDING_QUERY_PRECISION=auto): for bge-small,
  * int8-block when setup made its model and the CPU multiplies int8 fast (the same ranking within noise at about two
  * thirds of the model's time per query there, docs/models.md), else fp32, with the reason either way; other embedders
- * have only their own weights. `cpu` is this machine's unless given (tests).
+ * have only their own weights. `cpuGiven` replaces this machine's /proc/cpuinfo (tests).
  */
 export function resolveQueryPrecision(
   embedder: string,
