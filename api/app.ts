@@ -1,9 +1,8 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import { pingStore } from "../store/health.ts";
 import { bearerAuth, endpointGuard } from "./auth.ts";
 import { clientOriginMiddleware, createAuthFailures } from "./auth-throttle.ts";
-import { bodyKindFor, tooLargeMessage } from "./body-limit.ts";
+import { bodyKindFor, sizeLimit } from "./body-limit.ts";
 import { connectionBrowserApp } from "./connections/browser.ts";
 import { connectionsApp } from "./connections/index.ts";
 import {
@@ -15,7 +14,7 @@ import {
 import { containerTagsApp } from "./container-tags/index.ts";
 import type { ApiDeps, AppEnv } from "./deps.ts";
 import { documentsApp } from "./documents/index.ts";
-import { ApiError, errorBody, renderError } from "./errors.ts";
+import { errorBody, renderError } from "./errors.ts";
 import { keyNoticesApp, keysApp, scopedKeysApp } from "./keys/index.ts";
 import { mcpApp } from "./mcp/index.ts";
 import { memoriesApp } from "./memories/index.ts";
@@ -83,16 +82,9 @@ export function createApp(deps: ApiDeps) {
   app.route("/v3/console", consoleSessionApp(deps, consoleSessions, authFailures));
 
   const api = new OpenAPIHono<AppEnv>();
-  const limit = (maxSize: number) =>
-    bodyLimit({
-      maxSize,
-      onError: () => {
-        throw new ApiError(413, "payload_too_large", tooLargeMessage(maxSize));
-      },
-    });
   const sizeChecks = {
-    file: limit(deps.config.MAX_FILE_BYTES),
-    json: limit(deps.config.MAX_CONTENT_BYTES),
+    file: sizeLimit(deps.config.MAX_FILE_BYTES),
+    json: sizeLimit(deps.config.MAX_CONTENT_BYTES),
   };
   api.use("*", (c, next) => sizeChecks[bodyKindFor(c.req.path)](c, next));
   api.use(

@@ -60,7 +60,7 @@ export class AuthFailures {
    * store, not two, on every authenticated request). Throws 429 while the address is over its limit, a right key
    * included, and 401 for a secret that names no active key (counted as a failure: past the limit that is 429 too).
    */
-  async authenticate(c: Context, secret: string, unknownKey: ApiError): Promise<ApiKeyRow> {
+  async authenticate(c: Context, secret: string, unknownKey: () => ApiError): Promise<ApiKeyRow> {
     const hash = hashKey(secret);
     // Read before any statement: a key written meanwhile is then not remembered as it was before.
     const writes = keyWriteCount();
@@ -68,7 +68,7 @@ export class AuthFailures {
       const known = this.memory?.recall(hash, undefined);
       if (known) return known.key;
       const key = await findActiveKey(this.db, secret);
-      if (!key) throw unknownKey;
+      if (!key) throw unknownKey();
       this.memory?.rememberKey(hash, key, writes);
       return key;
     }
@@ -81,7 +81,7 @@ export class AuthFailures {
       return known.key;
     }
     const found = await findActiveKeyWith(this.db, secret, failures.count);
-    if (!found) throw await this.record(c, unknownKey);
+    if (!found) throw await this.record(c, unknownKey());
     this.memory?.rememberKey(hash, found.key, writes);
     this.memory?.rememberFailures(counter, windowStart, found.alongside);
     if (found.alongside >= this.limit.max) throw this.overLimit(failures.resetAt);

@@ -19,6 +19,8 @@ export type SessionAuth = (c: Context) => Promise<ApiKeyRow | undefined>;
  * A scoped key may only call its allowed endpoints (403 otherwise) and only inside its container
  * tags: the `scope` set here is what every handler applies to its store queries.
  */
+const unknownKey = () => new ApiError(401, "unauthorized", "invalid, expired or disabled API key");
+
 export function bearerAuth(failures: AuthFailures, session?: SessionAuth) {
   return createMiddleware<AuthEnv>(async (c, next) => {
     // The web console: no Authorization header, a session cookie instead (an admin identity).
@@ -33,11 +35,8 @@ export function bearerAuth(failures: AuthFailures, session?: SessionAuth) {
     if (!match?.[1]) {
       throw new ApiError(401, "unauthorized", "missing bearer token: send 'Authorization: Bearer <API key>'");
     }
-    const key = await failures.authenticate(
-      c,
-      match[1],
-      new ApiError(401, "unauthorized", "invalid, expired or disabled API key"),
-    );
+    // The error is made only when it is thrown: an Error captures a stack, which every request would pay for.
+    const key = await failures.authenticate(c, match[1], unknownKey);
     c.set("apiKey", key);
     c.set("scope", key.kind === "admin" ? Scope.all : new Scope(key.containerTags));
     await next();

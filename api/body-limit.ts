@@ -1,6 +1,8 @@
 import type { Server } from "node:http";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import type { Config } from "../config/env.ts";
-import { errorBody } from "./errors.ts";
+import { ApiError, errorBody } from "./errors.ts";
 
 type Limits = Pick<Config, "MAX_CONTENT_BYTES" | "MAX_FILE_BYTES">;
 
@@ -18,6 +20,28 @@ export const bodyLimitOf = (kind: BodyKind, limits: Limits) =>
   kind === "file" ? limits.MAX_FILE_BYTES : limits.MAX_CONTENT_BYTES;
 
 export const tooLargeMessage = (limit: number) => `request body is larger than ${limit} bytes`;
+
+/**
+ * 413 for a body over `maxSize`. A declared length is compared as it stands; only a body sent without one
+ * (chunked) goes through hono's bodyLimit, which counts it as it streams. Why not bodyLimit for all: it reads
+ * `c.req.raw.body`, and on @hono/node-server that turns the lightweight request into a web Request with a
+ * stream over the socket, so every JSON body then arrives through web streams (about a millisecond of the main
+ * thread per search on 2 cores) instead of the adapter's direct read.
+ */
+export function sizeLimit(maxSize: number): MiddlewareHandler {
+  const tooLarge = () => {
+    throw new ApiError(413, "payload_too_large", tooLargeMessage(maxSize));
+  };
+  const streamed = bodyLimit({ maxSize, onError: tooLarge });
+  return (c, next) => {
+    const method = c.req.method;
+    if (method === "GET" || method === "HEAD") return next();
+    const declared = c.req.header("content-length");
+    if (declared === undefined || c.req.header("transfer-encoding") !== undefined) return streamed(c, next);
+    if (Number.parseInt(declared, 10) > maxSize) tooLarge();
+    return next();
+  };
+}
 
 /**
  * Answers `Expect: 100-continue` as HTTP means it: "100 Continue" only once the app reads the body.

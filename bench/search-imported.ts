@@ -197,35 +197,44 @@ export async function runImportedSearch(
   const filteredInBigTag = (filtered: string, condition: (i: number) => Record<string, unknown>): Route => ({
     route: "POST /v3/search",
     scope: `"${BIG_TAG}", filtered to ${filtered}`,
-    send: (c, i) =>
-      c.request("POST", "/v3/search", {
+    request: (i) => ({
+      method: "POST",
+      path: "/v3/search",
+      body: {
         q: queries[i % queries.length],
         containerTags: [BIG_TAG],
         filters: { AND: [condition(i)] },
         limit: 10,
-      }),
+      },
+    }),
   });
   const routes: Route[] = [
     {
       route: "POST /v3/search",
       scope: `"${BIG_TAG}" (every chunk)`,
-      send: (c, i) =>
-        c.request("POST", "/v3/search", {
+      request: (i) => ({
+        method: "POST",
+        path: "/v3/search",
+        body: {
           q: queries[i % queries.length],
           containerTags: [BIG_TAG],
           limit: 10,
-        }),
+        },
+      }),
     },
     {
       route: "POST /v4/search (searchMode hybrid)",
       scope: `"${BIG_TAG}" (every chunk)`,
-      send: (c, i) =>
-        c.request("POST", "/v4/search", {
+      request: (i) => ({
+        method: "POST",
+        path: "/v4/search",
+        body: {
           q: queries[i % queries.length],
           containerTag: BIG_TAG,
           searchMode: "hybrid",
           limit: 10,
-        }),
+        },
+      }),
     },
     filteredInBigTag(
       `one of ${PROJECTS} projects (metadata: ${(100 / PROJECTS).toFixed(1)} % of the documents)`,
@@ -249,35 +258,44 @@ export async function runImportedSearch(
     {
       route: "POST /v3/search",
       scope: `one of ${o.tags} small tags`,
-      send: (c, i) =>
-        c.request("POST", "/v3/search", {
+      request: (i) => ({
+        method: "POST",
+        path: "/v3/search",
+        body: {
           q: queries[i % queries.length],
           containerTags: [smallTag(i)],
           limit: 10,
-        }),
+        },
+      }),
     },
     {
       route: "POST /v4/search (searchMode hybrid)",
       scope: `one of ${o.tags} small tags`,
-      send: (c, i) =>
-        c.request("POST", "/v4/search", {
+      request: (i) => ({
+        method: "POST",
+        path: "/v4/search",
+        body: {
           q: queries[i % queries.length],
           containerTag: smallTag(i),
           searchMode: "hybrid",
           limit: 10,
-        }),
+        },
+      }),
     },
   ];
   const sequential = await sequentialLatency(service, routes, o.searches, "search-imported");
   const floor: Route = {
     route: "POST /v3/search",
     scope: `a tag with no documents (the floor: nothing to rank)`,
-    send: (c, i) =>
-      c.request("POST", "/v3/search", {
+    request: (i) => ({
+      method: "POST",
+      path: "/v3/search",
+      body: {
         q: queries[i % queries.length],
         containerTags: [EMPTY_TAG],
         limit: 10,
-      }),
+      },
+    }),
   };
   const concurrent: ConcurrentLatency[] = [];
   const smallTags = routes.find((x) => x.scope.startsWith("one of"));

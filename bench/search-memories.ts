@@ -175,8 +175,11 @@ export async function runMemorySearch(
   const route = (scope: string, body: (i: number) => Record<string, unknown>): LoadRoute => ({
     route: "POST /v4/search (memories)",
     scope,
-    send: (c, i) =>
-      c.request("POST", "/v4/search", { q: queries[i % queries.length], limit: 10, ...body(i) }),
+    request: (i) => ({
+      method: "POST",
+      path: "/v4/search",
+      body: { q: queries[i % queries.length], limit: 10, ...body(i) },
+    }),
   });
   const routes = [
     route(`"${BIG_CONTAINER}" (every memory)`, () => ({ containerTag: BIG_CONTAINER })),

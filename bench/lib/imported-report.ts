@@ -57,21 +57,23 @@ export function renderImportedSection(
       "",
     );
   const withCpu = r.concurrent.some((c) => c.cpuPerRequest);
+  // Since stop 66 the clients run on a thread of their own; before, on the service's main thread.
+  const clientsApart = r.concurrent.some((c) => c.cpuPerRequest?.clientsMs !== undefined);
   const floor = r.concurrent.find((c) => c.scope.startsWith("a tag with no documents"));
   const cpu = (v: number | undefined) =>
     v === undefined || !Number.isFinite(v) ? "n/a" : `${v.toFixed(1)} ms`;
   lines.push(
-    `Concurrency: ${r.concurrent[0]?.clients ?? o.clients} clients, each sending its next request when the last one is answered, ${n(r.concurrent[0]?.requests ?? 0)} requests per row. The goal column compares p95 with issue #25's ${CONCURRENT_P95_GOAL_MS} ms.${floor ? " The row in a tag with no documents searches a tag no document carries: the store finds nothing to rank, so its figures are what the rest of a search (HTTP, the key, the query's embedding) costs on this machine, a floor no faster store could go under." : ""}${withCpu ? " The CPU columns are per search, from the CPU time of each thread of the benchmark's process (the service and its clients run in it) over the row, and the machine's busy time on all cores, whatever process spent it; two cores give 2,000 ms of CPU a second, so a row can serve at most 2,000 / (machine ms) searches a second." : ""}`,
+    `Concurrency: ${r.concurrent[0]?.clients ?? o.clients} clients, each sending its next request when the last one is answered, ${n(r.concurrent[0]?.requests ?? 0)} requests per row. The goal column compares p95 with issue #25's ${CONCURRENT_P95_GOAL_MS} ms.${floor ? " The row in a tag with no documents searches a tag no document carries: the store finds nothing to rank, so its figures are what the rest of a search (HTTP, the key, the query's embedding) costs on this machine, a floor no faster store could go under." : ""}${clientsApart ? " The clients run on a worker thread of the benchmark's process, not in the service's event loop (as clients on other machines would not be); their CPU is this machine's all the same, in its own column and in the machine's." : ""}${withCpu ? ` The CPU columns are per search, from the CPU time of each thread of the benchmark's process (${clientsApart ? "the service and the clients' thread" : "the service and its clients run in it"}) over the row, and the machine's busy time on all cores, whatever process spent it; two cores give 2,000 ms of CPU a second, so a row can serve at most 2,000 / (machine ms) searches a second.` : ""}`,
     "",
     withCpu
-      ? "| route | scope | clients | p50 | p95 | max | requests/s | errors | p95 vs 150 ms | CPU: main thread | CPU: busiest other thread | CPU: other threads | CPU: machine |"
+      ? `| route | scope | clients | p50 | p95 | max | requests/s | errors | p95 vs 150 ms | CPU: main thread | CPU: busiest other thread | CPU: other threads |${clientsApart ? " CPU: clients |" : ""} CPU: machine |`
       : "| route | scope | clients | p50 | p95 | max | requests/s | errors | p95 vs 150 ms |",
     withCpu
-      ? "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+      ? `|---|---|---|---|---|---|---|---|---|---|---|---|${clientsApart ? "---|" : ""}---|`
       : "|---|---|---|---|---|---|---|---|---|",
     ...r.concurrent.map(
       (c) =>
-        `| ${c.route} | ${c.scope} | ${c.clients} | ${ms(c.latency.p50)} | ${ms(c.latency.p95)} | ${ms(c.latency.max)} | ${c.throughput.toFixed(1)} | ${c.errors} | ${verdict(c.latency.p95, CONCURRENT_P95_GOAL_MS)} |${withCpu ? ` ${cpu(c.cpuPerRequest?.mainMs)} | ${cpu(c.cpuPerRequest?.busiestOtherMs)} | ${cpu(c.cpuPerRequest?.otherMs)} | ${cpu(c.cpuPerRequest?.machineMs)} |` : ""}`,
+        `| ${c.route} | ${c.scope} | ${c.clients} | ${ms(c.latency.p50)} | ${ms(c.latency.p95)} | ${ms(c.latency.max)} | ${c.throughput.toFixed(1)} | ${c.errors} | ${verdict(c.latency.p95, CONCURRENT_P95_GOAL_MS)} |${withCpu ? ` ${cpu(c.cpuPerRequest?.mainMs)} | ${cpu(c.cpuPerRequest?.busiestOtherMs)} | ${cpu(c.cpuPerRequest?.otherMs)} |${clientsApart ? ` ${cpu(c.cpuPerRequest?.clientsMs)} |` : ""} ${cpu(c.cpuPerRequest?.machineMs)} |` : ""}`,
     ),
     "",
   );

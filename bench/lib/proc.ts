@@ -126,6 +126,8 @@ export interface ThreadCpu {
   otherMs: number;
   /** Machine-wide busy time over the window, all cores, any process. */
   machineMs: number;
+  /** The thread stop() was told to leave out of the others (the benchmark's load clients), when it was found. */
+  excludedMs?: number;
 }
 
 /** Measures ThreadCpu from now to stop(); undefined where /proc is missing. */
@@ -134,11 +136,15 @@ export function threadCpuMeter() {
   const before = threadTicks(process.pid);
   const machineBefore = machineTicks();
   return {
-    stop(): ThreadCpu | undefined {
+    /** `exclude`: a thread id whose ticks are reported as excludedMs, not among the others. */
+    stop(exclude?: string): ThreadCpu | undefined {
       const ms = (ticks: number) => (ticks * 1000) / TICKS_PER_SECOND;
-      const { mainTicks, others } = ticksSince(before, process.pid);
+      const { mainTicks, others: all } = ticksSince(before, process.pid);
+      const excluded = all.find((u) => u.tid === exclude);
+      const others = all.filter((u) => u !== excluded);
       const machineAfter = machineTicks();
       return {
+        ...(excluded ? { excludedMs: ms(excluded.ticks) } : {}),
         mainMs: ms(mainTicks),
         busiestOtherMs: ms(others[0]?.ticks ?? 0),
         otherMs: ms(others.slice(1).reduce((s, u) => s + u.ticks, 0)),

@@ -1,17 +1,21 @@
 // Latency of HTTP routes on a running service: one client at a time, and several clients at once. Shared by
 // the scenarios that measure search through the real service (bench/search-imported.ts, bench/search-memories.ts).
 
-import { type JsonClient, jsonClient, type Outcome } from "./http.ts";
+import { Worker } from "node:worker_threads";
+import { jsonClient } from "./http.ts";
+import type { LoadClientsData, LoadClientsResult, RouteRequest } from "./load-clients.worker.ts";
 import { threadCpuMeter } from "./proc.ts";
 import { log, progress } from "./progress.ts";
 import { type Summary, summarize } from "./stats.ts";
 
-/** One kind of request: `send` makes its i-th request (another query, another scope each time). */
+export type { RouteRequest };
+
+/** One kind of request: `request` describes its i-th request (another query, another scope each time). */
 export interface LoadRoute {
   route: string;
   /** Which tag the searches were scoped to. */
   scope: string;
-  send: (c: JsonClient, i: number) => Promise<Outcome>;
+  request: (i: number) => RouteRequest;
 }
 
 export interface RouteLatency {
@@ -36,9 +40,16 @@ export interface ConcurrentLatency {
   throughput: number;
   /**
    * CPU per request by thread of this process, which runs the service and the clients (absent in runs before
-   * stop 59, and where /proc is missing): what bounds the throughput of a machine's cores.
+   * stop 59, and where /proc is missing): what bounds the throughput of a machine's cores. Since stop 66 the
+   * clients run on a thread of their own (`clientsMs`); before, they ran on the main thread and were in `mainMs`.
    */
-  cpuPerRequest?: { mainMs: number; busiestOtherMs: number; otherMs: number; machineMs: number };
+  cpuPerRequest?: {
+    mainMs: number;
+    busiestOtherMs: number;
+    otherMs: number;
+    machineMs: number;
+    clientsMs?: number;
+  };
 }
 
 interface ServiceAddress {
@@ -62,14 +73,18 @@ export async function sequentialLatency(
   });
   try {
     for (const r of routes) {
-      for (let i = 0; i < 10; i++) await r.send(client, 100_000 + i); // warm-up, not counted
+      const send = (i: number) => {
+        const q = r.request(i);
+        return client.request(q.method, q.path, q.body);
+      };
+      for (let i = 0; i < 10; i++) await send(100_000 + i); // warm-up, not counted
       const times: number[] = [];
       const server: number[] = [];
       let errors = 0;
       let results = 0;
       const bar = progress(`${label}: ${r.route} in ${r.scope}`, requests);
       for (let i = 0; i < requests; i++) {
-        const res = await r.send(client, i);
+        const res = await send(i);
         if (!res.ok) errors++;
         else {
           times.push(res.ms);
@@ -95,7 +110,10 @@ export async function sequentialLatency(
   return out;
 }
 
-/** `clients` clients, each sending its next request of `route` when its last one is answered, `requests` in all. */
+/**
+ * `clients` clients, each sending its next request of `route` when its last one is answered, `requests` in all,
+ * from a worker thread (bench/lib/load-clients.worker.ts), so the service's event loop serves and does not send.
+ */
 export async function concurrentLatency(
   service: ServiceAddress,
   route: LoadRoute,
@@ -103,32 +121,29 @@ export async function concurrentLatency(
   requests: number,
   label: string,
 ): Promise<ConcurrentLatency> {
-  const pool = jsonClient({
-    baseUrl: service.url,
+  const data: LoadClientsData = {
+    url: service.url,
     apiKey: service.apiKey,
-    connections: clients,
-    timeoutMs: 60_000,
-  });
+    clients,
+    requests: Array.from({ length: requests }, (_, i) => route.request(i)),
+  };
+  const url = new URL("./load-clients.worker.ts", import.meta.url).href;
+  // A worker's own .ts entry fails even with tsx in its execArgv (its loader is not yet registered when the entry
+  // is resolved); tsx's tsImport, from a tiny script, loads it with tsx's loader instead.
+  const tsx = import.meta.resolve("tsx/esm/api");
+  const worker = new Worker(
+    `import(${JSON.stringify(tsx)}).then((m) => m.tsImport(${JSON.stringify(url)}, ${JSON.stringify(url)}))`,
+    { eval: true, workerData: data },
+  );
   try {
-    let next = 0;
-    let errors = 0;
-    const times: number[] = [];
-    const started = performance.now();
+    const messages = workerMessages(worker);
+    await messages.next(); // "ready": the thread is up, so its start is not measured
     const cpu = threadCpuMeter();
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        for (;;) {
-          const i = next++;
-          if (i >= requests) return;
-          const res = await route.send(pool, i);
-          if (res.ok) times.push(res.ms);
-          else errors++;
-        }
-      }),
-    );
-    const wall = performance.now() - started;
-    const used = cpu.stop();
-    const latency = summarize(times);
+    worker.postMessage("go");
+    const done = (await messages.next()) as LoadClientsResult;
+    const used = cpu.stop(done.tid);
+    const latency = summarize(done.times);
+    const { errors } = done;
     log(
       `${label}: ${clients} clients on ${route.route} in ${route.scope}: p95 ${latency.p95.toFixed(1)} ms, ${errors} errors`,
     );
@@ -139,7 +154,7 @@ export async function concurrentLatency(
       requests,
       latency,
       errors,
-      throughput: (requests / wall) * 1000,
+      throughput: (requests / done.wallMs) * 1000,
       ...(used
         ? {
             cpuPerRequest: {
@@ -147,11 +162,43 @@ export async function concurrentLatency(
               busiestOtherMs: used.busiestOtherMs / requests,
               otherMs: used.otherMs / requests,
               machineMs: used.machineMs / requests,
+              ...(used.excludedMs !== undefined ? { clientsMs: used.excludedMs / requests } : {}),
             },
           }
         : {}),
     };
   } finally {
-    pool.close();
+    await worker.terminate();
   }
+}
+
+/** The worker's messages in order; an error or an exit before the next one rejects it. */
+function workerMessages(worker: Worker) {
+  const queue: unknown[] = [];
+  let waiting: { resolve: (m: unknown) => void; reject: (e: Error) => void } | undefined;
+  let failed: Error | undefined;
+  const fail = (error: Error) => {
+    failed = error;
+    waiting?.reject(error);
+    waiting = undefined;
+  };
+  worker.on("message", (m) => {
+    if (waiting) {
+      waiting.resolve(m);
+      waiting = undefined;
+    } else queue.push(m);
+  });
+  worker.on("error", fail);
+  worker.on("exit", (code) =>
+    fail(new Error(`the load clients' thread exited (${code}) before it answered`)),
+  );
+  return {
+    next(): Promise<unknown> {
+      if (queue.length) return Promise.resolve(queue.shift());
+      if (failed) return Promise.reject(failed);
+      return new Promise((resolve, reject) => {
+        waiting = { resolve, reject };
+      });
+    },
+  };
 }

@@ -138,6 +138,33 @@ describe("the search-imported section", () => {
     expect(before).not.toContain("a floor no faster store");
   });
 
+  it("gives the clients' thread a CPU column of its own when the clients ran apart from the service", () => {
+    const r = result(40, 120);
+    const big = r.concurrent[0] as ImportedSearchResult["concurrent"][number];
+    const apart = {
+      ...big,
+      cpuPerRequest: { mainMs: 9.5, busiestOtherMs: 10.2, otherMs: 1.1, machineMs: 23.4, clientsMs: 0.61 },
+    };
+    const lines = renderImportedSection({ ...r, concurrent: [apart] }, options);
+    const text = lines.join("\n");
+    expect(text).toContain("| CPU: other threads | CPU: clients | CPU: machine |");
+    expect(lines.filter((l) => l.startsWith('| POST /v3/search | "all"')).at(-1)).toMatch(
+      /\| 9\.5 ms \| 10\.2 ms \| 1\.1 ms \| 0\.6 ms \| 23\.4 ms \|$/,
+    );
+    expect(text).toContain("not in the service's event loop");
+    // A run from before (clients in the service's event loop) keeps its columns and says nothing of a thread.
+    const before = renderImportedSection(
+      {
+        ...r,
+        concurrent: [
+          { ...big, cpuPerRequest: { mainMs: 9.5, busiestOtherMs: 10.2, otherMs: 1.1, machineMs: 23.4 } },
+        ],
+      },
+      options,
+    ).join("\n");
+    expect(before).not.toContain("CPU: clients");
+    expect(before).toContain("the service and its clients run in it");
+  });
   it("sets each row served through the in-memory index beside the same row served by SQL", () => {
     const r = result(40, 200);
     const indexedRow = <T extends { scope: string }>(x: T, changes: Partial<T>): T => ({

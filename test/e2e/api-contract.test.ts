@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
@@ -89,6 +90,41 @@ describe("HTTP contract", () => {
     });
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ error: { code: "payload_too_large" } });
+  });
+
+  it("counts a body sent without a length (chunked) as it streams: 413 over the limit, accepted under it", async () => {
+    // A declared length is compared as it stands; a chunked body goes through the streaming check.
+    const chunked = (content: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const { hostname, port } = new URL(service.url);
+        const req = request(
+          {
+            host: hostname,
+            port,
+            method: "POST",
+            path: "/v3/documents",
+            headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, "content-type": "application/json" },
+          },
+          (res) => {
+            let body = "";
+            res.on("data", (d: Buffer) => {
+              body += d.toString("utf8");
+            });
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on("error", reject);
+        const json = JSON.stringify({ content });
+        // Two writes and no content-length: Node sends Transfer-Encoding: chunked.
+        req.write(json.slice(0, 10));
+        req.end(json.slice(10));
+      });
+    const big = await chunked("x".repeat(10_000));
+    expect(big.status).toBe(413);
+    expect(JSON.parse(big.body)).toMatchObject({ error: { code: "payload_too_large" } });
+    const small = await chunked("a chunked body under the limit");
+    expect(small.status).toBe(200);
+    expect(JSON.parse(small.body)).toMatchObject({ id: expect.any(String), status: "queued" });
   });
 
   it("refuses uploads over MAX_FILE_BYTES with 413 and accepts smaller ones", async () => {
