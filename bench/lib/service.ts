@@ -108,6 +108,10 @@ export async function startBenchService(
     ...(process.env.EMBEDDING_QUERY_PRECISION
       ? { EMBEDDING_QUERY_PRECISION: process.env.EMBEDDING_QUERY_PRECISION }
       : {}),
+    // onnxruntime's threads in each query thread's model, likewise (EMBEDDING_QUERY_INTRA_OP_THREADS=1 npm run bench ...).
+    ...(process.env.EMBEDDING_QUERY_INTRA_OP_THREADS
+      ? { EMBEDDING_QUERY_INTRA_OP_THREADS: process.env.EMBEDDING_QUERY_INTRA_OP_THREADS }
+      : {}),
     // The document weights, likewise (EMBEDDING_DOCUMENT_PRECISION=int8-block npm run eval ...).
     ...(process.env.EMBEDDING_DOCUMENT_PRECISION
       ? { EMBEDDING_DOCUMENT_PRECISION: process.env.EMBEDDING_DOCUMENT_PRECISION }
