@@ -41,7 +41,12 @@ const data = workerData as LoadClientsData;
 const port = parentPort;
 if (!port) throw new Error("load-clients.worker.ts runs as a worker thread");
 
-port.once("message", async () => {
+// A listener that stays (not `once`): with none left the thread would end as soon as it answered, and its
+// ticks would be gone from /proc before the caller read them (the clients' CPU then showed as n/a).
+let going = false;
+port.on("message", async () => {
+  if (going) return;
+  going = true;
   const pool = jsonClient({
     baseUrl: data.url,
     apiKey: data.apiKey,
