@@ -1,6 +1,7 @@
 // Latency of HTTP routes on a running service: one client at a time, and several clients at once. Shared by
 // the scenarios that measure search through the real service (bench/search-imported.ts, bench/search-memories.ts).
 
+import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import { jsonClient } from "./http.ts";
 import type { LoadClientsData, LoadClientsResult, RouteRequest } from "./load-clients.worker.ts";
@@ -136,11 +137,16 @@ export async function concurrentLatency(
     { eval: true, workerData: data },
   );
   try {
-    const messages = workerMessages(worker);
-    await messages.next(); // "ready": the thread is up, so its start is not measured
+    // events.once rejects on the worker's "error"; an exit before it answers rejects through `ended`.
+    const ended = once(worker, "exit").then(([code]) => {
+      throw new Error(`the load clients' thread exited (${code}) before it answered`);
+    });
+    ended.catch(() => {});
+    const answer = () => Promise.race([once(worker, "message").then(([m]) => m as unknown), ended]);
+    await answer(); // "ready": the thread is up, so its start is not measured
     const cpu = threadCpuMeter();
     worker.postMessage("go");
-    const done = (await messages.next()) as LoadClientsResult;
+    const done = (await answer()) as LoadClientsResult;
     const used = cpu.stop(done.tid);
     const latency = summarize(done.times);
     const { errors } = done;
@@ -170,35 +176,4 @@ export async function concurrentLatency(
   } finally {
     await worker.terminate();
   }
-}
-
-/** The worker's messages in order; an error or an exit before the next one rejects it. */
-function workerMessages(worker: Worker) {
-  const queue: unknown[] = [];
-  let waiting: { resolve: (m: unknown) => void; reject: (e: Error) => void } | undefined;
-  let failed: Error | undefined;
-  const fail = (error: Error) => {
-    failed = error;
-    waiting?.reject(error);
-    waiting = undefined;
-  };
-  worker.on("message", (m) => {
-    if (waiting) {
-      waiting.resolve(m);
-      waiting = undefined;
-    } else queue.push(m);
-  });
-  worker.on("error", fail);
-  worker.on("exit", (code) =>
-    fail(new Error(`the load clients' thread exited (${code}) before it answered`)),
-  );
-  return {
-    next(): Promise<unknown> {
-      if (queue.length) return Promise.resolve(queue.shift());
-      if (failed) return Promise.reject(failed);
-      return new Promise((resolve, reject) => {
-        waiting = { resolve, reject };
-      });
-    },
-  };
 }
