@@ -25,12 +25,20 @@ const CREATE = [
      REFERENCING OLD TABLE AS changed_old FOR EACH STATEMENT EXECUTE FUNCTION chunk_changes_log()`,
 ];
 
-/** Creates the log and its triggers (idempotent); returns the last change logged so far. */
+/**
+ * Creates the log and its triggers (idempotent); returns the number of the last change logged so far, read from
+ * the log's sequence: an emptied log (every change applied and forgotten, as a stopped service leaves it) still
+ * numbers its next change after the last one, and an index starting at 0 would see a backlog that is not there.
+ */
 export async function startChangeLog(db: Database): Promise<number> {
   await db.transaction(async (tx) => {
     for (const statement of CREATE) await tx.execute(sql.raw(statement));
   });
-  return lastChange(db);
+  const [row] = await queryRows<{ seq: string | number | null }>(
+    db,
+    sql`SELECT pg_sequence_last_value(pg_get_serial_sequence('chunk_changes', 'seq')) AS seq`,
+  );
+  return Math.max(Number(row?.seq ?? 0), await lastChange(db));
 }
 
 /** Removes the triggers and the log, for a store searched without an in-memory index. */

@@ -154,6 +154,8 @@ export class ChunkIndex {
   private vectors: Float32Array;
   private hasVector: Uint8Array;
   private rowOf = new Map<string, number>();
+  /** Per document: its rows by position, so that the chunks beside a hit (its context) are read from here too. */
+  private rowsByDocument = new Map<string, Map<number, number>>();
   private rowsByTag = new Map<string, TagRows>();
   private postings = new Map<string, Postings>();
   private graph: Graph;
@@ -202,6 +204,37 @@ export class ChunkIndex {
 
   get size(): number {
     return this.live;
+  }
+
+  /**
+   * Built, and not behind a long backlog of changes: what it holds is what the store held at its last sync (at most
+   * a second ago, or a search's own sync), so it can answer for the store.
+   */
+  get current(): boolean {
+    return this.ready && !this.catchingUp;
+  }
+
+  /**
+   * The chunks at these positions of the documents the index holds; `elsewhere` lists the positions asked of
+   * documents it holds no chunk of (not searchable as of the last sync, or new since), for the caller to ask the store.
+   */
+  chunksAt(wanted: readonly { documentId: string; position: number }[]): {
+    found: ChunkFields[];
+    elsewhere: { documentId: string; position: number }[];
+  } {
+    const found: ChunkFields[] = [];
+    const elsewhere: { documentId: string; position: number }[] = [];
+    for (const w of wanted) {
+      const positions = this.rowsByDocument.get(w.documentId);
+      if (!positions) {
+        elsewhere.push(w);
+        continue;
+      }
+      const row = positions.get(w.position);
+      const fields = row === undefined ? null : this.fields[row];
+      if (fields) found.push(fields);
+    }
+    return { found, elsewhere };
   }
 
   /** What the index holds: slots (live and free), live chunks, and postings live and stale. */
@@ -346,6 +379,9 @@ export class ChunkIndex {
     };
     this.tags[n] = row.search_tags;
     this.rowOf.set(row.id, n);
+    const positions = this.rowsByDocument.get(row.document_id) ?? new Map<number, number>();
+    this.rowsByDocument.set(row.document_id, positions);
+    positions.set(Number(row.position), n);
     for (const tag of row.search_tags) {
       const rows = this.rowsByTag.get(tag) ?? new TagRows();
       this.rowsByTag.set(tag, rows);
@@ -405,6 +441,12 @@ export class ChunkIndex {
     for (const tag of this.tags[row] ?? []) this.rowsByTag.get(tag)?.delete(row);
     this.tags[row] = null;
     this.ids[row] = "";
+    const fields = this.fields[row];
+    const positions = fields ? this.rowsByDocument.get(fields.documentId) : undefined;
+    if (fields && positions?.get(fields.position) === row) {
+      positions.delete(fields.position);
+      if (positions.size === 0) this.rowsByDocument.delete(fields.documentId);
+    }
     this.fields[row] = null;
     // Its postings stay until a compaction; a row without tags, or a later chunk in the slot, skips them.
     const count = this.lexemeCounts[row] ?? 0;

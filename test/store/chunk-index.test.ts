@@ -15,7 +15,7 @@ import { indexAnswers } from "../../store/chunk-index/search.ts";
 import { normalisedRank, parseTsvector, termScore } from "../../store/chunk-index/ts-rank.ts";
 import { openMemoryPglite, queryRows, type Store } from "../../store/db.ts";
 import { deleteDocument, updateDocument } from "../../store/documents.ts";
-import { type HybridSearchQuery, hybridChunkSearch } from "../../store/search.ts";
+import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../store/search.ts";
 import { ensureVectorIndexes } from "../../store/vector-index.ts";
 import { axis, processedDocument, space } from "./cases/support.ts";
 
@@ -225,6 +225,71 @@ describe("in-memory chunk index", () => {
     expect(new Set(indexed.map((h) => h.documentId))).toEqual(new Set([big]));
     await deleteDocument(store.db, big);
     expect(await hybridChunkSearch(store.db, query)).toEqual([]);
+  });
+
+  it("gives the chunks beside a hit from its copy, as of its last sync, and asks the store about documents it does not hold", async () => {
+    const { index, built } = startChunkIndex(store.db, store.background, space);
+    await built;
+    // Only the syncs below apply changes here, not its once-a-second pass.
+    index.keepCurrent(store.db, 600_000);
+    // What the tests before left in the log (a large delete) is applied first.
+    let caughtUp = false;
+    for (let i = 0; i < 600 && !caughtUp; i++) {
+      caughtUp = (await index.sync(store.db)) && index.current;
+      if (!caughtUp) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(caughtUp).toBe(true);
+    const id = await processedDocument(
+      store.db,
+      { source: "context", containerTags: ["context"] },
+      ["first manatee part", "second manatee part", "third manatee part"],
+      [4, 5, 6],
+    );
+    await store.db.execute(
+      sql`UPDATE chunks SET metadata = '{"page": 2}'::jsonb WHERE document_id = ${id} AND position = 2`,
+    );
+    const wanted = [
+      { documentId: id, position: 0 },
+      { documentId: id, position: 2 },
+      { documentId: id, position: 7 },
+      { documentId: "no-such-document", position: 1 },
+    ];
+    const sorted = (chunks: Awaited<ReturnType<typeof chunksAt>>) =>
+      chunks.map((c) => [c.documentId, c.position, c.content, c.metadata]).sort();
+    // Not synced yet: the index holds nothing of the document, so the store answers.
+    expect(index.current).toBe(true);
+    expect(index.chunksAt(wanted).found).toEqual([]);
+    const fromStore = await chunksAt(store.background, wanted);
+    expect(sorted(fromStore)).toEqual([
+      [id, 0, "first manatee part", {}],
+      [id, 2, "third manatee part", { page: 2 }],
+    ]);
+    expect(sorted(await chunksAt(store.db, wanted))).toEqual(sorted(fromStore));
+    // Synced: the same answer, from the index's copy. (Inline: an index started over an emptied log counts from
+    // the log's sequence, so the few changes since are no backlog.)
+    expect(await index.sync(store.db)).toBe(true);
+    expect(
+      index
+        .chunksAt(wanted)
+        .found.map((f) => f.position)
+        .sort(),
+    ).toEqual([0, 2]);
+    expect(sorted(await chunksAt(store.db, wanted))).toEqual(sorted(fromStore));
+    // A change the index has not read is not seen by it (as of its last sync, like the hits it ranks) ...
+    await store.db.execute(
+      sql`UPDATE chunks SET content = 'changed manatee part' WHERE document_id = ${id} AND position = 0`,
+    );
+    expect(sorted(await chunksAt(store.db, wanted))).toEqual(sorted(fromStore));
+    // ... until it syncs; a deleted document's chunks go with it.
+    expect(await index.sync(store.db)).toBe(true);
+    expect((await chunksAt(store.db, wanted)).find((c) => c.position === 0)?.content).toBe(
+      "changed manatee part",
+    );
+    await deleteDocument(store.db, id);
+    expect(await index.sync(store.db)).toBe(true);
+    expect(index.chunksAt(wanted)).toEqual({ found: [], elsewhere: wanted });
+    expect(await chunksAt(store.db, wanted)).toEqual([]);
+    detachChunkIndex(store.db);
   });
 
   it("applies the store's changes on its own while nobody searches, so the log stays short", async () => {
