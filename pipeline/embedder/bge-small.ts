@@ -65,7 +65,9 @@ export interface BgeSmallOptions {
   /**
    * onnxruntime's native threads for each query thread's model. Default two (one on a single core): a query's
    * operators are small, yet two threads embedded one in two thirds of the time for the same CPU on 2 cores, and
-   * the query thread is what caps concurrent searches (docs/operations.md).
+   * the query thread is what caps concurrent searches (docs/operations.md). With more than one, the query
+   * threads also hold a one-thread session of the same weights for queries that had to wait (under load the
+   * second thread's CPU is taken from the API and the store): ~35 MB of weights more with int8-block queries.
    */
   queryIntraOpThreads?: number;
   /**
@@ -130,6 +132,8 @@ export class BgeSmallEmbedder implements Embedder {
   /** The weights that embed documents and memories (BgeSmallOptions.documentPrecision). */
   readonly documentPrecision: DocumentPrecision;
   private readonly threads: ScheduledThreads;
+  /** Queries the query threads embedded alone, and waiting (on the busy session when there is one). */
+  private readonly queryRunCounts = new Int32Array(new SharedArrayBuffer(8));
 
   /** Throws when the model files are missing or not the pinned ones: use resolveDefaultEmbedder() to choose. */
   constructor(options: BgeSmallOptions = {}) {
@@ -188,6 +192,10 @@ export class BgeSmallEmbedder implements Embedder {
             // Measured in process, one session after 20 short runs: fp32 239 MiB, int8-block 117 MiB. (With the
             // same weights for both, the query model is the document model: one session.)
             deferDocumentModel: dedicated && queryModelFile !== undefined,
+            // Measured under 8 clients in a big tenant (stop 66): one thread per waiting query gave p95 137-152 ms
+            // against 163-175 with two, while a lone query is a third faster on two.
+            busyIntraOpThreads: dedicated && queryIntraOpThreads > 1 ? 1 : undefined,
+            queryRuns: dedicated ? this.queryRunCounts : undefined,
           } satisfies BgeWorkerData,
           threads: count,
           // The shared threads get their next bulk task queued ahead: measured during a 2,000-document import,
@@ -216,6 +224,11 @@ export class BgeSmallEmbedder implements Embedder {
   /** Shared worker threads currently alive (not counting the query threads); 0 after close(). */
   get threadCount(): number {
     return this.threads.threadCount;
+  }
+
+  /** Queries the query threads embedded: `alone` on their full session, `waiting` ones on the busy session. */
+  get queryRuns(): { alone: number; waiting: number } {
+    return { alone: Atomics.load(this.queryRunCounts, 0), waiting: Atomics.load(this.queryRunCounts, 1) };
   }
 
   /** Query-lane threads currently alive; 0 when configured off and after close(). */

@@ -29,6 +29,15 @@ export interface BgeWorkerData {
    * a single document), which a store that only imports and searches never sends it.
    */
   deferDocumentModel?: boolean;
+  /**
+   * onnxruntime threads of a second session of the query model, which embeds queries when they are waiting (a
+   * task of several, or another task queued behind this one); unset: one session for all. A lone query runs on
+   * `intraOpThreads` (a third less wall time on 2 cores); under load the extra thread's CPU is taken from the API
+   * and the store, which then wait longer (docs/operations.md, stop 66 and 67).
+   */
+  busyIntraOpThreads?: number;
+  /** Counts of queries embedded alone and when waiting (two Int32 slots, shared with the embedder). */
+  queryRuns?: Int32Array;
 }
 
 export interface BgeTask {
@@ -62,9 +71,9 @@ async function load(): Promise<Loaded> {
   return { tokenizer, clsId, sepId };
 }
 
-function createSession(file: string): Promise<InferenceSession> {
+function createSession(file: string, intraOpThreads = config.intraOpThreads): Promise<InferenceSession> {
   return InferenceSession.create(file, {
-    intraOpNumThreads: config.intraOpThreads,
+    intraOpNumThreads: intraOpThreads,
     interOpNumThreads: 1,
     executionMode: "sequential",
     graphOptimizationLevel: "all",
@@ -101,7 +110,22 @@ function queryModel(): Promise<InferenceSession> | undefined {
     config.queryModelFile === documentModelFile ? documentModel() : createSession(config.queryModelFile);
   return querySession;
 }
-if (config.preloadQueryModel) queryModel()?.catch(() => {});
+
+/** The session for queries that were waiting (BgeWorkerData.busyIntraOpThreads): the query weights on fewer threads. */
+let busySession: Promise<InferenceSession> | undefined;
+function busyQueryModel(): Promise<InferenceSession> | undefined {
+  if (config.busyIntraOpThreads === undefined) return undefined;
+  busySession ??= createSession(config.queryModelFile ?? documentModelFile, config.busyIntraOpThreads);
+  return busySession;
+}
+
+if (config.preloadQueryModel) {
+  queryModel()?.catch(() => {});
+  busyQueryModel()?.catch(() => {});
+}
+
+const ALONE = 0;
+const WAITING = 1;
 
 /** [CLS] text [SEP], cut to maxTokens the way Hugging Face truncation does (the text loses its tail). */
 function tokenize(model: Loaded, text: string): number[] {
@@ -116,6 +140,9 @@ function tokenize(model: Loaded, text: string): number[] {
 
 /** The task running now; piscina may hand this thread its next one before it ends (tasksPerThread). */
 let previous: Promise<unknown> = Promise.resolve();
+/** Tasks handed to this thread that have not ended, and those of them not started yet. */
+let handed = 0;
+let queued = 0;
 
 /**
  * piscina task: texts in, one flat Float32Array of unit-length CLS vectors (text i at i * dimension) out.
@@ -124,13 +151,28 @@ let previous: Promise<unknown> = Promise.resolve();
  * two interleaved tasks would only both finish later).
  */
 export default function embedTexts(task: BgeTask): Promise<Float32Array> {
-  const result = previous.then(() => embedNow(task));
+  const waited = handed > 0;
+  handed++;
+  queued++;
+  const result = previous
+    .then(() => {
+      queued--;
+      // Queries that came together, waited, or have another task behind them are a sign of load: the busy
+      // session takes them.
+      return embedNow(task, task.query === true && (task.texts.length > 1 || waited || queued > 0));
+    })
+    .finally(() => {
+      handed--;
+    });
   previous = result.catch(() => {});
   return result;
 }
 
-async function embedNow(task: BgeTask): Promise<Float32Array> {
+async function embedNow(task: BgeTask, underLoad: boolean): Promise<Float32Array> {
   const model = await ready;
+  const busy = underLoad ? busyQueryModel() : undefined;
+  if (task.query && config.queryRuns)
+    Atomics.add(config.queryRuns, busy ? WAITING : ALONE, task.texts.length);
   const dim = config.dimension;
   const encoded = task.texts.map((text) => tokenize(model, text));
   // Longest first, so each batch holds texts of similar length and pads little.
@@ -155,7 +197,7 @@ async function embedNow(task: BgeTask): Promise<Float32Array> {
       input_ids: new Tensor("int64", ids, dims),
       attention_mask: new Tensor("int64", mask, dims),
     };
-    const session = (task.query && (await queryModel())) || (await documentModel());
+    const session = (busy && (await busy)) || (task.query && (await queryModel())) || (await documentModel());
     if (session.inputNames.includes("token_type_ids"))
       feeds.token_type_ids = new Tensor("int64", new BigInt64Array(ids.length), dims);
     const result = await session.run(feeds);

@@ -398,6 +398,61 @@ describe("bge-small lifecycle", () => {
     expect(() => new BgeSmallEmbedder({ queryIntraOpThreads: 0 })).toThrow(/queryIntraOpThreads/);
   });
 
+  it("embeds a lone query on the query thread's full session and waiting queries on its one-thread session, to the same vectors", async () => {
+    const queries = Array.from({ length: 24 }, (_, i) => `what does protein ${i} do in the cell?`);
+    const cosine = (a: number[], b: number[]) => dot(a, b) / (norm(a) * norm(b));
+    for (const queryPrecision of ["int8-block", "fp32"] as const) {
+      const embedder = new BgeSmallEmbedder({
+        threads: 1,
+        intraOpThreads: 1,
+        queryThreads: 1,
+        queryIntraOpThreads: 2,
+        queryPrecision,
+      });
+      try {
+        // One at a time: each arrives at an idle thread.
+        const alone: number[][] = [];
+        for (const q of queries) alone.push(...(await embedder.embed([q], "query", { priority: "query" })));
+        expect(embedder.queryRuns).toEqual({ alone: queries.length, waiting: 0 });
+        // All at once: they queue, so most go to the one-thread session.
+        const together = await Promise.all(
+          queries.map(
+            async (q) => (await embedder.embed([q], "query", { priority: "query" }))[0] as number[],
+          ),
+        );
+        const runs = embedder.queryRuns;
+        if (queryPrecision === "int8-block") {
+          // Its queries go to the query thread only (the shared thread's model is fp32).
+          expect(runs.alone + runs.waiting).toBe(2 * queries.length);
+          expect(runs.waiting).toBeGreaterThan(queries.length / 2);
+        } else {
+          // fp32 queries may also take the shared thread when it is free.
+          expect(runs.alone + runs.waiting).toBeLessThanOrEqual(2 * queries.length);
+          expect(runs.waiting).toBeGreaterThan(0);
+        }
+        // The same weights: only the order of the threads' float sums differs.
+        const lowest = Math.min(...together.map((v, i) => cosine(v, alone[i] as number[])));
+        expect(lowest).toBeGreaterThan(0.99999);
+      } finally {
+        await embedder.close();
+      }
+    }
+    // One onnxruntime thread for queries: one session, every query counted as alone.
+    const single = new BgeSmallEmbedder({
+      threads: 1,
+      intraOpThreads: 1,
+      queryThreads: 1,
+      queryIntraOpThreads: 1,
+      queryPrecision: "int8-block",
+    });
+    try {
+      await Promise.all(queries.map((q) => single.embed([q], "query", { priority: "query" })));
+      expect(single.queryRuns).toEqual({ alone: queries.length, waiting: 0 });
+    } finally {
+      await single.close();
+    }
+  });
+
   it("refuses to start from a directory without the verified model files", () => {
     expect(() => new BgeSmallEmbedder({ modelDir: FIXTURES_DIR })).toThrow(
       /bge-small-en-v1.5 is not available: .*missing/,
