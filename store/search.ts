@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { ChunkHit } from "./chunk-hit.ts";
+import { heldMetadata } from "./chunk-index/chunk-index.ts";
 import { chunkIndexOf } from "./chunk-index/index.ts";
 import { indexAnswers, indexedChunkSearch } from "./chunk-index/search.ts";
 import { type Database, queryRows } from "./db.ts";
@@ -345,8 +346,7 @@ export async function chunksAt(
     documentId: f.documentId,
     position: f.position,
     content: f.content,
-    // Parsed per call, so that no caller shares the index's copy.
-    metadata: f.metadata === null ? {} : (JSON.parse(f.metadata) as Record<string, string | number>),
+    metadata: heldMetadata(f),
   }));
   return elsewhere.length ? [...held, ...(await chunksAtInStore(db, elsewhere))] : held;
 }

@@ -193,8 +193,8 @@ export class BgeSmallEmbedder implements Embedder {
             // Measured in process, one session after 20 short runs: fp32 239 MiB, int8-block 117 MiB. (With the
             // same weights for both, the query model is the document model: one session.)
             deferDocumentModel: dedicated && queryModelFile !== undefined,
-            // Measured under 8 clients in a big tenant (stop 66): one thread per waiting query gave p95 137-152 ms
-            // against 163-175 with two, while a lone query is a third faster on two.
+            // Measured under 8 clients in a big tenant, alternated (stop 67): p95 median 148 ms with this session
+            // for waiting queries, 174 and 182 with two threads for all, while a lone query is a third faster on two.
             busyIntraOpThreads: dedicated && queryIntraOpThreads > 1 ? 1 : undefined,
             queryRuns: dedicated ? this.queryRunCounts : undefined,
           } satisfies BgeWorkerData,

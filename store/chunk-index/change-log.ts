@@ -38,7 +38,8 @@ export async function startChangeLog(db: Database): Promise<number> {
     db,
     sql`SELECT pg_sequence_last_value(pg_get_serial_sequence('chunk_changes', 'seq')) AS seq`,
   );
-  return Math.max(Number(row?.seq ?? 0), await lastChange(db));
+  // NULL until the sequence's first use: nothing was ever logged.
+  return Number(row?.seq ?? 0);
 }
 
 /** Removes the triggers and the log, for a store searched without an in-memory index. */

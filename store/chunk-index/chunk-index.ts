@@ -112,6 +112,11 @@ export interface ChunkFields {
   metadata: string | null;
 }
 
+/** A held chunk's metadata as a caller's own object (parsed per call, so that no caller shares the held copy). */
+export function heldMetadata(fields: ChunkFields): Record<string, string | number> {
+  return fields.metadata === null ? {} : (JSON.parse(fields.metadata) as Record<string, string | number>);
+}
+
 export interface RankedChunk extends ChunkFields {
   id: string;
   /** Rank on each side (1 = best), null when that side did not return the row. */

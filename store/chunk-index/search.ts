@@ -3,7 +3,7 @@ import type { Database } from "../db.ts";
 import { budgetedLexemes, commonTerms } from "../keyword.ts";
 import { RRF_K, searchTuning } from "../search-tuning.ts";
 import { lastChangeAndLexemes } from "./change-log.ts";
-import type { ChunkIndex, SideScore } from "./chunk-index.ts";
+import { type ChunkIndex, heldMetadata, type SideScore } from "./chunk-index.ts";
 
 /** What an indexed search needs of a search (a subset of store/search.ts's query, to keep this free of it). */
 export interface IndexedSearchQuery {
@@ -85,7 +85,7 @@ export async function indexedChunkSearch(
     documentId: r.documentId,
     position: r.position,
     content: r.content,
-    metadata: r.metadata === null ? {} : (JSON.parse(r.metadata) as Record<string, string | number>),
+    metadata: heldMetadata(r),
     similarity: r.similarity,
     keywordRank: r.keywordRank,
     fused: r.fused,

@@ -232,7 +232,7 @@ describe("in-memory chunk index", () => {
     await built;
     // Only the syncs below apply changes here, not its once-a-second pass.
     index.keepCurrent(store.db, 600_000);
-    // What the tests before left in the log (a large delete) is applied first.
+    // Built and not catching up (the test before leaves a large delete behind it) before the checks below.
     let caughtUp = false;
     for (let i = 0; i < 600 && !caughtUp; i++) {
       caughtUp = (await index.sync(store.db)) && index.current;
