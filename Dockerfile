@@ -22,14 +22,18 @@ RUN mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack \
 # checked on the output (test/infra.test.ts keeps the pins of the two in step).
 FROM python:3.11-slim AS query-model
 COPY --from=models /models/bge-small-en-v1.5/model.onnx /fp32/model.onnx
-COPY scripts/quantize-query-model.py /quantize-query-model.py
+COPY scripts/quantize-query-model.py scripts/quantize-query-model-smooth.py scripts/query-smoothing.json /scripts/
 RUN pip install --no-cache-dir --disable-pip-version-check --no-deps --only-binary=:all: \
       onnxruntime==1.22.1 onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 typing_extensions==4.16.0 \
       coloredlogs==15.0.1 humanfriendly==10.0 flatbuffers==25.12.19 packaging==26.4 sympy==1.14.0 mpmath==1.3.0 \
  && mkdir -p /models/bge-small-en-v1.5-int8-block \
- && python /quantize-query-model.py /fp32/model.onnx /models/bge-small-en-v1.5-int8-block/model.onnx \
- && cd /models/bge-small-en-v1.5-int8-block \
- && printf '%s  %s\n' c21646018ab47e3cd01aec77df954a2dfb729c926f0a14181a14f33622f37e12 model.onnx | sha256sum -c -
+ && python /scripts/quantize-query-model.py /fp32/model.onnx /models/bge-small-en-v1.5-int8-block/model.onnx \
+ && (cd /models/bge-small-en-v1.5-int8-block \
+     && printf '%s  %s\n' c21646018ab47e3cd01aec77df954a2dfb729c926f0a14181a14f33622f37e12 model.onnx | sha256sum -c -) \
+ && mkdir -p /models/bge-small-en-v1.5-int8-smooth \
+ && python /scripts/quantize-query-model-smooth.py /fp32/model.onnx /models/bge-small-en-v1.5-int8-smooth/model.onnx \
+ && cd /models/bge-small-en-v1.5-int8-smooth \
+ && printf '%s  %s\n' 2bdbdfc900c620e867cb3ae757ff8a43d3dd2ec46f6dc06811f69a21925b6d80 model.onnx | sha256sum -c -
 
 FROM node:20-bookworm-slim
 

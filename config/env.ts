@@ -122,12 +122,13 @@ export const envSchema = z.object({
    */
   EMBEDDING_QUERY_INSTRUCTION: flag,
   /**
-   * bge-small only: the weights that embed search queries; documents stay fp32 either way. auto: int8-block when
-   * setup made it (int8 weights in blocks, about two thirds of the fp32 model's time per query, the same ranking
-   * within noise), else fp32 with a warning. int8 (the Xenova int8 export) halves the model's time per query at
-   * a small cost in ranking (docs/configuration.md gives the figures).
+   * bge-small only: the weights that embed search queries; documents stay fp32 either way. auto: on a CPU with
+   * int8 dot products int8-smooth (int8 weights and activations after calibrated per-channel scaling, about a
+   * third of int8-block's time per query, the same ranking within noise), else int8-block (int8 weights in
+   * blocks); without such instructions fp32, the faster there. int8 (the Xenova int8 export) is as fast as
+   * int8-smooth at a small cost in ranking (docs/configuration.md gives the figures).
    */
-  EMBEDDING_QUERY_PRECISION: z.enum(["auto", "fp32", "int8", "int8-block"]).default("auto"),
+  EMBEDDING_QUERY_PRECISION: z.enum(["auto", "fp32", "int8", "int8-block", "int8-smooth"]).default("auto"),
   /**
    * bge-small only: the weights that embed documents and memories. fp32 (default) or int8-block (setup's int8
    * weights in blocks of 64, the same ones queries use by default): less time and memory per embedding thread;

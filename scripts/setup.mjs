@@ -35,6 +35,23 @@ const PG_INSTALL_SUBDIR = "pginstall";
 // The sha256 values are Hugging Face's own (Git LFS oids) for the named repository and file; docs/models.md
 // says how each was verified. They must match the pins in pipeline/embedder/bge-small-files.ts and
 // pipeline/rerank/files.ts.
+// Every package of the quantisers' venv (the int8-block and int8-smooth query models), installed with --no-deps so
+// nothing else comes in.
+const QUANTISER_PACKAGES = [
+  "onnxruntime==1.22.1",
+  "onnx==1.23.2",
+  "numpy==2.4.6",
+  "protobuf==7.36.2",
+  "ml_dtypes==0.6.0",
+  "typing_extensions==4.16.0",
+  "coloredlogs==15.0.1",
+  "humanfriendly==10.0",
+  "flatbuffers==25.12.19",
+  "packaging==26.4",
+  "sympy==1.14.0",
+  "mpmath==1.3.0",
+];
+
 const MODELS = [
   {
     id: "bge-small-en-v1.5",
@@ -87,27 +104,34 @@ const MODELS = [
       kind: "quantize",
       from: "bge-small-en-v1.5",
       script: "scripts/quantize-query-model.py",
-      // Every package of the quantiser's venv, installed with --no-deps so nothing else comes in.
-      packages: [
-        "onnxruntime==1.22.1",
-        "onnx==1.23.2",
-        "numpy==2.4.6",
-        "protobuf==7.36.2",
-        "ml_dtypes==0.6.0",
-        "typing_extensions==4.16.0",
-        "coloredlogs==15.0.1",
-        "humanfriendly==10.0",
-        "flatbuffers==25.12.19",
-        "packaging==26.4",
-        "sympy==1.14.0",
-        "mpmath==1.3.0",
-      ],
+      packages: QUANTISER_PACKAGES,
     },
     files: [
       {
         name: "model.onnx",
         bytes: 70_731_861,
         sha256: "c21646018ab47e3cd01aec77df954a2dfb729c926f0a14181a14f33622f37e12",
+      },
+    ],
+  },
+  {
+    id: "bge-small-en-v1.5-int8-smooth",
+    what: "int8-smooth query model (EMBEDDING_QUERY_PRECISION auto on a CPU with int8 dot products, or int8-smooth)",
+    fallback: "searches embed their queries with the int8-block weights (about 2.7x the model time per query)",
+    // Made here from the fp32 model above: the committed per-channel scales (scripts/query-smoothing.json), then
+    // onnxruntime's dynamic quantiser (scripts/quantize-query-model-smooth.py); the same bytes for the same inputs
+    // and package versions, so the pin below is its output's sha256.
+    source: {
+      kind: "quantize",
+      from: "bge-small-en-v1.5",
+      script: "scripts/quantize-query-model-smooth.py",
+      packages: QUANTISER_PACKAGES,
+    },
+    files: [
+      {
+        name: "model.onnx",
+        bytes: 34_168_199,
+        sha256: "2bdbdfc900c620e867cb3ae757ff8a43d3dd2ec46f6dc06811f69a21925b6d80",
       },
     ],
   },

@@ -308,21 +308,28 @@ describe("docker-compose.yml", () => {
     expect(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).toMatch(/^ENV DATA_DIR=\/app\/data$/m);
   });
 
-  it("makes the image's query model with the packages and sha256 setup pins", () => {
+  it("makes the image's query models with the packages and sha256 setup pins", () => {
     const setup = readFileSync(join(repoRoot, "scripts", "setup.mjs"), "utf8");
     const docker = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
-    const entry = setup.slice(setup.indexOf('id: "bge-small-en-v1.5-int8-block"'));
-    const packages = [...(entry.match(/packages: \[([^\]]*)\]/)?.[1] ?? "").matchAll(/"([^"]+)"/g)].map(
-      (m) => m[1],
-    );
-    const sha256 = entry.match(/sha256: "([0-9a-f]{64})"/)?.[1];
+    const packages = [
+      ...(setup.match(/const QUANTISER_PACKAGES = \[([^\]]*)\]/)?.[1] ?? "").matchAll(/"([^"]+)"/g),
+    ].map((m) => m[1]);
     expect(packages.length).toBeGreaterThan(5);
-    expect(sha256).toBeDefined();
     const stage = docker.slice(docker.indexOf("AS query-model"), docker.indexOf("FROM node:"));
     const pip = stage.slice(stage.indexOf("pip install"), stage.indexOf("&& mkdir"));
     expect(new Set(pip.match(/[\w.-]+==[\w.]+/g))).toEqual(new Set(packages));
-    expect(stage).toContain(`${sha256} model.onnx`);
-    expect(stage).toContain("scripts/quantize-query-model.py");
+    for (const [id, script] of [
+      ["bge-small-en-v1.5-int8-block", "quantize-query-model.py"],
+      ["bge-small-en-v1.5-int8-smooth", "quantize-query-model-smooth.py"],
+    ]) {
+      const entry = setup.slice(setup.indexOf(`id: "${id}"`));
+      expect(entry).toContain(`script: "scripts/${script}"`);
+      const sha256 = entry.match(/sha256: "([0-9a-f]{64})"/)?.[1];
+      expect(sha256).toBeDefined();
+      expect(stage).toContain(`${sha256} model.onnx`);
+      expect(stage).toContain(`/scripts/${script} /fp32/model.onnx /models/${id}/model.onnx`);
+    }
+    expect(stage).toContain("scripts/query-smoothing.json");
   });
 
   it("refuses to render without MEMORY_ADMIN_KEY", () => {

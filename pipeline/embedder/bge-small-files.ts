@@ -57,6 +57,22 @@ export const BGE_SMALL_INT8_BLOCK_FILES: readonly PinnedFile[] = [
   },
 ];
 
+/**
+ * The fp32 model above with its activations' outlier channels moved into the weights (power-of-two scales
+ * calibrated once and committed, scripts/query-smoothing.json) and every MatMul then quantised by onnxruntime's
+ * dynamic quantiser: signed int8 weights per output channel, activations per tensor at run time (so not
+ * batch-invariant). For queries on a CPU with int8 dot products (EMBEDDING_QUERY_PRECISION auto or int8-smooth);
+ * it reads the tokenizer above. setup.mjs makes it with scripts/quantize-query-model-smooth.py, whose output is
+ * the same bytes every time. Must match the bge-small-en-v1.5-int8-smooth entry in scripts/setup.mjs.
+ */
+export const BGE_SMALL_INT8_SMOOTH_FILES: readonly PinnedFile[] = [
+  {
+    name: "model.onnx",
+    bytes: 34_168_199,
+    sha256: "2bdbdfc900c620e867cb3ae757ff8a43d3dd2ec46f6dc06811f69a21925b6d80",
+  },
+];
+
 /** Written by setup.mjs after it checked every file's sha256; lets a start skip re-hashing 133 MB. */
 export const VERIFIED_STAMP = "memory-service.verified.json";
 
@@ -70,6 +86,10 @@ export function bgeSmallInt8ModelDir(): string {
 
 export function bgeSmallInt8BlockModelDir(): string {
   return join(cacheDir(), "models", "bge-small-en-v1.5-int8-block");
+}
+
+export function bgeSmallInt8SmoothModelDir(): string {
+  return join(cacheDir(), "models", "bge-small-en-v1.5-int8-smooth");
 }
 
 export type FilesCheck = { ok: true } | { ok: false; reason: string };
@@ -147,5 +167,13 @@ export function checkBgeSmallInt8BlockFiles(dir = bgeSmallInt8BlockModelDir()): 
     dir,
     BGE_SMALL_INT8_BLOCK_FILES,
     "run `node scripts/setup.mjs` to make the int8-block query model",
+  );
+}
+
+export function checkBgeSmallInt8SmoothFiles(dir = bgeSmallInt8SmoothModelDir()): FilesCheck {
+  return checkModelFiles(
+    dir,
+    BGE_SMALL_INT8_SMOOTH_FILES,
+    "run `node scripts/setup.mjs` to make the int8-smooth query model",
   );
 }

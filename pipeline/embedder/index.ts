@@ -4,9 +4,11 @@ import { type Int8DotProduct, int8DotProduct } from "../cpu-features.ts";
 import { BgeSmallEmbedder, type DocumentPrecision, type QueryPrecision } from "./bge-small.ts";
 import {
   bgeSmallInt8BlockModelDir,
+  bgeSmallInt8SmoothModelDir,
   bgeSmallModelDir,
   checkBgeSmallFiles,
   checkBgeSmallInt8BlockFiles,
+  checkBgeSmallInt8SmoothFiles,
 } from "./bge-small-files.ts";
 import type { Embedder } from "./types.ts";
 import { UseLiteEmbedder } from "./use-lite.ts";
@@ -23,10 +25,12 @@ export {
 export {
   bgeSmallInt8BlockModelDir,
   bgeSmallInt8ModelDir,
+  bgeSmallInt8SmoothModelDir,
   bgeSmallModelDir,
   checkBgeSmallFiles,
   checkBgeSmallInt8BlockFiles,
   checkBgeSmallInt8Files,
+  checkBgeSmallInt8SmoothFiles,
 } from "./bge-small-files.ts";
 export {
   DEFAULT_TEXTS_PER_TASK,
@@ -133,10 +137,13 @@ export function resolveDefaultEmbedder(): { name: EmbedderName; reason: string }
 }
 
 /**
- * The query weights when configuration leaves them to the service (EMBEDDING_QUERY_PRECISION=auto): for bge-small,
- * int8-block when setup made its model and the CPU multiplies int8 fast (the same ranking within noise at about two
- * thirds of the model's time per query there, docs/models.md), else fp32, with the reason either way; other embedders
- * have only their own weights. `cpuGiven` replaces this machine's /proc/cpuinfo (tests).
+ * The query weights when configuration leaves them to the service (EMBEDDING_QUERY_PRECISION=auto), for bge-small:
+ * - where the CPU multiplies int8 fast, int8-smooth when setup made it (about a third of int8-block's model time
+ *   per query there, the same ranking within noise, docs/models.md), else int8-block;
+ * - where it does not, fp32: both int8 models are slower there, and int8-smooth's signed weights lose precision;
+ * - where /proc/cpuinfo does not say, int8-block (the choice before the CPU was read);
+ * with the reason either way; other embedders have only their own weights. `cpuGiven` replaces this machine's
+ * /proc/cpuinfo (tests).
  */
 export function resolveQueryPrecision(
   embedder: string,
@@ -149,25 +156,31 @@ export function resolveQueryPrecision(
 } {
   if (embedder !== "bge-small")
     return { precision: "fp32", reason: `${embedder} has one set of weights`, preferred: true };
-  // Without int8 dot products the int8-block model is slower than fp32 (docs/models.md): fp32 is then the
-  // faster and the exact choice. Unknown (no /proc/cpuinfo, e.g. macOS) keeps int8-block, the choice before this check.
   const cpu = cpuGiven ?? int8DotProduct();
   if (cpu.fast === false)
     return {
       precision: "fp32",
-      reason: `queries embedded by the fp32 weights: ${cpu.evidence}, without which the int8-block model is slower than fp32`,
+      reason: `queries embedded by the fp32 weights: ${cpu.evidence}, without which the int8 models are slower than fp32`,
+      preferred: true,
+    };
+  const smooth = cpu.fast === true ? checkBgeSmallInt8SmoothFiles() : undefined;
+  if (smooth?.ok)
+    return {
+      precision: "int8-smooth",
+      reason: `queries embedded by the int8-smooth model verified in ${bgeSmallInt8SmoothModelDir()} (${cpu.evidence})`,
       preferred: true,
     };
   const block = checkBgeSmallInt8BlockFiles();
+  const missing = smooth && !smooth.ok ? ` (the int8-smooth model is unavailable: ${smooth.reason})` : "";
   if (block.ok)
     return {
       precision: "int8-block",
-      reason: `queries embedded by the int8-block model verified in ${bgeSmallInt8BlockModelDir()} (${cpu.evidence})`,
-      preferred: true,
+      reason: `queries embedded by the int8-block model verified in ${bgeSmallInt8BlockModelDir()} (${cpu.evidence})${missing}`,
+      preferred: !missing,
     };
   return {
     precision: "fp32",
-    reason: `queries embedded by the fp32 weights (about 1.5x the model time of int8-block) because the int8-block model is unavailable: ${block.reason}`,
+    reason: `queries embedded by the fp32 weights (about 1.5x the model time of int8-block) because the int8-block model is unavailable: ${block.reason}${missing}`,
     preferred: false,
   };
 }
