@@ -20,7 +20,7 @@ describe("int8 dot products of the CPU", () => {
     expect([true, false, undefined]).toContain(int8DotProduct().fast);
   });
 
-  it("embeds bge-small queries in fp32 where int8 is slow, int8-block elsewhere or when unknown", () => {
+  it("embeds bge-small queries in fp32 where int8 is slow, int8-smooth where it is fast, int8-block when unknown", () => {
     expect(resolveQueryPrecision("bge-small", int8DotProduct(zen3))).toMatchObject({
       precision: "fp32",
       preferred: true,
@@ -28,14 +28,18 @@ describe("int8 dot products of the CPU", () => {
     expect(resolveQueryPrecision("bge-small", int8DotProduct(zen3)).reason).toMatch(
       /avx512_vnni.*slower than fp32/,
     );
-    // setup.mjs --test makes the int8-block model, so a CPU with dot products gets it.
-    expect(resolveQueryPrecision("bge-small", int8DotProduct(zen4))).toMatchObject({
+    // setup.mjs --test makes both int8 models, so a CPU with dot products gets int8-smooth, on x86 or Arm.
+    for (const cpu of [zen4, neoverse]) {
+      const chosen = resolveQueryPrecision("bge-small", int8DotProduct(cpu));
+      expect(chosen).toMatchObject({ precision: "int8-smooth", preferred: true });
+      expect(chosen.reason).toMatch(/int8-smooth model verified in .*bge-small-en-v1\.5-int8-smooth/);
+    }
+    // Unknown: int8-smooth's signed weights would lose precision on an x86 CPU without VNNI, so the int8-block
+    // model, which is exact there too (only slower).
+    expect(resolveQueryPrecision("bge-small", { fast: undefined, evidence: "x" })).toMatchObject({
       precision: "int8-block",
       preferred: true,
     });
-    expect(resolveQueryPrecision("bge-small", { fast: undefined, evidence: "x" }).precision).toBe(
-      "int8-block",
-    );
     expect(resolveQueryPrecision("use-lite", int8DotProduct(zen4)).precision).toBe("fp32");
   });
 });

@@ -20,16 +20,20 @@ describe("configuration durations", () => {
     expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "int8-block" }).EMBEDDING_QUERY_PRECISION).toBe(
       "int8-block",
     );
+    expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "int8-smooth" }).EMBEDDING_QUERY_PRECISION).toBe(
+      "int8-smooth",
+    );
     expect(loadConfig({ EMBEDDING_QUERY_PRECISION: "fp32" }).EMBEDDING_QUERY_PRECISION).toBe("fp32");
     expect(() => loadConfig({ EMBEDDING_QUERY_PRECISION: "fp16" })).toThrow(/EMBEDDING_QUERY_PRECISION/);
     expect(defaults.EMBEDDING_DOCUMENT_PRECISION).toBe("fp32");
     expect(loadConfig({ EMBEDDING_DOCUMENT_PRECISION: "int8-block" }).EMBEDDING_DOCUMENT_PRECISION).toBe(
       "int8-block",
     );
-    // The Xenova int8 export mixes a batch's texts: never for documents.
-    expect(() => loadConfig({ EMBEDDING_DOCUMENT_PRECISION: "int8" })).toThrow(
-      /EMBEDDING_DOCUMENT_PRECISION/,
-    );
+    // The Xenova int8 export and int8-smooth mix a batch's texts: never for documents.
+    for (const precision of ["int8", "int8-smooth"])
+      expect(() => loadConfig({ EMBEDDING_DOCUMENT_PRECISION: precision })).toThrow(
+        /EMBEDDING_DOCUMENT_PRECISION/,
+      );
     const set = loadConfig({ FILE_SWEEP_INTERVAL: "off", FILE_SWEEP_GRACE: "10m", METRICS_PUBLIC: "true" });
     expect(set.FILE_SWEEP_INTERVAL).toBe(0);
     expect(set.FILE_SWEEP_GRACE).toBe(600_000);
