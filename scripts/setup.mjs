@@ -117,7 +117,8 @@ const MODELS = [
   {
     id: "bge-small-en-v1.5-int8-smooth",
     what: "int8-smooth query model (EMBEDDING_QUERY_PRECISION auto on a CPU with int8 dot products, or int8-smooth)",
-    fallback: "searches embed their queries with the int8-block weights (about 2.7x the model time per query)",
+    fallback:
+      "searches embed their queries with the int8-block weights (about 2.7x the model time per query)",
     // Made here from the fp32 model above: the committed per-channel scales (scripts/query-smoothing.json), then
     // onnxruntime's dynamic quantiser (scripts/quantize-query-model-smooth.py); the same bytes for the same inputs
     // and package versions, so the pin below is its output's sha256.

@@ -53,7 +53,10 @@ describe.each(SETTINGS)("search with EMBEDDING_QUERY_PRECISION=$setting", ({ env
     // The weights the reported similarity must not match: fp32's, or int8-block's when fp32 is expected, or the
     // int8 export's for int8-smooth (the closest to fp32 of the three: this pair's similarity differs by less
     // than the check below needs to tell them apart).
-    const others: Partial<Record<QueryPrecision, QueryPrecision>> = { fp32: "int8-block", "int8-smooth": "int8" };
+    const others: Partial<Record<QueryPrecision, QueryPrecision>> = {
+      fp32: "int8-block",
+      "int8-smooth": "int8",
+    };
     other = createEmbedder("bge-small", {
       threads: 1,
       queryThreads: 1,

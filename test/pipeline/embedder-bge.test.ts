@@ -170,12 +170,17 @@ describe("bge-small-en-v1.5 embedder", () => {
       "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
     ];
     const fp32 = await embedder.embed(questions, "query");
-    const smooth = createEmbedder("bge-small", { threads: 1, queryThreads: 1, queryPrecision: "int8-smooth" });
+    const smooth = createEmbedder("bge-small", {
+      threads: 1,
+      queryThreads: 1,
+      queryPrecision: "int8-smooth",
+    });
     const int8 = createEmbedder("bge-small", { threads: 1, queryThreads: 1, queryPrecision: "int8" });
     try {
       expect((smooth as BgeSmallEmbedder).queryPrecision).toBe("int8-smooth");
       const alone: number[][] = [];
-      for (const q of questions) alone.push(((await smooth.embed([q], "query")) as number[][])[0] as number[]);
+      for (const q of questions)
+        alone.push(((await smooth.embed([q], "query")) as number[][])[0] as number[]);
       const xenova = await int8.embed(questions, "query");
       let smoothSum = 0;
       let int8Sum = 0;
@@ -196,7 +201,8 @@ describe("bge-small-en-v1.5 embedder", () => {
       const batched = await smooth.embed(questions, "query");
       for (const [i, v] of batched.entries()) expect(dot(v, alone[i] as number[])).toBeCloseTo(1, 6);
       const together = await Promise.all(questions.map((q) => smooth.embed([q], "query")));
-      for (const [i, [v]] of together.entries()) expect(dot(v as number[], alone[i] as number[])).toBeCloseTo(1, 6);
+      for (const [i, [v]] of together.entries())
+        expect(dot(v as number[], alone[i] as number[])).toBeCloseTo(1, 6);
     } finally {
       await smooth.close();
       await int8.close();
