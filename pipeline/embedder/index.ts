@@ -139,7 +139,7 @@ export function resolveDefaultEmbedder(): { name: EmbedderName; reason: string }
 /**
  * The query weights when configuration leaves them to the service (EMBEDDING_QUERY_PRECISION=auto), for bge-small:
  * - where the CPU multiplies int8 fast, int8-smooth when setup made it (about a third of int8-block's model time
- *   per query there, the same ranking within noise, docs/models.md), else int8-block;
+ *   per query there, hybrid nDCG@10 on SciFact 0.003 lower, docs/models.md), else int8-block;
  * - where it does not, fp32: both int8 models are slower there, and int8-smooth's signed weights lose precision;
  * - where /proc/cpuinfo does not say, int8-block (the choice before the CPU was read);
  * with the reason either way; other embedders have only their own weights. `cpuGiven` replaces this machine's
