@@ -256,6 +256,9 @@ describe("scoped keys, rate limits and settings", () => {
   });
 
   it("rate limits per key across API processes, with headers on every response", async () => {
+    // Windows are fixed minutes of the clock (store/rate-limits.ts): a sequence that crossed a minute's end would
+    // be counted in two windows (a clean-clone run once let 20 of a burst of 24 through a limit of 10 that way).
+    await awayFromMinuteEnd(20_000);
     const { key } = await scopedKey({
       containerTag: "limited",
       rateLimitMax: 4,
@@ -284,6 +287,7 @@ describe("scoped keys, rate limits and settings", () => {
       { status: 429, remaining: "0" },
     ]);
     // Concurrent requests through both processes: the atomic upsert lets exactly the limit through.
+    await awayFromMinuteEnd(20_000);
     const { key: burst } = await scopedKey({ containerTag: "burst", rateLimitMax: 10 });
     const replies = await Promise.all(
       Array.from({ length: 24 }, (_, i) =>
@@ -424,3 +428,9 @@ describe("scoped keys, rate limits and settings", () => {
     }
   });
 });
+
+/** Waits, if need be, until at least `marginMs` are left before the clock's next full minute. */
+async function awayFromMinuteEnd(marginMs: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
