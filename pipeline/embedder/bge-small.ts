@@ -105,8 +105,8 @@ export interface BgeSmallOptions {
    * activations' outlier channels were moved into the weights, about a third of the int8-block model's time per
    * query with int8 dot products (VNNI, AMX, Arm's), hybrid nDCG@10 on SciFact 0.003 lower (the default on such
    * CPUs). "int8": the Xenova int8 export, as fast, at a larger cost in ranking. Documents are embedded in fp32
-   * either way, so this can be switched without re-embedding anything. With either, queries go to the query threads only (when there are any), so every query is
-   * embedded by the same weights whatever the load (docs/models.md gives the figures). Default "fp32".
+   * either way, so this can be switched without re-embedding anything. With any of them, queries go to the query
+   * threads only (when there are any), so every query is embedded by the same weights whatever the load (docs/models.md gives the figures). Default "fp32".
    */
   queryPrecision?: QueryPrecision;
   /** Directory with the query model's model.onnx. Default: that model's directory under <cacheDir>/models. */
