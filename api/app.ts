@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { pingStore } from "../store/health.ts";
 import { bearerAuth, endpointGuard } from "./auth.ts";
 import { clientOriginMiddleware, createAuthFailures } from "./auth-throttle.ts";
-import { bodyKindFor, sizeLimit } from "./body-limit.ts";
+import { sizeLimit } from "./body-limit.ts";
 import { connectionBrowserApp } from "./connections/browser.ts";
 import { connectionsApp } from "./connections/index.ts";
 import {
@@ -54,6 +54,9 @@ export function createApp(deps: ApiDeps) {
       }
     }
   });
+  // Before every route, those reached without a key included: no body is read past its route's limit.
+  // After the middleware above, so a 413 closes its connection too.
+  app.use("*", sizeLimit(deps.config));
   app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${c.req.path}`), 404));
 
   app.get("/health", async (c) => {
@@ -82,11 +85,6 @@ export function createApp(deps: ApiDeps) {
   app.route("/v3/console", consoleSessionApp(deps, consoleSessions, authFailures));
 
   const api = new OpenAPIHono<AppEnv>();
-  const sizeChecks = {
-    file: sizeLimit(deps.config.MAX_FILE_BYTES),
-    json: sizeLimit(deps.config.MAX_CONTENT_BYTES),
-  };
-  api.use("*", (c, next) => sizeChecks[bodyKindFor(c.req.path)](c, next));
   api.use(
     "*",
     bearerAuth(authFailures, (c) => consoleSessions.authenticate(c)),

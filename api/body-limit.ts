@@ -1,45 +1,83 @@
 import type { Server } from "node:http";
 import type { MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { Config } from "../config/env.ts";
 import { ApiError, errorBody } from "./errors.ts";
 
 type Limits = Pick<Config, "MAX_CONTENT_BYTES" | "MAX_FILE_BYTES">;
 
-/** Uploads and imports of an export (which carries files) may be as large as a file; the rest are JSON. */
-export type BodyKind = "file" | "json";
+/**
+ * The routes a caller reaches without a key take small bodies only: a sign-in is an e-mail and a password or a
+ * key, and a picker selection at most 1,000 items (about 1.7 MB at the schema's longest fields). Their limits
+ * are fixed, not MAX_CONTENT_BYTES, so what an anonymous request can make the service hold stays small whatever
+ * an operator allows tenants.
+ */
+export const SIGN_IN_BODY_BYTES = 16 * 1024;
+export const PICKER_SELECTION_BODY_BYTES = 2 * 1024 * 1024;
 
-export function bodyKindFor(pathname: string): BodyKind {
-  const large =
+/** The most a request to `pathname` may send: uploads and imports (which carry files) a file's size, the rest less. */
+export function bodyLimitFor(pathname: string, limits: Limits): number {
+  if (pathname === "/v3/console/session") return SIGN_IN_BODY_BYTES;
+  if (pathname.startsWith("/v3/connections/") && pathname.endsWith("/picker/selection"))
+    return PICKER_SELECTION_BODY_BYTES;
+  const file =
     pathname.endsWith("/file") ||
     (pathname.startsWith("/v3/container-tags/") && pathname.endsWith("/import"));
-  return large ? "file" : "json";
+  return file ? limits.MAX_FILE_BYTES : limits.MAX_CONTENT_BYTES;
 }
-
-export const bodyLimitOf = (kind: BodyKind, limits: Limits) =>
-  kind === "file" ? limits.MAX_FILE_BYTES : limits.MAX_CONTENT_BYTES;
 
 export const tooLargeMessage = (limit: number) => `request body is larger than ${limit} bytes`;
 
 /**
- * 413 for a body over `maxSize`. A declared length is compared as it stands; only a body sent without one
- * (chunked) goes through hono's bodyLimit, which counts it as it streams. Why not bodyLimit for all: it reads
- * `c.req.raw.body`, and on @hono/node-server that turns the lightweight request into a web Request with a
- * stream over the socket, so every JSON body then arrives through web streams (about a millisecond of the main
- * thread per search on 2 cores) instead of the adapter's direct read.
+ * 413 for a body over its route's limit, on every route, before authentication. A declared length is compared as
+ * it stands. A body sent without one (chunked) is counted as the route reads it, through a stream that errors past
+ * the limit: nothing is read ahead, so a request refused before its body is needed (no key, no route) costs no
+ * read at all. (hono's bodyLimit reads the whole body first, up to the limit, before any other check: an anonymous
+ * caller could make the service hold MAX_FILE_BYTES per request.) Only chunked requests pay for the web stream:
+ * turning the adapter's lightweight request into a web Request costs about a millisecond of the main thread.
  */
-export function sizeLimit(maxSize: number): MiddlewareHandler {
-  const tooLarge = () => {
-    throw new ApiError(413, "payload_too_large", tooLargeMessage(maxSize));
-  };
-  const streamed = bodyLimit({ maxSize, onError: tooLarge });
-  return (c, next) => {
+export function sizeLimit(limits: Limits): MiddlewareHandler {
+  return async (c, next) => {
     const method = c.req.method;
-    if (method === "GET" || method === "HEAD") return next();
     const declared = c.req.header("content-length");
-    if (declared === undefined || c.req.header("transfer-encoding") !== undefined) return streamed(c, next);
-    if (Number.parseInt(declared, 10) > maxSize) tooLarge();
-    return next();
+    const streamed = c.req.header("transfer-encoding") !== undefined;
+    if (method === "GET" || method === "HEAD") {
+      // No route reads one; answered at once (and the connection closed) rather than drained after the answer.
+      if (streamed || Number(declared ?? 0) > 0)
+        throw new ApiError(413, "payload_too_large", `${method} requests take no body`);
+      return next();
+    }
+    const maxSize = bodyLimitFor(c.req.path, limits);
+    if (!streamed) {
+      if (declared !== undefined && Number.parseInt(declared, 10) > maxSize)
+        throw new ApiError(413, "payload_too_large", tooLargeMessage(maxSize));
+      return next();
+    }
+    const raw = c.req.raw;
+    if (!raw.body) return next();
+    let size = 0;
+    let over = false;
+    const counted = raw.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          size += chunk.byteLength;
+          if (size > maxSize) {
+            over = true;
+            controller.error(new ApiError(413, "payload_too_large", tooLargeMessage(maxSize)));
+          } else controller.enqueue(chunk);
+        },
+      }),
+    );
+    c.req.raw = new Request(raw, { body: counted, duplex: "half" } as RequestInit);
+    await next();
+    // Whatever the reader made of the cut body (a JSON parser says "malformed"), the answer is 413.
+    if (over) {
+      // Cleared first: hono copies the headers of the response it replaces (a content-length among them).
+      c.res = undefined;
+      c.res = new Response(JSON.stringify(errorBody("payload_too_large", tooLargeMessage(maxSize))), {
+        status: 413,
+        headers: { "content-type": "application/json", connection: "close" },
+      });
+    }
   };
 }
 
@@ -54,7 +92,7 @@ export function answerExpectContinue(server: Pick<Server, "on" | "emit">, limits
   server.on("checkContinue", (req, res) => {
     const declared = Number(req.headers["content-length"]);
     const pathname = new URL(req.url ?? "/", "http://service").pathname;
-    const limit = bodyLimitOf(bodyKindFor(pathname), limits);
+    const limit = bodyLimitFor(pathname, limits);
     if (Number.isFinite(declared) && declared > limit) {
       const body = JSON.stringify(errorBody("payload_too_large", tooLargeMessage(limit)));
       res.writeHead(413, {

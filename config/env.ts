@@ -84,6 +84,9 @@ export const envSchema = z.object({
   AUTH_FAILURE_WINDOW_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(300_000),
   /** Console sign-in attempts per client address per AUTH_FAILURE_WINDOW_MS, whatever the outcome; 0 = off. */
   SIGN_IN_ADDRESS_LIMIT: z.coerce.number().int().min(0).max(1_000_000).default(60),
+  /** How long a client may take to send a request's headers, and the whole request (body included). */
+  HTTP_HEADERS_TIMEOUT: durationMs("20s"),
+  HTTP_REQUEST_TIMEOUT: durationMs("5m"),
   /** 32 bytes, base64 or hex: encrypts connector secrets in settings. Unset → DATA_DIR/encryption-key. */
   MEMORY_ENCRYPTION_KEY: z.string().optional(),
   ALLOW_PRIVATE_NETWORK: flag,

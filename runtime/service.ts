@@ -291,7 +291,18 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         reranker,
         temporal: client,
       });
-      const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST });
+      const server = serve({
+        fetch: app.fetch,
+        port: config.PORT,
+        hostname: config.HOST,
+        // A client that trickles its headers or body holds a socket only this long; the check runs every
+        // second so the bound is what the setting says, not up to Node's default 30 s later.
+        serverOptions: {
+          headersTimeout: config.HTTP_HEADERS_TIMEOUT,
+          requestTimeout: config.HTTP_REQUEST_TIMEOUT,
+          connectionsCheckingInterval: 1_000,
+        },
+      });
       answerExpectContinue(server as Server, config);
       await new Promise<void>((resolve, reject) => {
         server.once("listening", resolve);
