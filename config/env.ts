@@ -79,11 +79,15 @@ export const envSchema = z.object({
    * comma-separated (e.g. `127.0.0.1,10.0.0.0/8`). Empty: a request's address is its socket's peer.
    */
   TRUST_PROXY: z.string().default(""),
-  /** Failed authentications (bad bearer keys, wrong sign-ins) per client address per window; then 429. 0 = off. */
+  /**
+   * Failed authentications (unknown bearer keys, wrong sign-ins) per client address per window; past it that
+   * address's failing attempts are answered 429 instead of 401. A valid key or password is never refused for
+   * them (api/auth-throttle.ts). 0 = no counting.
+   */
   AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).max(1_000_000).default(50),
   AUTH_FAILURE_WINDOW_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(300_000),
-  /** Console sign-in attempts per client address per AUTH_FAILURE_WINDOW_MS, whatever the outcome; 0 = off. */
-  SIGN_IN_ADDRESS_LIMIT: z.coerce.number().int().min(0).max(1_000_000).default(60),
+  /** The longest a failing attempt is held before its answer (the delay doubles per failure past the fifth). 0 = none. */
+  AUTH_FAILURE_MAX_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
   /** How long a client may take to send a request's headers, and the whole request (body included). */
   HTTP_HEADERS_TIMEOUT: durationMs("20s"),
   HTTP_REQUEST_TIMEOUT: durationMs("5m"),

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { and, desc, eq, gt, isNull, lte, or, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, lte, or, sql } from "drizzle-orm";
 import { endConsoleSessionsOf } from "./console-sessions.ts";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";
@@ -62,29 +62,29 @@ export async function createKey(db: Database, input: NewKey, secret = generateSe
 
 /** The active key matching a presented secret, or undefined (unknown, disabled or expired). */
 export async function findActiveKey(db: Database, secret: string): Promise<ApiKeyRow | undefined> {
-  return (await findActiveKeyWith(db, secret, sql`NULL`))?.key;
-}
-
-/**
- * findActiveKey, with `alongside` (a scalar subquery) read in the same statement: every authenticated request
- * also reads its address's failed authentications, and on PGlite each statement is a turn of its own on the
- * store's one thread. Undefined when no active key matches (`alongside` is then not read).
- */
-export async function findActiveKeyWith<T>(
-  db: Database,
-  secret: string,
-  alongside: SQL<T>,
-): Promise<{ key: ApiKeyRow; alongside: T } | undefined> {
   const hash = hashKey(secret);
   const [row] = await db
-    .select({ key: apiKeys, alongside })
+    .select()
     .from(apiKeys)
     .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.disabledAt)));
   if (!row) return undefined;
   // The index lookup already matched; compare again in constant time as defence in depth.
-  if (!timingSafeEqual(Buffer.from(row.key.keyHash), Buffer.from(hash))) return undefined;
-  if (row.key.expiresAt && row.key.expiresAt.getTime() <= Date.now()) return undefined;
+  if (!timingSafeEqual(Buffer.from(row.keyHash), Buffer.from(hash))) return undefined;
+  if (row.expiresAt && row.expiresAt.getTime() <= Date.now()) return undefined;
   return row;
+}
+
+/**
+ * The hashes of every key not disabled (expired ones included), at most `limit` of them: undefined past it. What
+ * lets a process that is the store's only writer refuse a secret naming no key without a statement.
+ */
+export async function activeKeyHashes(db: Database, limit: number): Promise<string[] | undefined> {
+  const rows = await db
+    .select({ hash: apiKeys.keyHash })
+    .from(apiKeys)
+    .where(isNull(apiKeys.disabledAt))
+    .limit(limit + 1);
+  return rows.length > limit ? undefined : rows.map((row) => row.hash);
 }
 
 /** Whether some admin key still works (not disabled, not expired): if none does, start-up makes a new one. */

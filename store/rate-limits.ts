@@ -1,4 +1,4 @@
-import { type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 
 export interface RateLimitState {
@@ -67,25 +67,21 @@ export class ProcessRateLimits {
     }
     return afterHit(max, count, start, windowMs);
   }
+
+  /** How many hits `keyId` has in the window `now` falls in, without counting one. */
+  count(keyId: string, windowMs: number, now = Date.now()): number {
+    const known = this.windows.get(keyId);
+    return known?.start === now - (now % windowMs) ? known.count : 0;
+  }
+
+  clear(keyId: string): void {
+    this.windows.delete(keyId);
+  }
 }
 
-/**
- * How many hits `keyId` has in the window `now` falls in, as a scalar subquery for another statement to read
- * alongside its own rows (store/api-keys.ts findActiveKeyWith), and when that window ends.
- */
-export function rateLimitCount(
-  keyId: string,
-  windowMs: number,
-  now = Date.now(),
-): { count: SQL<number>; resetAt: number } {
-  const windowStart = now - (now % windowMs);
-  return {
-    count:
-      sql<number>`coalesce((SELECT count FROM rate_limits WHERE key_id = ${keyId} AND window_start = ${windowStart}), 0)`.mapWith(
-        Number,
-      ),
-    resetAt: windowStart + windowMs,
-  };
+/** Forgets `keyId`'s counter (a window starts again at its next hit). */
+export async function clearRateLimit(db: Database, keyId: string): Promise<void> {
+  await queryRows(db, sql`DELETE FROM rate_limits WHERE key_id = ${keyId}`);
 }
 
 /**

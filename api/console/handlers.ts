@@ -1,18 +1,12 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
-import { findActiveKey } from "../../store/api-keys.ts";
 import * as users from "../../store/console-users.ts";
-import { hitRateLimit } from "../../store/rate-limits.ts";
-import { type AuthFailures, throttleSignInAddress } from "../auth-throttle.ts";
+import type { AuthFailures } from "../auth-throttle.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
 import type * as routes from "./routes.ts";
 import { type ConsoleSessions, SESSION_COOKIE, SESSION_TTL_MS, type SessionIdentity } from "./session.ts";
-
-/** Password sign-in attempts per email and window, whatever their outcome (API keys are unguessable). */
-const SIGN_IN_ATTEMPTS = 20;
-const SIGN_IN_WINDOW_MS = 5 * 60_000;
 
 function presentUser(row: users.ConsoleUserRow) {
   return {
@@ -57,21 +51,6 @@ async function hashing<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions, failures: AuthFailures) {
-  async function throttle(subject: string) {
-    const state = await hitRateLimit(
-      deps.db,
-      `console-sign-in:${subject}`,
-      SIGN_IN_ATTEMPTS,
-      SIGN_IN_WINDOW_MS,
-    );
-    if (!state.allowed) {
-      const retryAfter = Math.max(1, Math.ceil((state.resetAt - Date.now()) / 1000));
-      throw new ApiError(429, "rate_limited", "too many sign-in attempts; try again later", undefined, {
-        "Retry-After": String(retryAfter),
-      });
-    }
-  }
-
   async function startSession(c: Context, kind: "key" | "user", sub: string) {
     const { cookie, claims } = await sessions.issue(kind, sub);
     setCookie(c, SESSION_COOKIE, cookie, sessions.cookieOptions(c, Math.floor(SESSION_TTL_MS / 1000)));
@@ -80,16 +59,15 @@ export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions, 
 
   const signIn: RouteHandler<typeof routes.signIn, AppEnv> = async (c) => {
     const body = c.req.valid("json");
-    // Per address first, before any key lookup or password hash, then the address's failed authentications.
-    await throttleSignInAddress(c, deps.db, deps.config);
-    await failures.refuseIfBlocked(c);
+    // Held by the failures of its address (and e-mail) before any key lookup or password hash
+    // (api/auth-throttle.ts): a failure costs the failer, never the holder of the right key or password.
     if ("apiKey" in body) {
-      const key = await findActiveKey(deps.db, body.apiKey);
-      if (!key)
-        throw await failures.record(
-          c,
-          new ApiError(401, "unauthorized", "invalid, expired or disabled API key"),
-        );
+      const apiKey = body.apiKey;
+      const key = await failures.signIn(c, undefined, async () => {
+        const found = await failures.findKey(apiKey);
+        if (!found) throw new ApiError(401, "unauthorized", "invalid, expired or disabled API key");
+        return found;
+      });
       if (key.kind !== "admin")
         throw new ApiError(403, "forbidden", "only an admin key can sign in to the console");
       const session = await startSession(c, "key", key.id);
@@ -99,14 +77,15 @@ export function createConsoleHandlers(deps: ApiDeps, sessions: ConsoleSessions, 
       );
     }
     const email = users.normaliseEmail(body.email);
-    await throttle(`user:${email}`);
-    const user = await users.findConsoleUserByEmail(deps.db, email);
-    const ok = await hashing(async () =>
-      users.verifyPassword(body.password, user?.passwordHash ?? (await decoy())),
-    );
-    if (!user || !ok || user.disabledAt) {
-      throw await failures.record(c, new ApiError(401, "unauthorized", "wrong email or password"));
-    }
+    const user = await failures.signIn(c, email, async () => {
+      const found = await users.findConsoleUserByEmail(deps.db, email);
+      const ok = await hashing(async () =>
+        users.verifyPassword(body.password, found?.passwordHash ?? (await decoy())),
+      );
+      if (!found || !ok || found.disabledAt)
+        throw new ApiError(401, "unauthorized", "wrong email or password");
+      return found;
+    });
     const session = await startSession(c, "user", user.id);
     return c.json(
       presentSession({

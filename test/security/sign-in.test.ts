@@ -4,10 +4,11 @@ import { clientOrigin, parseTrustedProxies } from "../../api/client-address.ts";
 import { hashPassword, PasswordHashBusy, verifyPassword } from "../../store/console-users.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
 
-// Guessing keys and passwords (issue 23, point 4): per-address throttles for failed bearer keys and for
-// sign-ins, a bound on password hashes running at once, server-side sessions that sign-out and disabling end,
-// and `Secure` cookies when the request came over https. Every request of this file comes from 127.0.0.1,
-// so the service trusts that address as a proxy and each case names its client in X-Forwarded-For.
+// Guessing keys and passwords: failures cost the failer (held answers, then 429 for its address) and never the
+// holder of the right key or password, a bound on password hashes running at once, server-side sessions that
+// sign-out and disabling end, and `Secure` cookies when the request came over https. Every request of this file
+// comes from 127.0.0.1, so the service trusts that address as a proxy and each case names its client in
+// X-Forwarded-For.
 
 describe("the client address behind TRUST_PROXY", () => {
   /** A request as @hono/node-server hands it over: the socket's peer in `env.incoming`. */
@@ -77,8 +78,8 @@ describe("sign-in and keys resist guessing", () => {
       env: {
         TRUST_PROXY: "127.0.0.1",
         AUTH_FAILURE_LIMIT: "6",
-        SIGN_IN_ADDRESS_LIMIT: "4",
         AUTH_FAILURE_WINDOW_MS: "600000",
+        AUTH_FAILURE_MAX_DELAY_MS: "2000",
       },
     });
     const created = await send("POST", "/v3/console/users", {
@@ -123,7 +124,7 @@ describe("sign-in and keys resist guessing", () => {
   const signIn = (address: string, body: unknown, proto?: string) =>
     send("POST", "/v3/console/session", { address, body, proto });
 
-  it("counts failed bearer keys per address; past the limit that address is refused, the right key included", async () => {
+  it("counts failed bearer keys per address; past the limit its wrong keys get 429, its right key still works", async () => {
     const guesser = "203.0.113.1";
     for (let i = 0; i < 6; i++) {
       const res = await send("GET", "/v3/auth/keys", { address: guesser, key: `sm_guess_${i}` });
@@ -133,32 +134,55 @@ describe("sign-in and keys resist guessing", () => {
     expect(over.status).toBe(429);
     expect(over.json.error.code).toBe("rate_limited");
     expect(Number(over.retryAfter)).toBeGreaterThan(0);
-    // The right key from there learns nothing either.
-    expect((await send("GET", "/v3/auth/keys", { address: guesser, key: TEST_ADMIN_KEY })).status).toBe(429);
-    // Another address is not held back: its right key works and its wrong ones are its own count.
-    expect((await send("GET", "/v3/auth/keys", { address: "203.0.113.2", key: TEST_ADMIN_KEY })).status).toBe(
-      200,
-    );
+    // The holder of the right key is not refused for someone else's failures at the same address.
+    expect((await send("GET", "/v3/auth/keys", { address: guesser, key: TEST_ADMIN_KEY })).status).toBe(200);
+    // Another address's wrong keys are its own count.
     expect((await send("GET", "/v3/auth/keys", { address: "203.0.113.2", key: "sm_wrong" })).status).toBe(
       401,
     );
   });
 
-  it("bounds sign-in attempts per address before any password is hashed, and counts wrong ones as failures", async () => {
+  it("signs a user in with the right password after twenty wrong ones for that e-mail", async () => {
     const guesser = "198.51.100.7";
-    for (const email of ["a@example.com", "b@example.com", "c@example.com", USER.email]) {
-      const res = await signIn(guesser, { email, password: "not it" });
+    const answers: number[] = [];
+    for (let i = 0; i < 20; i++)
+      answers.push((await signIn(guesser, { email: USER.email, password: "not it" })).status);
+    // Six failures from the address reach its limit: the rest are 429, none of them a sign-in.
+    expect(answers).toEqual([...Array(6).fill(401), ...Array(14).fill(429)]);
+    // From the same address, the owner's right password signs in (held first, not locked out).
+    const owner = await signIn(guesser, USER);
+    expect(owner.status, owner.text).toBe(200);
+    expect(owner.setCookie[0]).toMatch(/^memory_console=/);
+    // And from elsewhere too.
+    expect((await signIn("198.51.100.8", USER)).status).toBe(200);
+  });
+
+  it("holds at most four sign-ins of one e-mail at once: more are answered 429 at once, before any hash", async () => {
+    const email = "burst@example.com";
+    const created = await send("POST", "/v3/console/users", {
+      address: "192.0.2.201",
+      key: TEST_ADMIN_KEY,
+      body: { email, password: "the burst user's passphrase" },
+    });
+    expect(created.status, created.text).toBe(200);
+    // Failures for the e-mail from many addresses: each address stays under its limit, the e-mail's count grows.
+    for (let i = 0; i < 8; i++) {
+      const res = await signIn(`198.51.100.${20 + i}`, { email, password: "wrong again" });
       expect(res.status, res.text).toBe(401);
     }
-    const over = await signIn(guesser, USER);
-    expect(over.status).toBe(429);
-    expect(over.json.error.message).toMatch(/sign-in attempts from this address/);
-    // The user is not locked out from elsewhere.
-    expect((await signIn("198.51.100.8", USER)).status).toBe(200);
-    // Four wrong sign-ins and two wrong keys make six failures: the address's next key is refused.
-    expect((await send("GET", "/v3/auth/keys", { address: guesser, key: "sm_one" })).status).toBe(401);
-    expect((await send("GET", "/v3/auth/keys", { address: guesser, key: "sm_two" })).status).toBe(401);
-    expect((await send("GET", "/v3/auth/keys", { address: guesser, key: TEST_ADMIN_KEY })).status).toBe(429);
+    // Ten at once from ten addresses: four are held (the e-mail's delay), six refused without waiting.
+    const burst = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        signIn(`198.51.100.${40 + i}`, { email, password: "burst guess" }),
+      ),
+    );
+    const statuses = burst.map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(4).fill(401), ...Array(6).fill(429)]);
+    for (const r of burst.filter((r) => r.status === 429))
+      expect(r.json.error.message).toMatch(/in progress/);
+    // The right password still signs in.
+    const owner = await signIn("198.51.100.60", { email, password: "the burst user's passphrase" });
+    expect(owner.status, owner.text).toBe(200);
   });
 
   it("ends a session on the server at sign-out: a kept copy of the cookie stops working", async () => {

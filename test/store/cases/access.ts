@@ -5,7 +5,7 @@ import { createConnection } from "../../../store/connections.ts";
 import * as sessions from "../../../store/console-sessions.ts";
 import * as users from "../../../store/console-users.ts";
 import { saveOAuthState, takeOAuthState } from "../../../store/oauth-states.ts";
-import { hitRateLimit, rateLimitCount, readRateLimit } from "../../../store/rate-limits.ts";
+import { clearRateLimit, hitRateLimit, readRateLimit } from "../../../store/rate-limits.ts";
 import { SecretBox } from "../../../store/secrets.ts";
 import { readSecret, readSettings, updateSettings } from "../../../store/settings.ts";
 import type { StoreOf } from "./support.ts";
@@ -35,29 +35,26 @@ export function accessCases(store: StoreOf) {
     });
   });
 
-  it("reads a key and a window's count in one statement; no active key, no row", async () => {
+  it("finds an active key by its secret, lists the active keys' hashes, and clears a counter", async () => {
     const { db } = store();
-    const window = 60_000;
-    const start = 1_700_000_160_000; // a window boundary
-    const { key, secret } = await keys.createKey(db, { name: "with-count", kind: "admin" });
-    const count = () => rateLimitCount("rl-with-key", window, start + 5);
-    expect(await keys.findActiveKeyWith(db, secret, count().count)).toMatchObject({
-      key: { id: key.id },
-      alongside: 0,
-    });
-    await hitRateLimit(db, "rl-with-key", 5, window, start);
-    await hitRateLimit(db, "rl-with-key", 5, window, start + 1);
-    const found = await keys.findActiveKeyWith(db, secret, count().count);
-    expect(found?.alongside).toBe(2);
-    expect(count().resetAt).toBe(start + window);
-    // Another window counts from nothing; a wrong secret finds no row at all.
-    expect(
-      (await keys.findActiveKeyWith(db, secret, rateLimitCount("rl-with-key", window, start + window).count))
-        ?.alongside,
-    ).toBe(0);
-    expect(await keys.findActiveKeyWith(db, `${secret}x`, count().count)).toBeUndefined();
+    const { key, secret } = await keys.createKey(db, { name: "hashes", kind: "admin" });
+    expect(await keys.findActiveKey(db, secret)).toMatchObject({ id: key.id });
+    expect(await keys.findActiveKey(db, `${secret}x`)).toBeUndefined();
+    const all = await keys.activeKeyHashes(db, 1_000_000);
+    expect(all).toContain(keys.hashKey(secret));
+    // Past the bound asked for, no list at all: the caller then looks keys up one by one.
+    expect(await keys.activeKeyHashes(db, 0)).toBeUndefined();
     await keys.disableKey(db, key.id);
-    expect(await keys.findActiveKeyWith(db, secret, count().count)).toBeUndefined();
+    expect(await keys.findActiveKey(db, secret)).toBeUndefined();
+    expect(await keys.activeKeyHashes(db, 1_000_000)).not.toContain(keys.hashKey(secret));
+
+    const window = 60_000;
+    const now = Date.now();
+    await hitRateLimit(db, "rl-clear", 5, window, now);
+    await hitRateLimit(db, "rl-clear", 5, window, now);
+    expect((await readRateLimit(db, "rl-clear", 5, window, now)).count).toBe(2);
+    await clearRateLimit(db, "rl-clear");
+    expect((await readRateLimit(db, "rl-clear", 5, window, now)).count).toBe(0);
   });
 
   it("keeps console sessions until sign-out, expiry, or their user or key is disabled", async () => {
