@@ -8,6 +8,7 @@ import {
   desc,
   eq,
   inArray,
+  ne,
   notInArray,
   or,
   type SQL,
@@ -347,6 +348,23 @@ function updateDocumentOnce(
       patch.containerTags && foreign.length
         ? [...new Set([...patch.containerTags, ...foreign])]
         : patch.containerTags;
+    const renamed = patch.customId && patch.customId !== existing.customId ? patch.customId : undefined;
+    // A renamed document goes into the caller's namespace, as an add by the same key would have made it (an
+    // admin's rename leaves it where it is): a document an admin, a sync, an import or a version before
+    // namespaces wrote sits in the shared namespace, where the new customId would clash with every tenant's.
+    const namespace = scope ? customIdNamespace(scope) : existing.customIdNamespace;
+    if (
+      renamed &&
+      (await customIdHolder(
+        tx as Database,
+        renamed,
+        existing.id,
+        namespace,
+        scope,
+        containerTags ?? existing.containerTags,
+      ))
+    )
+      throw new CustomIdTakenError(renamed);
     const reprocess = patch.content !== undefined && patch.content !== existing.source;
     const [row] = await tx
       .update(documents)
@@ -368,7 +386,7 @@ function updateDocumentOnce(
               }),
             }
           : {}),
-        ...(patch.customId ? { customId: patch.customId } : {}),
+        ...(renamed ? { customId: renamed, customIdNamespace: namespace } : {}),
         ...(patch.title ? { title: patch.title } : {}),
         ...(patch.filepath ? { filepath: patch.filepath } : {}),
         updatedAt: new Date(),
@@ -385,6 +403,36 @@ function updateDocumentOnce(
       ...supersededRunOf(existing, reprocess),
     };
   });
+}
+
+/**
+ * Another document the customId already names for the caller, by the rule an add follows (saveDocumentOnce): one in
+ * the caller's scope, of the namespace the renamed document goes to or carrying one of its tags. Documents of other
+ * tenants, which the caller cannot see, never hold it.
+ */
+async function customIdHolder(
+  tx: Database,
+  customId: string,
+  exceptId: string,
+  namespace: string,
+  scope: TagScope,
+  tags: readonly string[],
+): Promise<boolean> {
+  const [row] = await tx
+    .select({ id: documents.id })
+    .from(documents)
+    .where(
+      and(
+        eq(documents.customId, customId),
+        ne(documents.id, exceptId),
+        inScope(scope),
+        tags.length
+          ? or(eq(documents.customIdNamespace, namespace), arrayOverlaps(documents.containerTags, [...tags]))
+          : eq(documents.customIdNamespace, namespace),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
 }
 
 /** Starts a new processing run of a document as it is (the "reprocess" action). */

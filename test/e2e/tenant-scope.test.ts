@@ -155,6 +155,53 @@ describe("memory search and the scope of source documents", () => {
     expect(clash.json.error.code).toBe("conflict");
   });
 
+  it("checks a customId rename against the caller's own tenant, as an add does", async () => {
+    const keyA = await scopedKey("rn-a");
+    const keyB = await scopedKey("rn-b");
+    const added = async (body: Record<string, unknown>, key?: string) => {
+      const res = await call("POST", "/v3/documents", body, key);
+      expect(res.status, res.text).toBe(200);
+      return res.json.id as string;
+    };
+    // Written by an admin (the shared namespace, as a sync, an import or a version before namespaces would).
+    const legacy = await added({ content: "A's old note", customId: "rn-legacy", containerTag: "rn-a" });
+    const bAdmin = await added({ content: "B's report", customId: "rn-report", containerTag: "rn-b" });
+    const bOwn = await added({ content: "B's own", customId: "rn-b-own" }, keyB);
+    const rename = (customId: string) => call("PATCH", `/v3/documents/${legacy}`, { customId }, keyA);
+
+    // Other tenants' documents, an admin's or their own key's, never hold a customId for A.
+    for (const customId of ["rn-report", "rn-b-own"]) {
+      const res = await rename(customId);
+      expect(res.status, res.text).toBe(200);
+    }
+    const byA = await call("GET", "/v3/documents/rn-b-own", undefined, keyA);
+    expect(byA.json).toMatchObject({ id: legacy, customId: "rn-b-own", content: "A's old note" });
+    expect((await call("GET", "/v3/documents/rn-b-own", undefined, keyB)).json.id).toBe(bOwn);
+    expect((await call("GET", "/v3/documents/rn-report", undefined, keyB)).json.id).toBe(bAdmin);
+    // A's add of the new customId updates the renamed document: it is now in A's namespace.
+    expect(await added({ content: "A's new note", customId: "rn-b-own" }, keyA)).toBe(legacy);
+
+    // Within A's tenant a customId still names one document: its own key's, or an admin's in its tags.
+    await added({ content: "A's plan", customId: "rn-a-own" }, keyA);
+    await added({ content: "A's admin plan", customId: "rn-a-admin", containerTag: "rn-a" });
+    for (const customId of ["rn-a-own", "rn-a-admin"]) {
+      const res = await rename(customId);
+      expect(res.status, res.text).toBe(409);
+      expect(res.json.error.code).toBe("conflict");
+    }
+    expect((await call("GET", `/v3/documents/${legacy}`, undefined, keyA)).json.customId).toBe("rn-b-own");
+  });
+
+  /** A new scoped key of these tags. */
+  async function scopedKey(containerTag: string, containerTags?: string[]): Promise<string> {
+    const res = await call("POST", "/v3/auth/scoped-key", {
+      containerTag,
+      ...(containerTags ? { containerTags } : {}),
+    });
+    expect(res.status, res.text).toBe(200);
+    return res.json.key as string;
+  }
+
   /** The bearer key an SDK client was made with, for the calls the SDK does not make. */
   function keyOf(client: Supermemory): string {
     return client.apiKey;
