@@ -624,23 +624,28 @@ export function removeWithinScope(db: Database, where: SQL, scope: TagScope): Pr
   });
 }
 
-/** Deletes documents by id or customId within the scope; `also` narrows them further (a filepath, say). */
-/** The documents of these ids or customIds; with `underPath`, only those under that filepath (or folder). */
+/**
+ * Deletes the documents of these ids or customIds within the scope (every document a customId names there); with
+ * `underPath`, only those under that filepath (or folder), with `containerTags` only those carrying one of them.
+ */
 export function deleteDocumentsByIds(
   db: Database,
   ids: string[],
   scope: TagScope = null,
-  underPath?: string,
+  narrow: { underPath?: string; containerTags?: string[] } = {},
 ): Promise<DeletedDocument[]> {
   if (!ids.length) return Promise.resolve([]);
   return removeWithinScope(
     db,
-    and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), filepathMatches(underPath)) as SQL,
+    and(
+      or(inArray(documents.id, ids), inArray(documents.customId, ids)),
+      filepathMatches(narrow.underPath),
+      tagCondition(documents.containerTags, narrow.containerTags, "any"),
+    ) as SQL,
     scope,
   );
 }
 
-/** Deletes the documents matching `where` within the scope (see removeWithinScope). */
 /** The documents under a filepath (a folder when it ends in "/"), of any of `containerTags` when given. */
 export function deleteDocumentsUnderPath(
   db: Database,

@@ -243,16 +243,24 @@ export function createDocumentHandlers(deps: ApiDeps) {
       );
     }
     const ids = [...new Set(body.ids)];
-    // With a filepath, only those of the given documents under it go; the others count as not found.
-    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, body.filepath);
+    if (body.containerTags) scope.check(body.containerTags);
+    // With containerTags or a filepath, only those of the given documents carrying one of the tags (under the
+    // path) go; an id that then matches nothing counts as not found. A customId names every document of the
+    // scope that holds it (for an admin, each tenant's that uses it: containerTags say whose).
+    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, {
+      underPath: body.filepath,
+      containerTags: body.containerTags,
+    });
     await afterDelete(removed);
     const deleted = new Set(removed.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));
     return c.json(
       {
         success: errors.length === 0,
-        deletedCount: ids.length - errors.length,
+        // Each document removed (or, for a scoped key, untagged), not each id given: one customId can name several.
+        deletedCount: removed.length,
         ...(errors.length ? { errors } : {}),
+        ...(body.containerTags ? { containerTags: body.containerTags } : {}),
       },
       200,
     );

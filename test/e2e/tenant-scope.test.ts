@@ -192,6 +192,50 @@ describe("memory search and the scope of source documents", () => {
     expect((await call("GET", `/v3/documents/${legacy}`, undefined, keyA)).json.customId).toBe("rn-b-own");
   });
 
+  it("narrows an admin's bulk delete by customIds to containerTags, and counts every document deleted", async () => {
+    const keyA = await scopedKey("bd-a");
+    const keyB = await scopedKey("bd-b");
+    const add = async (body: Record<string, unknown>, key?: string) => {
+      const res = await call("POST", "/v3/documents", body, key);
+      expect(res.status, res.text).toBe(200);
+      return res.json.id as string;
+    };
+    const a = await add({ content: "A's report", customId: "bd-report" }, keyA);
+    const b = await add({ content: "B's report", customId: "bd-report" }, keyB);
+    const c = await add({ content: "C's report", customId: "bd-report", containerTag: "bd-c" });
+    const exists = async (id: string) => (await call("GET", `/v3/documents/${id}`)).status === 200;
+
+    // With containerTags: only the tenant named loses its document.
+    const narrowed = await call("DELETE", "/v3/documents/bulk", {
+      ids: ["bd-report"],
+      containerTags: ["bd-a"],
+    });
+    expect(narrowed.status, narrowed.text).toBe(200);
+    expect(narrowed.json).toMatchObject({ success: true, deletedCount: 1 });
+    expect([await exists(a), await exists(b), await exists(c)]).toEqual([false, true, true]);
+    expect((await call("GET", "/v3/documents/bd-report", undefined, keyB)).json.id).toBe(b);
+
+    // A scoped key may narrow only to its own tags.
+    const foreign = await call(
+      "DELETE",
+      "/v3/documents/bulk",
+      { ids: ["bd-report"], containerTags: ["bd-c"] },
+      keyB,
+    );
+    expect(foreign.status, foreign.text).toBe(403);
+    expect(await exists(c)).toBe(true);
+
+    // Without: every document of the customId goes, each one counted; an unknown id is reported.
+    const all = await call("DELETE", "/v3/documents/bulk", { ids: ["bd-report", "bd-nothing"] });
+    expect(all.status, all.text).toBe(200);
+    expect(all.json).toEqual({
+      success: false,
+      deletedCount: 2,
+      errors: [{ id: "bd-nothing", error: "not found" }],
+    });
+    expect([await exists(b), await exists(c)]).toEqual([false, false]);
+  });
+
   /** A new scoped key of these tags. */
   async function scopedKey(containerTag: string, containerTags?: string[]): Promise<string> {
     const res = await call("POST", "/v3/auth/scoped-key", {
