@@ -112,11 +112,11 @@ export class CustomIdTakenError extends Error {
  * copy, which only an admin key may change (a scoped key may delete its own share, see removeWithinScope).
  */
 export class SharedDocumentError extends Error {
-  constructor(readonly documentId: string) {
-    super(
-      `document ${documentId} is shared with container tags outside this key's scope: only its container tags ` +
-        "within the scope can change (an admin key can change the rest)",
-    );
+  constructor(
+    readonly documentId: string,
+    what = "only its container tags within the scope can change (an admin key can change the rest)",
+  ) {
+    super(`document ${documentId} is shared with container tags outside this key's scope: ${what}`);
   }
 }
 
@@ -448,6 +448,13 @@ export async function requeueDocument(
       .where(and(eq(documents.id, id), inScope(scope)))
       .for("update");
     if (!existing) return undefined;
+    // One run serves every tenant carrying the document: reprocessing refetches its URL and replaces the chunks
+    // the others search. A request that reaches every tenant is for a key that reaches them all, not one tenant's.
+    if (foreignTags(existing.containerTags, scope).length)
+      throw new SharedDocumentError(
+        existing.id,
+        "it is processed once for all of them, so only a key whose scope holds all its tags (or an admin key) can reprocess it",
+      );
     const [row] = await tx
       .update(documents)
       .set({ updatedAt: new Date(), ...requeue(existing) })

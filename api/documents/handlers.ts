@@ -144,7 +144,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       });
     return c.json(
       {
-        memories: rows.map((r) => presentDocument(r, { content: q.includeContent })),
+        memories: rows.map((r) => presentDocument(r, { content: q.includeContent, scope: scope.tags })),
         pagination: {
           currentPage: q.page,
           totalPages: Math.ceil(total / q.limit),
@@ -157,11 +157,12 @@ export function createDocumentHandlers(deps: ApiDeps) {
   };
 
   const listProcessing: RouteHandler<typeof routes.listProcessing, AppEnv> = async (c) => {
-    const rows = await store.unfinishedDocuments(db, 500, c.get("scope").tags);
+    const scope = c.get("scope").tags;
+    const rows = await store.unfinishedDocuments(db, 500, scope);
     return c.json(
       // With their status history: the run and stage times are what a caller watching processing needs.
       {
-        documents: rows.map((r) => presentDocument(r, { content: false, history: true })),
+        documents: rows.map((r) => presentDocument(r, { content: false, history: true, scope })),
         totalCount: rows.length,
       },
       200,
@@ -169,9 +170,10 @@ export function createDocumentHandlers(deps: ApiDeps) {
   };
 
   const getDocument: RouteHandler<typeof routes.getDocument, AppEnv> = async (c) => {
-    const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
+    const scope = c.get("scope").tags;
+    const row = await store.findDocument(db, c.req.valid("param").id, scope);
     if (!row) throw notFound("document");
-    return c.json(presentFullDocument(row), 200);
+    return c.json(presentFullDocument(row, scope), 200);
   };
 
   const listChunks: RouteHandler<typeof routes.listChunks, AppEnv> = async (c) => {

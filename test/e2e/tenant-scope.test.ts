@@ -236,6 +236,62 @@ describe("memory search and the scope of source documents", () => {
     expect([await exists(b), await exists(c)]).toEqual([false, false]);
   });
 
+  it("shows a scoped key only its own tags of a shared document, and lets only a key of all its tags reprocess it", async () => {
+    const note = "The ferry to Skye leaves the harbour at seven each morning.";
+    const added = await call("POST", "/v3/documents", { content: note, containerTags: ["sh-a", "sh-b"] });
+    expect(added.status, added.text).toBe(200);
+    const id = added.json.id as string;
+    const done = await untilProcessed(
+      async (i) => (await call("GET", `/v3/documents/${i}`)).json,
+      id,
+      120_000,
+    );
+    expect(done.status).toBe("done");
+    const keyA = await scopedKey("sh-a");
+    const keyBoth = await scopedKey("sh-a", ["sh-b"]);
+
+    // Every answer that shows the document's tags: get, list (both routes), search.
+    const tagsSeen = async (key: string) => {
+      const got = await call("GET", `/v3/documents/${id}`, undefined, key);
+      const listed = await call("POST", "/v3/documents/list", { containerTags: ["sh-a"] }, key);
+      const memories = await call("POST", "/v3/memories/list", { containerTags: ["sh-a"] }, key);
+      const found = await call(
+        "POST",
+        "/v3/search",
+        { q: "When does the ferry leave?", containerTags: ["sh-a"] },
+        key,
+      );
+      for (const res of [got, listed, memories, found]) expect(res.status, res.text).toBe(200);
+      const inList = (rows: { id?: string; documentId?: string; containerTags: string[] }[]) =>
+        rows.find((r) => (r.id ?? r.documentId) === id)?.containerTags;
+      return {
+        get: got.json.containerTags,
+        list: inList(listed.json.memories),
+        memories: inList(memories.json.memories),
+        search: inList(found.json.results),
+      };
+    };
+    const only = (tags: string[]) => ({ get: tags, list: tags, memories: tags, search: tags });
+    expect(await tagsSeen(keyA)).toEqual(only(["sh-a"]));
+    expect(await tagsSeen(keyBoth)).toEqual(only(["sh-a", "sh-b"]));
+    expect((await call("GET", `/v3/documents/${id}`)).json.containerTags).toEqual(["sh-a", "sh-b"]);
+
+    // Reprocessing serves both tenants: refused to the key of one, nothing queued; allowed to a key of both.
+    const runs = async () => (await call("GET", `/v3/documents/${id}`)).json.statusHistory.length as number;
+    const before = await runs();
+    const refused = await call("POST", `/v3/documents/${id}/reprocess`, undefined, keyA);
+    expect(refused.status, refused.text).toBe(403);
+    expect(refused.json.error.code).toBe("forbidden");
+    expect(refused.json.error.message).toMatch(/shared with container tags outside this key's scope/);
+    expect(refused.json.error.message).not.toContain("sh-b");
+    expect(await runs()).toBe(before);
+    const metadata = await call("PATCH", `/v3/documents/${id}`, { metadata: { by: "a" } }, keyA);
+    expect(metadata.status, metadata.text).toBe(403);
+    const allowed = await call("POST", `/v3/documents/${id}/reprocess`, undefined, keyBoth);
+    expect(allowed.status, allowed.text).toBe(200);
+    expect(allowed.json).toEqual({ id, status: "queued" });
+  });
+
   /** A new scoped key of these tags. */
   async function scopedKey(containerTag: string, containerTags?: string[]): Promise<string> {
     const res = await call("POST", "/v3/auth/scoped-key", {
