@@ -1,4 +1,5 @@
 import type { BlobStore } from "../blobs/index.ts";
+import type { Logger } from "../config/logger.ts";
 import { DESCRIBED_WHEN_TEXTLESS, describeTextless, TEXTLESS_NOTE } from "../pipeline/extract/describe.ts";
 import { detectContentType } from "../pipeline/extract/detect.ts";
 import {
@@ -32,6 +33,8 @@ export interface Attachment {
 export interface SourceDeps {
   blobs: BlobStore;
   fetching: { allowPrivateNetwork: boolean; timeoutMs: number; maxBytes: number };
+  /** Where a refused fetch's detail goes (the address a name resolved to), which the document's reason leaves out. */
+  log?: Pick<Logger, "warn">;
 }
 
 export interface ResolvedSource {
@@ -57,7 +60,7 @@ export async function resolveSource(
     return { bytes, filename: doc.fileName ?? undefined, mimeType: doc.mimeType ?? undefined };
   }
   if (fetchable && doc.url) {
-    const response = await fetchSource(doc.url, deps.fetching);
+    const response = await fetchSource({ id: doc.id, url: doc.url }, deps);
     const name = decodeURIComponent(new URL(response.finalUrl).pathname.split("/").pop() ?? "") || null;
     const mimeType = response.contentType;
     const { key } = await storeDocumentFile(deps.blobs, response.body, mimeType, doc.id);
@@ -184,11 +187,15 @@ function clean(segment: Segment): Segment {
     : segment;
 }
 
-async function fetchSource(url: string, fetching: SourceDeps["fetching"]) {
+async function fetchSource(doc: { id: string; url: string }, deps: SourceDeps) {
   try {
-    return await fetchUrl(url, fetching);
+    return await fetchUrl(doc.url, deps.fetching);
   } catch (error) {
-    if (error instanceof FetchRefusedError) throw new UnprocessableContentError(error.message);
+    if (error instanceof FetchRefusedError) {
+      if (error.detail)
+        deps.log?.warn({ documentId: doc.id, url: error.url, detail: error.detail }, "fetch refused");
+      throw new UnprocessableContentError(error.message);
+    }
     // A 4xx will answer the same next time (except for throttling); 5xx and network errors may not.
     if (
       error instanceof FetchFailedError &&

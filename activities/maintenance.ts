@@ -3,6 +3,7 @@ import type { Logger } from "../config/logger.ts";
 import type { Database } from "../store/db.ts";
 import { analyzeIfGrown } from "../store/keyword.ts";
 import { type MaintenanceResult, runMaintenance, serverKind } from "../store/maintenance.ts";
+import { pruneRateLimits } from "../store/rate-limits.ts";
 
 /** The tables whose planner statistics search depends on (documents: the scope filter's selectivity). */
 const SEARCHED_TABLES = ["chunks", "documents", "memories"] as const;
@@ -44,7 +45,8 @@ export function createMaintenanceActivities(deps: MaintenanceActivityDeps) {
     /**
      * Space and speed over months (store/maintenance.ts runMaintenance): on PGlite, which has no autovacuum,
      * VACUUM (ANALYZE) of chunks, documents and memories once a tenth of a table's rows are dead; on both
-     * drivers, REINDEX of an HNSW index grown past twice a fresh build's size (CONCURRENTLY on PostgreSQL).
+     * drivers, REINDEX of an HNSW index grown past twice a fresh build's size (CONCURRENTLY on PostgreSQL); first,
+     * the rate-limit counters whose window has ended are deleted (store/rate-limits.ts pruneRateLimits).
      * Statements go one at a time through the background class of PGlite's gate, so waiting searches go first.
      */
     async maintainTables(): Promise<MaintenanceResult> {
@@ -55,6 +57,11 @@ export function createMaintenanceActivities(deps: MaintenanceActivityDeps) {
       const quietMs = deps.quietForMs?.();
       const quiet = quietAfterMs > 0 && quietMs !== undefined && quietMs >= quietAfterMs;
       try {
+        // Counters whose window has ended count nothing; without this a row stays for every key and every client
+        // address that ever made a request (hostile traffic from many addresses would grow the table for good).
+        const prunedRateLimits = await pruneRateLimits(deps.db);
+        if (prunedRateLimits)
+          deps.log.info({ rows: prunedRateLimits, driver }, "ended rate-limit windows pruned");
         const result = await runMaintenance(deps.db, {
           driver,
           maxHoldMs: deps.maintenanceMaxHoldMs,

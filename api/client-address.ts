@@ -1,10 +1,16 @@
 import { BlockList, isIP } from "node:net";
 import type { Context } from "hono";
+import ipaddr from "ipaddr.js";
 
 /** Who sent a request, as far as the service can tell: what throttles count under and what decides `Secure`. */
 export interface ClientOrigin {
   /** The client's IP address, or "unknown" where the runtime gives no socket (in-process requests). */
   address: string;
+  /**
+   * What per-address counters (failed authentications, sign-in attempts) key on: the address, or for IPv6 its /64
+   * (throttleKeyOf). Logs and anything shown to people use `address`.
+   */
+  throttleKey: string;
   /** The request reached the service, or the trusted proxy in front of it, over https. */
   https: boolean;
 }
@@ -38,6 +44,21 @@ export function parseTrustedProxies(setting: string | undefined): BlockList | un
   return list;
 }
 
+/**
+ * The key a per-address counter counts `address` under. An IPv4 address is itself; an IPv6 address is its /64
+ * (`2001:db8:1:2::/64`), because one subscriber is routinely given a whole /64 and can pick any of its 2^64
+ * addresses per request, so counting each alone lets one client rotate past every limit; an IPv4-mapped IPv6
+ * address (`::ffff:1.2.3.4`, either spelling) is the IPv4 address. Anything that is not an address
+ * ("unknown", in-process requests) is kept as it is.
+ */
+export function throttleKeyOf(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === "ipv4") return parsed.toString();
+  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...parts, 0, 0, 0, 0]).toString()}/64`;
+}
+
 /** `::ffff:1.2.3.4` (an IPv4 client on a dual-stack socket) is 1.2.3.4 for matching and counting. */
 function plainAddress(address: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
@@ -66,8 +87,8 @@ function peerAddress(c: Context): string | undefined {
 export function clientOrigin(c: Context, trusted: BlockList | undefined): ClientOrigin {
   const peer = peerAddress(c);
   const directHttps = new URL(c.req.url).protocol === "https:";
-  if (!peer) return { address: "unknown", https: directHttps };
-  if (!isTrusted(trusted, peer)) return { address: peer, https: directHttps };
+  if (!peer) return origin("unknown", directHttps);
+  if (!isTrusted(trusted, peer)) return origin(peer, directHttps);
   const hops = (c.req.header("x-forwarded-for") ?? "")
     .split(",")
     .map((hop) => plainAddress(hop.trim()))
@@ -80,5 +101,9 @@ export function clientOrigin(c: Context, trusted: BlockList | undefined): Client
   }
   // The proxy nearest the client writes the scheme it was reached by; a chain of proxies passes it on.
   const forwardedProto = c.req.header("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase();
-  return { address, https: forwardedProto ? forwardedProto === "https" : directHttps };
+  return origin(address, forwardedProto ? forwardedProto === "https" : directHttps);
+}
+
+function origin(address: string, https: boolean): ClientOrigin {
+  return { address, throttleKey: throttleKeyOf(address), https };
 }

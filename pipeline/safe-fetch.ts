@@ -47,6 +47,12 @@ export class FetchRefusedError extends Error {
   constructor(
     readonly url: string,
     readonly reason: string,
+    /**
+     * What the reason leaves out for the server log only: the address a host name resolved to and its range. The
+     * reason reaches whoever added the URL (a document's errorReason), and the address an internal name resolves
+     * to is a map of the network the check exists to hide.
+     */
+    readonly detail?: string,
   ) {
     super(`refused to fetch ${url}: ${reason}`);
   }
@@ -191,7 +197,12 @@ async function resolveChecked(target: Target, options: FetchUrlOptions): Promise
     if (!allowed(address)) {
       const range = ipaddr.isValid(address) ? addressRange(address) : "invalid";
       const via = literal ? "" : ` (${target.hostname} resolves to it)`;
-      throw new FetchRefusedError(raw, `${address} is a ${describeRange(range)} address${via}`);
+      // The caller learns that the host is refused, not where it points (see FetchRefusedError.detail).
+      throw new FetchRefusedError(
+        raw,
+        `the host ${target.url.hostname} is not allowed (refused: private or internal network)`,
+        `${address} is a ${describeRange(range)} address${via}`,
+      );
     }
   }
   return addresses[0] as ResolvedAddress;

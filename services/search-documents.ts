@@ -6,7 +6,7 @@ import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
 import type { Database } from "../store/db.ts";
 import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import { checkFilter, FilterError, type FilterNode } from "../store/filters.ts";
-import type { TagScope } from "../store/scope.ts";
+import { type TagScope, tagsWithin } from "../store/scope.ts";
 import { type ChunkHit, chunksAt, type Fusion, hybridChunkSearch, type Retrieval } from "../store/search.ts";
 import { RESCORER_MODEL, rescore } from "./rescorer.ts";
 
@@ -264,7 +264,8 @@ export async function searchDocuments(
         title: doc.title,
         type: doc.type,
         metadata: doc.metadata,
-        containerTags: doc.containerTags,
+        // A shared document's other tenants' tags are theirs (store/scope.ts tagsWithin).
+        containerTags: tagsWithin(doc.containerTags, scope),
         createdAt: doc.createdAt.toISOString(),
         updatedAt: doc.updatedAt.toISOString(),
         ...(request.includeFullDocs ? { content: doc.content } : {}),

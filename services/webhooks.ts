@@ -13,6 +13,7 @@ import type { Logger } from "../config/logger.ts";
 import { addressRange, isPublicAddress } from "../pipeline/safe-fetch.ts";
 import type { Database } from "../store/db.ts";
 import { newId } from "../store/ids.ts";
+import { tagsWithin } from "../store/scope.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import {
   documentForEvent,
@@ -306,11 +307,18 @@ export async function emitEvent(deps: EmitDeps, emission: WebhookEmission): Prom
     if (!subject) return;
     for (const hook of subscribed.filter((h) => webhookCoversTags(h, subject.containerTags))) {
       const id = deliveryId(hook.id, emission.event, subject.key);
+      // A webhook of some tags is one tenant's feed: a shared document's other tags are not its to see (as for a
+      // scoped key, store/scope.ts tagsWithin); a webhook of no tags sees them all.
+      const scope = hook.containerTags.length ? hook.containerTags : null;
       await insertDelivery(deps.db, {
         id,
         webhookId: hook.id,
         event: emission.event,
-        payload: envelope(id, emission.event, subject.data),
+        payload: envelope(
+          id,
+          emission.event,
+          subject.data((tags) => tagsWithin(tags, scope)),
+        ),
       });
       await deps.startDelivery(id);
     }
@@ -323,7 +331,8 @@ interface Subject {
   /** What makes the event unique: a document's processing run, or a sync run. */
   key: string;
   containerTags: string[];
-  data: Record<string, unknown>;
+  /** The event's data, with container tags as `shown` lets the receiving webhook see them. */
+  data: (shown: (tags: string[]) => string[]) => Record<string, unknown>;
 }
 
 async function describeSubject(db: Database, emission: WebhookEmission): Promise<Subject | undefined> {
@@ -334,11 +343,11 @@ async function describeSubject(db: Database, emission: WebhookEmission): Promise
     return {
       key: run.id,
       containerTags: connection.containerTags,
-      data: {
+      data: (shown) => ({
         connection: {
           id: connection.id,
           provider: connection.provider,
-          containerTags: connection.containerTags,
+          containerTags: shown(connection.containerTags),
         },
         sync: {
           id: run.id,
@@ -350,7 +359,7 @@ async function describeSubject(db: Database, emission: WebhookEmission): Promise
           startedAt: run.startedAt.toISOString(),
           finishedAt: run.finishedAt?.toISOString() ?? null,
         },
-      },
+      }),
     };
   }
   const doc = await documentForEvent(db, emission.documentId);
@@ -360,6 +369,13 @@ async function describeSubject(db: Database, emission: WebhookEmission): Promise
   return {
     key: `${doc.id}/${emission.run}`,
     containerTags: doc.containerTags,
-    data: { document: { ...rest, run: processingRun, updatedAt: updatedAt.toISOString() } },
+    data: (shown) => ({
+      document: {
+        ...rest,
+        containerTags: shown(doc.containerTags),
+        run: processingRun,
+        updatedAt: updatedAt.toISOString(),
+      },
+    }),
   };
 }

@@ -8,6 +8,7 @@ import {
   desc,
   eq,
   inArray,
+  ne,
   notInArray,
   or,
   type SQL,
@@ -111,11 +112,11 @@ export class CustomIdTakenError extends Error {
  * copy, which only an admin key may change (a scoped key may delete its own share, see removeWithinScope).
  */
 export class SharedDocumentError extends Error {
-  constructor(readonly documentId: string) {
-    super(
-      `document ${documentId} is shared with container tags outside this key's scope: only its container tags ` +
-        "within the scope can change (an admin key can change the rest)",
-    );
+  constructor(
+    readonly documentId: string,
+    what = "only its container tags within the scope can change (an admin key can change the rest)",
+  ) {
+    super(`document ${documentId} is shared with container tags outside this key's scope: ${what}`);
   }
 }
 
@@ -347,6 +348,23 @@ function updateDocumentOnce(
       patch.containerTags && foreign.length
         ? [...new Set([...patch.containerTags, ...foreign])]
         : patch.containerTags;
+    const renamed = patch.customId && patch.customId !== existing.customId ? patch.customId : undefined;
+    // A renamed document goes into the caller's namespace, as an add by the same key would have made it (an
+    // admin's rename leaves it where it is): a document an admin, a sync, an import or a version before
+    // namespaces wrote sits in the shared namespace, where the new customId would clash with every tenant's.
+    const namespace = scope ? customIdNamespace(scope) : existing.customIdNamespace;
+    if (
+      renamed &&
+      (await customIdHolder(
+        tx as Database,
+        renamed,
+        existing.id,
+        namespace,
+        scope,
+        containerTags ?? existing.containerTags,
+      ))
+    )
+      throw new CustomIdTakenError(renamed);
     const reprocess = patch.content !== undefined && patch.content !== existing.source;
     const [row] = await tx
       .update(documents)
@@ -368,7 +386,7 @@ function updateDocumentOnce(
               }),
             }
           : {}),
-        ...(patch.customId ? { customId: patch.customId } : {}),
+        ...(renamed ? { customId: renamed, customIdNamespace: namespace } : {}),
         ...(patch.title ? { title: patch.title } : {}),
         ...(patch.filepath ? { filepath: patch.filepath } : {}),
         updatedAt: new Date(),
@@ -387,6 +405,36 @@ function updateDocumentOnce(
   });
 }
 
+/**
+ * Another document the customId already names for the caller, by the rule an add follows (saveDocumentOnce): one in
+ * the caller's scope, of the namespace the renamed document goes to or carrying one of its tags. Documents of other
+ * tenants, which the caller cannot see, never hold it.
+ */
+async function customIdHolder(
+  tx: Database,
+  customId: string,
+  exceptId: string,
+  namespace: string,
+  scope: TagScope,
+  tags: readonly string[],
+): Promise<boolean> {
+  const [row] = await tx
+    .select({ id: documents.id })
+    .from(documents)
+    .where(
+      and(
+        eq(documents.customId, customId),
+        ne(documents.id, exceptId),
+        inScope(scope),
+        tags.length
+          ? or(eq(documents.customIdNamespace, namespace), arrayOverlaps(documents.containerTags, [...tags]))
+          : eq(documents.customIdNamespace, namespace),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
+}
+
 /** Starts a new processing run of a document as it is (the "reprocess" action). */
 export async function requeueDocument(
   db: Database,
@@ -400,6 +448,13 @@ export async function requeueDocument(
       .where(and(eq(documents.id, id), inScope(scope)))
       .for("update");
     if (!existing) return undefined;
+    // One run serves every tenant carrying the document: reprocessing refetches its URL and replaces the chunks
+    // the others search. A request that reaches every tenant is for a key that reaches them all, not one tenant's.
+    if (foreignTags(existing.containerTags, scope).length)
+      throw new SharedDocumentError(
+        existing.id,
+        "it is processed once for all of them, so only a key whose scope holds all its tags (or an admin key) can reprocess it",
+      );
     const [row] = await tx
       .update(documents)
       .set({ updatedAt: new Date(), ...requeue(existing) })
@@ -576,23 +631,28 @@ export function removeWithinScope(db: Database, where: SQL, scope: TagScope): Pr
   });
 }
 
-/** Deletes documents by id or customId within the scope; `also` narrows them further (a filepath, say). */
-/** The documents of these ids or customIds; with `underPath`, only those under that filepath (or folder). */
+/**
+ * Deletes the documents of these ids or customIds within the scope (every document a customId names there); with
+ * `underPath`, only those under that filepath (or folder), with `containerTags` only those carrying one of them.
+ */
 export function deleteDocumentsByIds(
   db: Database,
   ids: string[],
   scope: TagScope = null,
-  underPath?: string,
+  narrow: { underPath?: string; containerTags?: string[] } = {},
 ): Promise<DeletedDocument[]> {
   if (!ids.length) return Promise.resolve([]);
   return removeWithinScope(
     db,
-    and(or(inArray(documents.id, ids), inArray(documents.customId, ids)), filepathMatches(underPath)) as SQL,
+    and(
+      or(inArray(documents.id, ids), inArray(documents.customId, ids)),
+      filepathMatches(narrow.underPath),
+      tagCondition(documents.containerTags, narrow.containerTags, "any"),
+    ) as SQL,
     scope,
   );
 }
 
-/** Deletes the documents matching `where` within the scope (see removeWithinScope). */
 /** The documents under a filepath (a folder when it ends in "/"), of any of `containerTags` when given. */
 export function deleteDocumentsUnderPath(
   db: Database,

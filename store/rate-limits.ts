@@ -26,10 +26,12 @@ export async function hitRateLimit(
   const [row] = await queryRows(
     db,
     sql`
-    INSERT INTO rate_limits (key_id, window_start, count) VALUES (${keyId}, ${windowStart}, 1)
+    INSERT INTO rate_limits (key_id, window_start, window_end, count)
+    VALUES (${keyId}, ${windowStart}, ${windowStart + windowMs}, 1)
     ON CONFLICT (key_id) DO UPDATE SET
       count = CASE WHEN rate_limits.window_start = EXCLUDED.window_start THEN rate_limits.count + 1 ELSE 1 END,
-      window_start = EXCLUDED.window_start
+      window_start = EXCLUDED.window_start,
+      window_end = EXCLUDED.window_end
     RETURNING count, window_start`,
   );
   return afterHit(max, Number(row?.count ?? 1), Number(row?.window_start ?? windowStart), windowMs);
@@ -108,4 +110,29 @@ export async function readRateLimit(
     resetAt: windowStart + windowMs,
     allowed: count < max,
   };
+}
+
+/** Rows one prune statement deletes at most: each statement stays short on PGlite's single connection. */
+export const PRUNE_BATCH = 5_000;
+
+/**
+ * Deletes the counters whose window has ended (they count nothing: the next hit starts a new window at 1), in
+ * statements of at most `batch` rows. Without it the table keeps a row for every key and every client address
+ * that ever made a request. Answers how many rows went. Run by table maintenance (activities/maintenance.ts).
+ */
+export async function pruneRateLimits(db: Database, now = Date.now(), batch = PRUNE_BATCH): Promise<number> {
+  let pruned = 0;
+  for (;;) {
+    const [row] = await queryRows<{ deleted: string | number }>(
+      db,
+      sql`WITH gone AS (
+            DELETE FROM rate_limits WHERE key_id IN (
+              SELECT key_id FROM rate_limits WHERE window_end <= ${now} LIMIT ${batch})
+            RETURNING 1)
+          SELECT count(*) AS deleted FROM gone`,
+    );
+    const deleted = Number(row?.deleted ?? 0);
+    pruned += deleted;
+    if (deleted < batch) return pruned;
+  }
 }

@@ -21,3 +21,12 @@ export function inScope(scope: TagScope | undefined): SQL | undefined {
   if (!scope) return undefined;
   return arrayOverlaps(documents.containerTags, [...scope]);
 }
+
+/**
+ * The container tags of a document a caller may be shown: all of them for an admin, only those within its scope
+ * for a scoped key. A document two tenants share carries both tenants' tags, and each tenant's tag names are its
+ * own business (a customer's name, a project), not the other's.
+ */
+export function tagsWithin(tags: readonly string[], scope: TagScope | undefined): string[] {
+  return scope ? tags.filter((t) => scope.includes(t)) : [...tags];
+}

@@ -144,7 +144,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
       });
     return c.json(
       {
-        memories: rows.map((r) => presentDocument(r, { content: q.includeContent })),
+        memories: rows.map((r) => presentDocument(r, { content: q.includeContent, scope: scope.tags })),
         pagination: {
           currentPage: q.page,
           totalPages: Math.ceil(total / q.limit),
@@ -157,11 +157,12 @@ export function createDocumentHandlers(deps: ApiDeps) {
   };
 
   const listProcessing: RouteHandler<typeof routes.listProcessing, AppEnv> = async (c) => {
-    const rows = await store.unfinishedDocuments(db, 500, c.get("scope").tags);
+    const scope = c.get("scope").tags;
+    const rows = await store.unfinishedDocuments(db, 500, scope);
     return c.json(
       // With their status history: the run and stage times are what a caller watching processing needs.
       {
-        documents: rows.map((r) => presentDocument(r, { content: false, history: true })),
+        documents: rows.map((r) => presentDocument(r, { content: false, history: true, scope })),
         totalCount: rows.length,
       },
       200,
@@ -169,9 +170,10 @@ export function createDocumentHandlers(deps: ApiDeps) {
   };
 
   const getDocument: RouteHandler<typeof routes.getDocument, AppEnv> = async (c) => {
-    const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
+    const scope = c.get("scope").tags;
+    const row = await store.findDocument(db, c.req.valid("param").id, scope);
     if (!row) throw notFound("document");
-    return c.json(presentFullDocument(row), 200);
+    return c.json(presentFullDocument(row, scope), 200);
   };
 
   const listChunks: RouteHandler<typeof routes.listChunks, AppEnv> = async (c) => {
@@ -243,16 +245,24 @@ export function createDocumentHandlers(deps: ApiDeps) {
       );
     }
     const ids = [...new Set(body.ids)];
-    // With a filepath, only those of the given documents under it go; the others count as not found.
-    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, body.filepath);
+    if (body.containerTags) scope.check(body.containerTags);
+    // With containerTags or a filepath, only those of the given documents carrying one of the tags (under the
+    // path) go; an id that then matches nothing counts as not found. A customId names every document of the
+    // scope that holds it (for an admin, each tenant's that uses it: containerTags say whose).
+    const removed = await store.deleteDocumentsByIds(db, ids, scope.tags, {
+      underPath: body.filepath,
+      containerTags: body.containerTags,
+    });
     await afterDelete(removed);
     const deleted = new Set(removed.flatMap((r) => [r.id, ...(r.customId ? [r.customId] : [])]));
     const errors = ids.filter((id) => !deleted.has(id)).map((id) => ({ id, error: "not found" }));
     return c.json(
       {
         success: errors.length === 0,
-        deletedCount: ids.length - errors.length,
+        // Each document removed (or, for a scoped key, untagged), not each id given: one customId can name several.
+        deletedCount: removed.length,
         ...(errors.length ? { errors } : {}),
+        ...(body.containerTags ? { containerTags: body.containerTags } : {}),
       },
       200,
     );

@@ -1,7 +1,14 @@
 import type { DocumentRow } from "../../store/schema/index.ts";
+import { type TagScope, tagsWithin } from "../../store/scope.ts";
 
-/** The public shape of a document (field names as in the official SDK). */
-export function presentDocument(row: DocumentRow, opts: { content: boolean; history?: boolean }) {
+/**
+ * The public shape of a document (field names as in the official SDK), as the caller of `scope` sees it: a scoped
+ * key is shown only the container tags within its scope (store/scope.ts tagsWithin).
+ */
+export function presentDocument(
+  row: DocumentRow,
+  opts: { content: boolean; history?: boolean; scope: TagScope },
+) {
   return {
     id: row.id,
     customId: row.customId,
@@ -15,7 +22,7 @@ export function presentDocument(row: DocumentRow, opts: { content: boolean; hist
     fileName: row.fileName,
     mimeType: row.mimeType,
     fileSize: row.fileSize,
-    containerTags: row.containerTags,
+    containerTags: tagsWithin(row.containerTags, opts.scope),
     metadata: row.metadata,
     fileMetadata: row.fileMetadata,
     connectionId: row.connectionId,
@@ -34,10 +41,10 @@ export function presentDocument(row: DocumentRow, opts: { content: boolean; hist
  * (`superrag` is accepted on writes and processed the same); `source` names the connector a synced
  * document came from, and is null for documents added through the API.
  */
-export function presentFullDocument(row: DocumentRow) {
+export function presentFullDocument(row: DocumentRow, scope: TagScope) {
   const provider = row.connectionId ? row.metadata.source : undefined;
   return {
-    ...presentDocument(row, { content: true, history: true }),
+    ...presentDocument(row, { content: true, history: true, scope }),
     source: typeof provider === "string" ? provider : null,
     ogImage: null,
     raw: null,

@@ -178,15 +178,14 @@ export const UpdateBody = z
 export const BulkDeleteBody = z
   .object({
     ids: z.array(z.string().min(1)).min(1).max(1000).optional(),
-    containerTags: z.array(ContainerTag).min(1).max(100).optional(),
+    containerTags: z.array(ContainerTag).min(1).max(100).optional().openapi({
+      description:
+        "Documents carrying any of these tags. With ids it narrows them: only those of the given documents that carry one of the tags go (a customId several tenants use deletes only theirs of these tags)",
+    }),
     filepath: z.string().min(1).max(1000).optional().openapi({
       description:
         "Documents whose filepath is this (exact), or starts with it when it ends in '/'. Alone it selects the documents; with ids or containerTags it narrows them",
     }),
-  })
-  .refine((b) => !(b.ids && b.containerTags), {
-    message: "give ids or containerTags, not both",
-    path: ["ids"],
   })
   .refine((b) => Boolean(b.ids || b.containerTags || b.filepath), {
     message: "give ids, containerTags or filepath",
@@ -197,7 +196,10 @@ export const BulkDeleteBody = z
 export const BulkDeleteResponse = z
   .object({
     success: z.boolean(),
-    deletedCount: z.number(),
+    deletedCount: z.number().openapi({
+      description:
+        "Documents deleted (for a scoped key, also those it only untagged): a customId several documents hold counts each of them",
+    }),
     containerTags: z.array(z.string()).optional(),
     errors: z.array(z.object({ id: z.string(), error: z.string() })).optional(),
   })

@@ -370,7 +370,7 @@ export function registerTools(server: McpServer, deps: ApiDeps, caller: McpCalle
         });
         return {
           containerTag: tag,
-          documents: rows.map((r) => presentDocument(r, { content: false })),
+          documents: rows.map((r) => presentDocument(r, { content: false, scope: caller.scope.tags })),
           pagination: pageOf(q, total),
         };
       },
@@ -401,7 +401,7 @@ export function registerTools(server: McpServer, deps: ApiDeps, caller: McpCalle
       async (args: { id: string }) => {
         const row = await findDocument(deps.db, args.id, caller.scope.tags);
         if (!row) throw notFound("document");
-        return { document: presentDocument(row, { content: true }) };
+        return { document: presentDocument(row, { content: true, scope: caller.scope.tags }) };
       },
       ({ document: d }) =>
         [

@@ -68,7 +68,8 @@ describe("HTTP contract", () => {
       ["POST", "/v3/search", { q: "" }, "q"],
       ["POST", "/v3/search", { q: "x", chunkThreshold: 2 }, "chunkThreshold"],
       ["POST", "/v3/search", { q: "x", retrieval: "magic" }, "retrieval"],
-      ["DELETE", "/v3/documents/bulk", { ids: ["a"], containerTags: ["b"] }, "ids"],
+      ["DELETE", "/v3/documents/bulk", { ids: [] }, "ids"],
+      ["DELETE", "/v3/documents/bulk", { ids: ["a"], containerTags: ["bad tag!"] }, "containerTags.0"],
       ["POST", "/v3/documents/list", { filters: "{not json" }, "filters"],
     ];
     for (const [method, path, body, field] of cases) {

@@ -165,6 +165,19 @@ describe("private network protection", () => {
     expect((doc as { errorReason?: string }).errorReason).toMatch(/refused/);
     expect(doc.content ?? "").not.toContain("internal secret");
   });
+
+  it("says an internal host is refused without telling what it resolves to", async () => {
+    site.serve("/inside", { status: 200, type: "text/plain", body: "internal secret" });
+    // localhost is a name: the refusal names it, not the loopback address it resolves to.
+    const url = site.url("/inside").replace("127.0.0.1", "localhost");
+    const { id } = await client.documents.add({ content: url });
+    const doc = await untilProcessed((i) => client.documents.get(i), id);
+    expect(doc.status).toBe("failed");
+    const reason = (doc as { errorReason?: string }).errorReason ?? "";
+    expect(reason).toContain("the host localhost is not allowed (refused: private or internal network)");
+    expect(reason).not.toMatch(/127\.0\.0\.1|::1|loopback/);
+    expect(doc.content ?? "").not.toContain("internal secret");
+  });
 });
 
 describe("a stage that takes too long", () => {

@@ -714,13 +714,17 @@ describe("documents", () => {
       expect((await client.documents.get(outside)).id).toBe(outside);
     });
 
-    it("refuses every optional field together, naming ids (ids and containerTags exclude each other)", async () => {
+    it("takes every optional field together: the given documents carrying one of the tags under the filepath", async () => {
       const id = await add("Bulk note eight.", { filepath: "/bulk/kept/eight.md" });
-      await refusedNaming(
-        client.documents.deleteBulk({ ids: [id], containerTags: [tag], filepath: "/bulk/kept/" }),
-        "ids",
-      );
-      expect((await client.documents.get(id)).id).toBe(id);
+      const elsewhere = await add("Bulk note nine.", {
+        filepath: "/bulk/kept/nine.md",
+        containerTag: `${tag}-other`,
+      });
+      expect(
+        await deleteBulk({ ids: [id, elsewhere], containerTags: [tag], filepath: "/bulk/kept/" }),
+      ).toMatchObject({ success: false, deletedCount: 1, errors: [{ id: elsewhere, error: "not found" }] });
+      await expect(client.documents.get(id)).rejects.toMatchObject({ status: 404 });
+      expect((await client.documents.get(elsewhere)).id).toBe(elsewhere);
     });
 
     it("refuses an empty body, naming ids", async () => {

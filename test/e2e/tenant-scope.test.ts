@@ -155,6 +155,153 @@ describe("memory search and the scope of source documents", () => {
     expect(clash.json.error.code).toBe("conflict");
   });
 
+  it("checks a customId rename against the caller's own tenant, as an add does", async () => {
+    const keyA = await scopedKey("rn-a");
+    const keyB = await scopedKey("rn-b");
+    const added = async (body: Record<string, unknown>, key?: string) => {
+      const res = await call("POST", "/v3/documents", body, key);
+      expect(res.status, res.text).toBe(200);
+      return res.json.id as string;
+    };
+    // Written by an admin (the shared namespace, as a sync, an import or a version before namespaces would).
+    const legacy = await added({ content: "A's old note", customId: "rn-legacy", containerTag: "rn-a" });
+    const bAdmin = await added({ content: "B's report", customId: "rn-report", containerTag: "rn-b" });
+    const bOwn = await added({ content: "B's own", customId: "rn-b-own" }, keyB);
+    const rename = (customId: string) => call("PATCH", `/v3/documents/${legacy}`, { customId }, keyA);
+
+    // Other tenants' documents, an admin's or their own key's, never hold a customId for A.
+    for (const customId of ["rn-report", "rn-b-own"]) {
+      const res = await rename(customId);
+      expect(res.status, res.text).toBe(200);
+    }
+    const byA = await call("GET", "/v3/documents/rn-b-own", undefined, keyA);
+    expect(byA.json).toMatchObject({ id: legacy, customId: "rn-b-own", content: "A's old note" });
+    expect((await call("GET", "/v3/documents/rn-b-own", undefined, keyB)).json.id).toBe(bOwn);
+    expect((await call("GET", "/v3/documents/rn-report", undefined, keyB)).json.id).toBe(bAdmin);
+    // A's add of the new customId updates the renamed document: it is now in A's namespace.
+    expect(await added({ content: "A's new note", customId: "rn-b-own" }, keyA)).toBe(legacy);
+
+    // Within A's tenant a customId still names one document: its own key's, or an admin's in its tags.
+    await added({ content: "A's plan", customId: "rn-a-own" }, keyA);
+    await added({ content: "A's admin plan", customId: "rn-a-admin", containerTag: "rn-a" });
+    for (const customId of ["rn-a-own", "rn-a-admin"]) {
+      const res = await rename(customId);
+      expect(res.status, res.text).toBe(409);
+      expect(res.json.error.code).toBe("conflict");
+    }
+    expect((await call("GET", `/v3/documents/${legacy}`, undefined, keyA)).json.customId).toBe("rn-b-own");
+  });
+
+  it("narrows an admin's bulk delete by customIds to containerTags, and counts every document deleted", async () => {
+    const keyA = await scopedKey("bd-a");
+    const keyB = await scopedKey("bd-b");
+    const add = async (body: Record<string, unknown>, key?: string) => {
+      const res = await call("POST", "/v3/documents", body, key);
+      expect(res.status, res.text).toBe(200);
+      return res.json.id as string;
+    };
+    const a = await add({ content: "A's report", customId: "bd-report" }, keyA);
+    const b = await add({ content: "B's report", customId: "bd-report" }, keyB);
+    const c = await add({ content: "C's report", customId: "bd-report", containerTag: "bd-c" });
+    const exists = async (id: string) => (await call("GET", `/v3/documents/${id}`)).status === 200;
+
+    // With containerTags: only the tenant named loses its document.
+    const narrowed = await call("DELETE", "/v3/documents/bulk", {
+      ids: ["bd-report"],
+      containerTags: ["bd-a"],
+    });
+    expect(narrowed.status, narrowed.text).toBe(200);
+    expect(narrowed.json).toMatchObject({ success: true, deletedCount: 1 });
+    expect([await exists(a), await exists(b), await exists(c)]).toEqual([false, true, true]);
+    expect((await call("GET", "/v3/documents/bd-report", undefined, keyB)).json.id).toBe(b);
+
+    // A scoped key may narrow only to its own tags.
+    const foreign = await call(
+      "DELETE",
+      "/v3/documents/bulk",
+      { ids: ["bd-report"], containerTags: ["bd-c"] },
+      keyB,
+    );
+    expect(foreign.status, foreign.text).toBe(403);
+    expect(await exists(c)).toBe(true);
+
+    // Without: every document of the customId goes, each one counted; an unknown id is reported.
+    const all = await call("DELETE", "/v3/documents/bulk", { ids: ["bd-report", "bd-nothing"] });
+    expect(all.status, all.text).toBe(200);
+    expect(all.json).toEqual({
+      success: false,
+      deletedCount: 2,
+      errors: [{ id: "bd-nothing", error: "not found" }],
+    });
+    expect([await exists(b), await exists(c)]).toEqual([false, false]);
+  });
+
+  it("shows a scoped key only its own tags of a shared document, and lets only a key of all its tags reprocess it", async () => {
+    const note = "The ferry to Skye leaves the harbour at seven each morning.";
+    const added = await call("POST", "/v3/documents", { content: note, containerTags: ["sh-a", "sh-b"] });
+    expect(added.status, added.text).toBe(200);
+    const id = added.json.id as string;
+    const done = await untilProcessed(
+      async (i) => (await call("GET", `/v3/documents/${i}`)).json,
+      id,
+      120_000,
+    );
+    expect(done.status).toBe("done");
+    const keyA = await scopedKey("sh-a");
+    const keyBoth = await scopedKey("sh-a", ["sh-b"]);
+
+    // Every answer that shows the document's tags: get, list (both routes), search.
+    const tagsSeen = async (key: string) => {
+      const got = await call("GET", `/v3/documents/${id}`, undefined, key);
+      const listed = await call("POST", "/v3/documents/list", { containerTags: ["sh-a"] }, key);
+      const memories = await call("POST", "/v3/memories/list", { containerTags: ["sh-a"] }, key);
+      const found = await call(
+        "POST",
+        "/v3/search",
+        { q: "When does the ferry leave?", containerTags: ["sh-a"] },
+        key,
+      );
+      for (const res of [got, listed, memories, found]) expect(res.status, res.text).toBe(200);
+      const inList = (rows: { id?: string; documentId?: string; containerTags: string[] }[]) =>
+        rows.find((r) => (r.id ?? r.documentId) === id)?.containerTags;
+      return {
+        get: got.json.containerTags,
+        list: inList(listed.json.memories),
+        memories: inList(memories.json.memories),
+        search: inList(found.json.results),
+      };
+    };
+    const only = (tags: string[]) => ({ get: tags, list: tags, memories: tags, search: tags });
+    expect(await tagsSeen(keyA)).toEqual(only(["sh-a"]));
+    expect(await tagsSeen(keyBoth)).toEqual(only(["sh-a", "sh-b"]));
+    expect((await call("GET", `/v3/documents/${id}`)).json.containerTags).toEqual(["sh-a", "sh-b"]);
+
+    // Reprocessing serves both tenants: refused to the key of one, nothing queued; allowed to a key of both.
+    const runs = async () => (await call("GET", `/v3/documents/${id}`)).json.statusHistory.length as number;
+    const before = await runs();
+    const refused = await call("POST", `/v3/documents/${id}/reprocess`, undefined, keyA);
+    expect(refused.status, refused.text).toBe(403);
+    expect(refused.json.error.code).toBe("forbidden");
+    expect(refused.json.error.message).toMatch(/shared with container tags outside this key's scope/);
+    expect(refused.json.error.message).not.toContain("sh-b");
+    expect(await runs()).toBe(before);
+    const metadata = await call("PATCH", `/v3/documents/${id}`, { metadata: { by: "a" } }, keyA);
+    expect(metadata.status, metadata.text).toBe(403);
+    const allowed = await call("POST", `/v3/documents/${id}/reprocess`, undefined, keyBoth);
+    expect(allowed.status, allowed.text).toBe(200);
+    expect(allowed.json).toEqual({ id, status: "queued" });
+  });
+
+  /** A new scoped key of these tags. */
+  async function scopedKey(containerTag: string, containerTags?: string[]): Promise<string> {
+    const res = await call("POST", "/v3/auth/scoped-key", {
+      containerTag,
+      ...(containerTags ? { containerTags } : {}),
+    });
+    expect(res.status, res.text).toBe(200);
+    return res.json.key as string;
+  }
+
   /** The bearer key an SDK client was made with, for the calls the SDK does not make. */
   function keyOf(client: Supermemory): string {
     return client.apiKey;

@@ -286,6 +286,21 @@ describe("webhooks: signed deliveries of document and sync events", () => {
     expect(receiver.at("/b")).toHaveLength(1);
   });
 
+  it("shows a webhook of some tags only those tags of a document another tenant shares", async () => {
+    const shared = await client.documents.add({
+      content: `${receiver.url}/missing-shared`,
+      containerTags: ["hooks-b", "hooks-other-tenant"],
+    });
+    expect(await processed(shared.id)).toBe("failed");
+    const delivery = await waitFor(
+      async () => receiver.at("/b").find((r) => r.body.includes(shared.id)),
+      "the shared document's document.failed delivery",
+    );
+    const body = JSON.parse(delivery.body);
+    expect(body.data.document).toMatchObject({ id: shared.id, containerTags: ["hooks-b"] });
+    expect(delivery.body).not.toContain("hooks-other-tenant");
+  });
+
   it("retries with backoff until the receiver answers 2xx", async () => {
     receiver.plan("/flaky", [500, 500]);
     const doc = await client.documents.add({

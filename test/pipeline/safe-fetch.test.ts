@@ -137,31 +137,34 @@ describe("fetchUrl refusals", () => {
   it("refuses loopback literals without connecting", async () => {
     const before = hits;
     const error = await refusal(fetchUrl(`${base}/page`));
-    expect(error.reason).toBe("127.0.0.1 is a loopback address");
+    expect(error.detail).toBe("127.0.0.1 is a loopback address");
     const v6 = await refusal(fetchUrl(`http://[::1]:${port}/page`));
-    expect(v6.reason).toBe("::1 is a loopback address");
+    expect(v6.detail).toBe("::1 is a loopback address");
     expect(hits).toBe(before);
   });
 
   it("refuses localhost through real DNS resolution", async () => {
     const error = await refusal(fetchUrl(`http://localhost:${port}/page`));
-    expect(error.reason).toMatch(/^(127\.0\.0\.1|::1) is a loopback address \(localhost resolves to it\)$/);
+    expect(error.detail).toMatch(/^(127\.0\.0\.1|::1) is a loopback address \(localhost resolves to it\)$/);
+    // The reason (what a document's errorReason shows) names the host, never what it resolves to.
+    expect(error.reason).toBe("the host localhost is not allowed (refused: private or internal network)");
+    expect(error.message).not.toMatch(/127\.0\.0\.1|::1/);
   });
 
   it("refuses private, link-local, CGNAT and mapped addresses", async () => {
-    expect((await refusal(fetchUrl("http://10.0.0.1/"))).reason).toBe(
+    expect((await refusal(fetchUrl("http://10.0.0.1/"))).detail).toBe(
       "10.0.0.1 is a private-network address",
     );
-    expect((await refusal(fetchUrl("http://169.254.169.254/latest/meta-data"))).reason).toBe(
+    expect((await refusal(fetchUrl("http://169.254.169.254/latest/meta-data"))).detail).toBe(
       "169.254.169.254 is a link-local address",
     );
-    expect((await refusal(fetchUrl("http://100.64.1.1/"))).reason).toBe(
+    expect((await refusal(fetchUrl("http://100.64.1.1/"))).detail).toBe(
       "100.64.1.1 is a carrier-grade NAT address",
     );
-    expect((await refusal(fetchUrl("http://[::ffff:7f00:1]/"))).reason).toMatch(/loopback/);
-    expect((await refusal(fetchUrl("http://[fd12::1]/"))).reason).toMatch(/unique-local/);
+    expect((await refusal(fetchUrl("http://[::ffff:7f00:1]/"))).detail).toMatch(/loopback/);
+    expect((await refusal(fetchUrl("http://[fd12::1]/"))).detail).toMatch(/unique-local/);
     // Decimal spelling of 127.0.0.1: URL parsing normalises it before the check.
-    expect((await refusal(fetchUrl("http://2130706433/"))).reason).toMatch(/loopback/);
+    expect((await refusal(fetchUrl("http://2130706433/"))).detail).toMatch(/loopback/);
   });
 
   it("refuses a name if any of its addresses is internal", async () => {
@@ -170,7 +173,10 @@ describe("fetchUrl refusals", () => {
       { address: "10.0.0.5", family: 4 },
     ];
     const error = await refusal(fetchUrl("http://mixed.test/", { resolve }));
-    expect(error.reason).toBe("10.0.0.5 is a private-network address (mixed.test resolves to it)");
+    expect(error.detail).toBe("10.0.0.5 is a private-network address (mixed.test resolves to it)");
+    expect(error.message).toBe(
+      "refused to fetch http://mixed.test/: the host mixed.test is not allowed (refused: private or internal network)",
+    );
   });
 
   it("refuses non-http schemes and credentials", async () => {
@@ -185,12 +191,12 @@ describe("fetchUrl refusals", () => {
     // redirect targets other loopback addresses, which the default policy must refuse.
     const onlyThisHost = (a: string) => a === "127.0.0.1" || isPublicAddress(a);
     const v6 = await refusal(fetchUrl(`${base}/redirect-loopback-v6`, { isAllowedAddress: onlyThisHost }));
-    expect(v6.reason).toBe("::1 is a loopback address");
+    expect(v6.detail).toBe("::1 is a loopback address");
     expect(v6.url).toBe(`http://[::1]:${port}/page`);
     const other = await refusal(
       fetchUrl(`${base}/redirect-other-loopback`, { isAllowedAddress: onlyThisHost }),
     );
-    expect(other.reason).toBe("127.0.0.2 is a loopback address");
+    expect(other.detail).toBe("127.0.0.2 is a loopback address");
   });
 
   it("refuses a redirect to a non-http scheme even on a private network", async () => {

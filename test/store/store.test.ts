@@ -117,6 +117,43 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
     ).toBe("ns-free");
   });
 
+  it("renames a shared-namespace document into the renaming key's namespace, checked within its tenant", async () => {
+    const save = (customId: string, tags: string[], scope: string[] | null) =>
+      docs.saveDocument(store.db, { source: customId, customId, containerTags: tags, metadata: {} }, scope);
+    const legacy = await save("rn-legacy", ["rn-a"], null);
+    const elsewhere = await save("rn-taken", ["rn-b"], null);
+    expect([legacy, elsewhere].map((r) => r.document.customIdNamespace)).toEqual(["", ""]);
+    // Another tenant's document of the shared namespace does not hold the customId for tenant a.
+    const renamed = await docs.updateDocument(store.db, legacy.document.id, { customId: "rn-taken" }, [
+      "rn-a",
+    ]);
+    expect(renamed?.document).toMatchObject({ customId: "rn-taken", customIdNamespace: "rn-a" });
+    expect((await docs.findDocument(store.db, "rn-taken", ["rn-b"]))?.id).toBe(elsewhere.document.id);
+    // One in tenant a's tags does, whatever its namespace; so does one of its namespace.
+    await save("rn-admin-in-a", ["rn-a"], null);
+    await save("rn-own", ["rn-a"], ["rn-a"]);
+    for (const customId of ["rn-admin-in-a", "rn-own"])
+      await expect(
+        docs.updateDocument(store.db, legacy.document.id, { customId }, ["rn-a"]),
+      ).rejects.toBeInstanceOf(docs.CustomIdTakenError);
+  });
+
+  it("refuses a scoped key's reprocessing of a document shared with tags outside its scope", async () => {
+    const shared = await docs.saveDocument(store.db, {
+      source: "shared text",
+      containerTags: ["rq-a", "rq-b"],
+      metadata: {},
+    });
+    await expect(docs.requeueDocument(store.db, shared.document.id, ["rq-a"])).rejects.toBeInstanceOf(
+      docs.SharedDocumentError,
+    );
+    expect((await docs.findDocument(store.db, shared.document.id))?.processingRun).toBe(1);
+    expect((await docs.requeueDocument(store.db, shared.document.id, ["rq-a", "rq-b"]))?.processingRun).toBe(
+      2,
+    );
+    expect((await docs.requeueDocument(store.db, shared.document.id, null))?.processingRun).toBe(3);
+  });
+
   it("leaves very common terms out of keyword queries, keeping the rarest if nothing else is left", async () => {
     const lexemes = async (text: string, common: string[], frequencies: number[]) => {
       const tsq = await keywordTsquery(store.db, text, { lexemes: common, frequencies, loadedAt: 0 });

@@ -1,11 +1,13 @@
 import { randomBytes } from "node:crypto";
+import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
 import * as keys from "../../../store/api-keys.ts";
 import { createConnection } from "../../../store/connections.ts";
 import * as sessions from "../../../store/console-sessions.ts";
 import * as users from "../../../store/console-users.ts";
+import { queryRows } from "../../../store/db.ts";
 import { saveOAuthState, takeOAuthState } from "../../../store/oauth-states.ts";
-import { clearRateLimit, hitRateLimit, readRateLimit } from "../../../store/rate-limits.ts";
+import { clearRateLimit, hitRateLimit, pruneRateLimits, readRateLimit } from "../../../store/rate-limits.ts";
 import { SecretBox } from "../../../store/secrets.ts";
 import { readSecret, readSettings, updateSettings } from "../../../store/settings.ts";
 import type { StoreOf } from "./support.ts";
@@ -145,6 +147,36 @@ export function accessCases(store: StoreOf) {
       remaining: 1,
       resetAt: start + 2 * window,
     });
+  });
+
+  it("prunes the counters whose window has ended, in batches, and keeps those still counting", async () => {
+    const { db } = store();
+    const start = 4_000_000_020_000; // a boundary of both windows, later than any other case's rows
+    await hitRateLimit(db, "rl-prune-ended-1", 5, 1_000, start);
+    await hitRateLimit(db, "rl-prune-ended-2", 5, 1_000, start);
+    await hitRateLimit(db, "rl-prune-ended-3", 5, 10_000, start);
+    await hitRateLimit(db, "rl-prune-live", 5, 60_000, start);
+    await hitRateLimit(db, "rl-prune-live", 5, 60_000, start + 1);
+    const now = start + 10_000; // the 1 s and 10 s windows have ended (an end is exclusive), the minute has not
+    const rows = async () =>
+      (await queryRows<{ key_id: string }>(db, sql`SELECT key_id FROM rate_limits ORDER BY key_id`)).map(
+        (r) => r.key_id,
+      );
+    const before = await rows();
+    expect(before).toEqual(expect.arrayContaining(["rl-prune-ended-1", "rl-prune-ended-3", "rl-prune-live"]));
+    // Every row but the live one has ended by `now` (the other cases' rows are of earlier windows): batches of 2.
+    expect(await pruneRateLimits(db, now, 2)).toBe(before.length - 1);
+    expect(await rows()).toEqual(["rl-prune-live"]);
+    expect(await pruneRateLimits(db, now, 2)).toBe(0);
+    // The live window goes on counting where it was; a pruned key starts a new window at 1.
+    expect(await hitRateLimit(db, "rl-prune-live", 5, 60_000, now)).toMatchObject({ count: 3 });
+    expect(await hitRateLimit(db, "rl-prune-ended-1", 5, 1_000, now)).toMatchObject({
+      count: 1,
+      resetAt: now + 1_000,
+    });
+    // Its end is the new window's: pruned once that has passed, not before.
+    expect(await pruneRateLimits(db, now + 999)).toBe(0);
+    expect(await pruneRateLimits(db, now + 1_000)).toBe(1);
   });
 
   it("hands out an OAuth state once, and clears abandoned expired ones", async () => {
