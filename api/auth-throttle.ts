@@ -19,7 +19,8 @@ export function clientOriginMiddleware(config: Config) {
   });
 }
 
-const clientAddress = (c: Context) => (c.get("client") as ClientOrigin | undefined)?.address ?? "unknown";
+/** What failures are counted under: the client's address, or for IPv6 its /64 (client-address.ts throttleKeyOf). */
+const clientAddress = (c: Context) => (c.get("client") as ClientOrigin | undefined)?.throttleKey ?? "unknown";
 
 function refused(resetAt: number, message: string): ApiError {
   const retryAfter = Math.max(1, Math.ceil((resetAt - Date.now()) / 1000));

@@ -21,7 +21,8 @@ describe("the client address behind TRUST_PROXY", () => {
       { headers },
       { incoming: { socket: { remoteAddress: peer } } },
     );
-    return (await res.json()) as { address: string; https: boolean };
+    const { address, https } = (await res.json()) as { address: string; https: boolean };
+    return { address, https };
   };
 
   it("believes forwarded headers only from a trusted peer, read from the right past trusted hops", async () => {
@@ -138,6 +139,22 @@ describe("sign-in and keys resist guessing", () => {
     expect((await send("GET", "/v3/auth/keys", { address: guesser, key: TEST_ADMIN_KEY })).status).toBe(200);
     // Another address's wrong keys are its own count.
     expect((await send("GET", "/v3/auth/keys", { address: "203.0.113.2", key: "sm_wrong" })).status).toBe(
+      401,
+    );
+  });
+
+  it("counts an IPv6 client's failures by its /64, so rotating addresses in it does not reset the count", async () => {
+    for (let i = 0; i < 6; i++) {
+      const res = await send("GET", "/v3/auth/keys", {
+        address: `2001:db8:1:2::${i + 1}`,
+        key: `sm_v6_${i}`,
+      });
+      expect(res.status, res.text).toBe(401);
+    }
+    const rotated = await send("GET", "/v3/auth/keys", { address: "2001:db8:1:2:ffff::9", key: "sm_v6_7" });
+    expect(rotated.status).toBe(429);
+    // The neighbouring /64 is someone else.
+    expect((await send("GET", "/v3/auth/keys", { address: "2001:db8:1:3::1", key: "sm_v6_8" })).status).toBe(
       401,
     );
   });
