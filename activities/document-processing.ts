@@ -4,7 +4,8 @@ import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
 import type { CpuPool } from "../pipeline/cpu-pool.ts";
 import type { Embedder, EmbeddingPriority } from "../pipeline/embedder/types.ts";
-import type { ContentType } from "../pipeline/extract/types.ts";
+import { chunkCapMetadata } from "../pipeline/extract/budget.ts";
+import type { ContentType, ScalarMetadata } from "../pipeline/extract/types.ts";
 import { type ChatModel, ChatModelError } from "../pipeline/llm/chat.ts";
 import { extractMemories } from "../pipeline/llm/extract-memories.ts";
 import { shortTextMemory } from "../pipeline/short-text-memory.ts";
@@ -48,6 +49,8 @@ export interface DocumentActivityDeps {
   blobs: BlobStore;
   extract: ExtractionRunner;
   chunking: { maxChars: number; overlapSentences: number };
+  /** What one document may cost: characters of text kept (attachments included) and chunks made. */
+  limits: { maxExtractedChars: number; maxChunks: number };
   fetching: { allowPrivateNetwork: boolean; timeoutMs: number; maxBytes: number };
   log: Logger;
   /** OpenAI-compatible chat model for memory extraction; without one, only short texts become memories. */
@@ -102,7 +105,7 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
           source,
           deps.extract,
           { heartbeat: (details) => ctx.heartbeat(details), signal: ctx.cancellationSignal },
-          deps.caption,
+          { maxChars: deps.limits.maxExtractedChars, caption: deps.caption },
         );
         await saveExtraction(db, ref, {
           ...extracted,
@@ -115,14 +118,26 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
     });
   }
 
-  /** Splits text into chunks, by `chunkSize` from PATCH /v3/settings (characters) or CHUNK_MAX_CHARS. */
-  async function chunkPieces(segments: Parameters<CpuPool["chunkSegments"]>[0]) {
+  /**
+   * Splits text into chunks, by `chunkSize` from PATCH /v3/settings (characters) or CHUNK_MAX_CHARS,
+   * stopping at MAX_CHUNKS_PER_DOCUMENT; `fileMetadata` is the document's, with a note when it stopped.
+   */
+  async function chunkPieces(
+    segments: Parameters<CpuPool["chunkSegments"]>[0],
+    fileMetadata: ScalarMetadata | null,
+  ) {
     const { values } = await readSettings(db);
     const chunkSize = typeof values.chunkSize === "number" ? values.chunkSize : undefined;
-    return deps.cpu.chunkSegments(segments, {
+    const { pieces, truncated } = await deps.cpu.chunkSegments(segments, {
       ...deps.chunking,
       maxChars: chunkSize ?? deps.chunking.maxChars,
+      maxChunks: deps.limits.maxChunks,
     });
+    return {
+      pieces,
+      truncated,
+      fileMetadata: truncated ? chunkCapMetadata(fileMetadata ?? {}, deps.limits.maxChunks) : fileMetadata,
+    };
   }
 
   /** A page fetched again replaces the document's earlier copy: that file goes once the new one is saved. */
@@ -163,18 +178,25 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
           return { type: found.type, stage: "identified" };
         }
         const ctx = Context.current();
-        const extracted = await extractAll(found.type, source, deps.extract, {
-          // A local activity has no heartbeat (the SDK keeps its workflow task alive instead).
-          heartbeat: (details) => (ctx.info.isLocal ? undefined : ctx.heartbeat(details)),
-          signal: ctx.cancellationSignal,
-        });
-        const extraction = {
-          ...extracted,
-          contentHash: createHash("sha256").update(extracted.content).digest("hex"),
-        };
+        const extracted = await extractAll(
+          found.type,
+          source,
+          deps.extract,
+          {
+            // A local activity has no heartbeat (the SDK keeps its workflow task alive instead).
+            heartbeat: (details) => (ctx.info.isLocal ? undefined : ctx.heartbeat(details)),
+            signal: ctx.cancellationSignal,
+          },
+          { maxChars: deps.limits.maxExtractedChars },
+        );
         const chunkingAt = new Date();
         const segments = extracted.segments?.length ? extracted.segments : [{ text: extracted.content }];
-        const pieces = await chunkPieces(segments);
+        const { pieces, fileMetadata } = await chunkPieces(segments, extracted.metadata);
+        const extraction = {
+          ...extracted,
+          metadata: fileMetadata ?? extracted.metadata,
+          contentHash: createHash("sha256").update(extracted.content).digest("hex"),
+        };
         if (pieces.length > ONE_GO_MAX_CHUNKS) {
           await saveIdentified(db, ref, identified);
           await releaseEarlierFetch(doc, source);
@@ -293,8 +315,13 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
         await setStatus(db, ref, "chunking");
         const doc = await loadRun(db, ref);
         const segments = doc.segments?.length ? doc.segments : [{ text: doc.content ?? "" }];
-        const pieces = await chunkPieces(segments);
-        const count = await replaceChunks(db, ref, pieces);
+        const { pieces, truncated, fileMetadata } = await chunkPieces(segments, doc.fileMetadata);
+        const count = await replaceChunks(
+          db,
+          ref,
+          pieces,
+          truncated ? (fileMetadata ?? undefined) : undefined,
+        );
         return { chunks: count };
       });
     },

@@ -1,5 +1,6 @@
 import type { BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
+import { MAX_ATTACHED_MAIL_DEPTH, TextBudget } from "../pipeline/extract/budget.ts";
 import { DESCRIBED_WHEN_TEXTLESS, describeTextless, TEXTLESS_NOTE } from "../pipeline/extract/describe.ts";
 import { detectContentType } from "../pipeline/extract/detect.ts";
 import {
@@ -101,41 +102,35 @@ export interface Extracted {
 /** A caption for a picture (a vision-capable LLM), when one is configured. */
 export type Captioner = (bytes: Buffer, mimeType: string, signal: AbortSignal) => Promise<string>;
 
-/** Extracts text, with a mail's readable attachments appended as segments of their own. */
+export interface ExtractOptions {
+  /** Most characters of text kept from the document, attachments included (MAX_EXTRACTED_CHARS). */
+  maxChars: number;
+  /** A caption for a picture without text, when a vision-capable LLM is configured. */
+  caption?: Captioner;
+}
+
+/**
+ * Extracts text, with a mail's readable attachments appended as segments of their own (an attached
+ * message's text and attachments too, MAX_ATTACHED_MAIL_DEPTH levels deep). The document's text
+ * budget is handed to each extraction in turn, so reading stops once it is spent; a document cut
+ * short keeps what was read and says so in its metadata (TextBudget.metadata).
+ */
 export async function extractAll(
   type: ContentType,
   source: ResolvedSource,
   run: ExtractionRunner,
   ctx: ExtractContext,
-  caption?: Captioner,
+  { maxChars, caption }: ExtractOptions,
 ): Promise<Extracted> {
+  const budget = new TextBudget(maxChars);
   const result = await run(
     type,
     { bytes: source.bytes, filename: source.filename, mimeType: source.mimeType },
-    ctx,
+    { ...ctx, maxChars: budget.left },
   );
-  const segments = result.segments.map(clean);
-  for (const attachment of result.attachments ?? []) {
-    const bytes = Buffer.from(attachment.bytes);
-    const detected = await detectContentType(bytes, {
-      filename: attachment.filename,
-      mimeType: attachment.contentType,
-    });
-    if (!detected.type || detected.type === "email") continue;
-    try {
-      const inner = await run(
-        detected.type,
-        { bytes, filename: attachment.filename, mimeType: detected.mime },
-        ctx,
-      );
-      const label = `attachment:${attachment.filename ?? "unnamed"}`;
-      for (const s of inner.segments) segments.push(clean({ ...s, source: label }));
-    } catch (error) {
-      // One unreadable attachment must not fail the whole mail; its name is still listed in the text.
-      if (!(error instanceof UnprocessableContentError)) throw error;
-    }
-    ctx.heartbeat();
-  }
+  const segments = budget.take(result.segments.map(clean), result.truncated);
+  await readAttachments(result.attachments ?? [], "attachment:", 1, run, ctx, budget, segments);
+  const capped = budget.metadata();
   const content = segmentsToText(segments);
   if (!content.trim()) {
     // A photo, a music clip, a scan OCR cannot read: kept, and found, by what is known about the file.
@@ -170,8 +165,63 @@ export async function extractAll(
     title: result.title ?? titleFromText(content),
     content,
     segments,
-    metadata: result.metadata,
+    metadata: { ...result.metadata, ...capped },
   };
+}
+
+/**
+ * Appends the readable attachments' text to `segments`, each segment marked with where it came from:
+ * `attachment:<name>`, or `attachment:<message>/<name>` inside an attached message, whose own text and
+ * attachments are read the same way, MAX_ATTACHED_MAIL_DEPTH levels deep. Stops once the budget is
+ * spent: the attachments left are counted as unread.
+ */
+async function readAttachments(
+  attachments: Attachment[],
+  label: string,
+  depth: number,
+  run: ExtractionRunner,
+  ctx: ExtractContext,
+  budget: TextBudget,
+  segments: Segment[],
+): Promise<void> {
+  for (const [i, attachment] of attachments.entries()) {
+    if (budget.exhausted) {
+      budget.cut = true;
+      budget.unreadAttachments += attachments.length - i;
+      return;
+    }
+    const bytes = Buffer.from(attachment.bytes);
+    const detected = await detectContentType(bytes, {
+      filename: attachment.filename,
+      mimeType: attachment.contentType,
+    });
+    if (!detected.type) continue;
+    // A message attached deeper is known by the name its parent lists.
+    if (detected.type === "email" && depth > MAX_ATTACHED_MAIL_DEPTH) continue;
+    const name = `${label}${attachment.filename ?? "unnamed"}`;
+    let inner: Awaited<ReturnType<ExtractionRunner>>;
+    try {
+      inner = await run(
+        detected.type,
+        { bytes, filename: attachment.filename, mimeType: detected.mime },
+        { ...ctx, maxChars: budget.left },
+      );
+    } catch (error) {
+      // One unreadable attachment must not fail the whole mail; its name is still listed in the text.
+      if (!(error instanceof UnprocessableContentError)) throw error;
+      ctx.heartbeat();
+      continue;
+    }
+    const kept = budget.take(
+      inner.segments.map((s) => clean({ ...s, source: name })),
+      inner.truncated,
+    );
+    for (const segment of kept) segments.push(segment);
+    ctx.heartbeat();
+    if (inner.attachments?.length) {
+      await readAttachments(inner.attachments, `${name}/`, depth + 1, run, ctx, budget, segments);
+    }
+  }
 }
 
 /** The MIME type of a decoded image, from the format its extractor found. */

@@ -174,6 +174,18 @@ export const envSchema = z.object({
   SHORT_TEXT_MEMORY_MAX_CHARS: z.coerce.number().int().min(0).max(20_000).default(600),
   CHUNK_MAX_CHARS: z.coerce.number().int().min(200).max(20_000).default(1200),
   CHUNK_OVERLAP_SENTENCES: z.coerce.number().int().min(0).max(10).default(1),
+  /**
+   * Most characters of text kept from one document, its attachments (and theirs) included. Reading stops
+   * there: the text so far is kept and searchable, and fileMetadata says the cap cut it. The default holds
+   * about 5,000 dense pages (the Bible is 4.3 million characters); the upper bound is the PDF reader's own.
+   */
+  MAX_EXTRACTED_CHARS: z.coerce.number().int().min(10_000).max(50_000_000).default(10_000_000),
+  /**
+   * Most chunks made from one document; the text after the last one is kept but not searchable, and
+   * fileMetadata says so. At CHUNK_MAX_CHARS 1200 the default text cap makes about 9,000, so this binds
+   * only with small chunks (about 20 minutes of embedding at 16 chunks/s).
+   */
+  MAX_CHUNKS_PER_DOCUMENT: z.coerce.number().int().min(10).max(1_000_000).default(20_000),
   MAX_CONTENT_BYTES: z.coerce
     .number()
     .int()

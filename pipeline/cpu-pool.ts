@@ -1,5 +1,5 @@
 import { Piscina } from "piscina";
-import type { ChunkPiece, CpuTask } from "./cpu-tasks.ts";
+import type { ChunkedSegments, CpuTask } from "./cpu-tasks.ts";
 import {
   type ContentType,
   type ExtractResult,
@@ -13,12 +13,14 @@ const filename = new URL("./cpu-tasks.ts", import.meta.url).href;
 export interface CpuPool {
   chunkSegments(
     segments: ({ text: string } & SegmentLocation)[],
-    opts: { maxChars: number; overlapSentences: number },
-  ): Promise<ChunkPiece[]>;
+    opts: { maxChars: number; overlapSentences: number; maxChunks?: number },
+  ): Promise<ChunkedSegments>;
+  /** `maxChars`: the most text sent back (the document's budget left); the result says `truncated` when cut. */
   extract(
     type: ContentType,
     input: { bytes: Buffer; filename?: string; mimeType?: string },
     signal?: AbortSignal,
+    maxChars?: number,
   ): Promise<ExtractResult>;
   ocr(image: Buffer): Promise<string>;
   close(): Promise<void>;
@@ -58,11 +60,18 @@ export function createCpuPool(
     pool.run(task, signal ? { signal } : {}) as Promise<T>;
   return {
     chunkSegments: (segments, opts) => run({ op: "chunkSegments", segments, ...opts }),
-    async extract(type, input, signal) {
+    async extract(type, input, signal, maxChars) {
       let result: ExtractResult | { unprocessable: string };
       try {
         result = await run<ExtractResult | { unprocessable: string }>(
-          { op: "extract", type, bytes: input.bytes, filename: input.filename, mimeType: input.mimeType },
+          {
+            op: "extract",
+            type,
+            bytes: input.bytes,
+            filename: input.filename,
+            mimeType: input.mimeType,
+            maxChars,
+          },
           signal,
         );
       } catch (error) {

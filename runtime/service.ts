@@ -172,7 +172,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
       const extract: ExtractionRunner = (type, input, ctx) => {
         if (type === "audio") return media.extractAudio(input, ctx);
         if (type === "video") return media.extractVideo(input, ctx);
-        return cpu.extract(type, input, ctx.signal);
+        return cpu.extract(type, input, ctx.signal, ctx.maxChars);
       };
       const workerConnection = await connectTemporal(temporalOptions, (o) => NativeConnection.connect(o));
       stops.push(() => workerConnection.close());
@@ -190,6 +190,10 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
           blobs,
           extract,
           chunking: { maxChars: config.CHUNK_MAX_CHARS, overlapSentences: config.CHUNK_OVERLAP_SENTENCES },
+          limits: {
+            maxExtractedChars: config.MAX_EXTRACTED_CHARS,
+            maxChunks: config.MAX_CHUNKS_PER_DOCUMENT,
+          },
           fetching: {
             allowPrivateNetwork: config.ALLOW_PRIVATE_NETWORK,
             timeoutMs: config.FETCH_TIMEOUT_MS,

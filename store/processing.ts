@@ -113,14 +113,19 @@ function extractionColumns(extracted: Parameters<typeof saveExtraction>[2]) {
   };
 }
 
-/** Replaces the document's chunks in one transaction, so a retry never leaves duplicates. */
+/**
+ * Replaces the document's chunks in one transaction, so a retry never leaves duplicates; `fileMetadata`,
+ * when given, replaces the document's in the same transaction (chunking that hit a cap says so there).
+ */
 export async function replaceChunks(
   db: Database,
   ref: RunRef,
   pieces: { content: string; position: number; metadata?: Record<string, string | number> }[],
+  fileMetadata?: Record<string, string | number | boolean>,
 ): Promise<number> {
   return db.transaction(async (tx) => {
     await loadRun(tx as Database, ref);
+    if (fileMetadata) await guardedUpdate(tx as Database, ref, { fileMetadata });
     await tx.delete(chunks).where(eq(chunks.documentId, ref.documentId));
     const batch = 500;
     for (let i = 0; i < pieces.length; i += batch) {

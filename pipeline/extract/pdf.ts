@@ -229,7 +229,13 @@ export function createPdfExtractor({
       let ocrPages = 0;
       let failedPages = 0;
       let firstFailure: unknown = null;
+      let truncated = false;
       for (let n = 1; n <= pages; n++) {
+        // The document's budget is spent: the pages after this would be read (and OCR'd) for nothing.
+        if (ctx.maxChars !== undefined && chars >= ctx.maxChars) {
+          truncated = true;
+          break;
+        }
         throwIfAborted(ctx.signal);
         ctx.heartbeat({ page: n, pages });
         let page: PDFPageProxy | null = null;
@@ -272,7 +278,7 @@ export function createPdfExtractor({
       if (author) metadata.author = author;
       if (ocrPages) metadata.ocrPages = ocrPages;
       if (failedPages) metadata.failedPages = failedPages;
-      return { type: "pdf", title, segments, metadata };
+      return { type: "pdf", title, segments, metadata, ...(truncated ? { truncated } : {}) };
     } finally {
       await doc.destroy().catch(() => {});
     }

@@ -428,7 +428,14 @@ export const extractPptx: Extractor = async (
   const segments: Segment[] = [];
   let title: string | null = null;
   let hidden = 0;
+  let chars = 0;
+  let truncated = false;
   for (const [i, part] of slides.entries()) {
+    // The document's budget is spent: the slides after this would be read for nothing.
+    if (ctx.maxChars !== undefined && chars >= ctx.maxChars) {
+      truncated = true;
+      break;
+    }
     ctx.signal.throwIfAborted();
     ctx.heartbeat({ slide: i + 1, of: slides.length });
     const number = i + 1;
@@ -455,16 +462,18 @@ export const extractPptx: Extractor = async (
     }
     const text = blocks.map((b) => b.text).join("\n\n");
     if (text) segments.push({ text, slide: number });
+    chars += text.length;
 
     const notesPart = relOfType(rels, REL_NOTES)?.target;
     if (notesPart && zip.file(notesPart)) {
       const notes = notesText(await readXml(zip, notesPart, `the notes of slide ${number}`));
       if (notes) segments.push({ text: notes, slide: number, source: "notes" });
+      chars += notes.length;
     }
   }
 
   const metadata: ScalarMetadata = { ...core, slides: slides.length };
   if (hidden) metadata.hiddenSlides = hidden;
   const coreTitle = typeof core.title === "string" ? core.title : null;
-  return { type: "pptx", title: title ?? coreTitle, segments, metadata };
+  return { type: "pptx", title: title ?? coreTitle, segments, metadata, ...(truncated ? { truncated } : {}) };
 };

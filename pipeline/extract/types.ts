@@ -40,6 +40,8 @@ export interface ExtractResult {
   segments: Segment[];
   /** Facts about the file worth keeping on the document (page count, duration, author, ...). */
   metadata: ScalarMetadata;
+  /** The text stopped at `ExtractContext.maxChars`: the file holds more than was read or kept. */
+  truncated?: boolean;
 }
 
 export interface ExtractContext {
@@ -47,6 +49,12 @@ export interface ExtractContext {
   heartbeat(details?: unknown): void;
   /** Aborted when the activity is cancelled or times out; stop work promptly. */
   signal: AbortSignal;
+  /**
+   * Most characters of text the document can still keep (its budget, MAX_EXTRACTED_CHARS, less what
+   * its other parts used): an extractor may stop reading once its segments hold that many, and say
+   * so with `truncated`. Unset: no limit.
+   */
+  maxChars?: number;
 }
 
 export interface ExtractInput {

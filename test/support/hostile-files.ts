@@ -3,6 +3,7 @@
 // test/e2e/hostile-files.test.ts.
 
 import { constants, crc32, deflateRawSync, deflateSync } from "node:zlib";
+import { ZipArchive } from "../../pipeline/extract/zip.ts";
 
 export const MiB = 1024 * 1024;
 
@@ -178,5 +179,86 @@ export function manyPartsMail(parts: number): Buffer {
   );
   return Buffer.from(
     `${MAIL_HEAD}Subject: many parts\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${body.join("")}--b--\r\n`,
+  );
+}
+
+/** The parts of a real .docx (fixtures/docx/simple.docx) that a reader needs: no styles, theme or thumbnail. */
+const DOCX_PARTS = [
+  "[Content_Types].xml",
+  "_rels/.rels",
+  "docProps/core.xml",
+  "word/document.xml",
+  "word/_rels/document.xml.rels",
+];
+
+/**
+ * A real .docx (simple.docx) whose body is its own paragraphs, each run's text said `repeat` times,
+ * the whole written out `copies` times: 600 copies of 40 repeats is 4.1 million characters of text.
+ */
+export function repetitiveDocx(fixture: Buffer, copies: number, repeat = 40): Buffer {
+  const zip = new ZipArchive(fixture, ".docx");
+  const xml = zip.readText("word/document.xml") ?? "";
+  const body = xml.match(/<w:body>([\s\S]*?)<w:sectPr/)?.[1];
+  if (!body) throw new Error("the fixture has no body to repeat");
+  const said = body.replace(
+    /<w:t( [^>]*)?>([^<]*)<\/w:t>/g,
+    (_all, attributes: string | undefined, text: string) =>
+      `<w:t${attributes ?? ""}>${`${text} `.repeat(repeat)}</w:t>`,
+  );
+  const document = xml.replace(body, said.repeat(copies));
+  return zipOf(
+    DOCX_PARTS.filter((name) => zip.has(name)).map((name) => {
+      const data = name === "word/document.xml" ? Buffer.from(document) : (zip.read(name) as Buffer);
+      return {
+        name,
+        method: 8,
+        data: deflateRawSync(data, { level: 9 }),
+        crc: crc32(data),
+        size: data.length,
+      };
+    }),
+  );
+}
+
+export interface MailAttachment {
+  filename: string;
+  contentType: string;
+  bytes: Buffer;
+}
+
+let boundaries = 0;
+
+/** A multipart mail with a text body and the given attachments (base64, or an attached message as is). */
+export function mailWith(subject: string, body: string, attachments: MailAttachment[]): Buffer {
+  // A boundary of its own, so a mail attached inside another does not end its parent's parts.
+  const mixed = `mixed-${++boundaries}`;
+  const parts = attachments.map((a) => {
+    const head = `--${mixed}\r\nContent-Type: ${a.contentType}; name="${a.filename}"\r\nContent-Disposition: attachment; filename="${a.filename}"\r\n`;
+    if (a.contentType === "message/rfc822") return `${head}\r\n${a.bytes.toString("utf8")}\r\n`;
+    const base64 = a.bytes.toString("base64").replace(/.{76}/g, "$&\r\n");
+    return `${head}Content-Transfer-Encoding: base64\r\n\r\n${base64}\r\n`;
+  });
+  return Buffer.from(
+    `${MAIL_HEAD}Subject: ${subject}\r\nContent-Type: multipart/mixed; boundary="${mixed}"\r\n\r\n` +
+      `--${mixed}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}\r\n${parts.join("")}--${mixed}--\r\n`,
+  );
+}
+
+export const DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+
+/**
+ * The hostile mail of "each document has a budget": `count` copies of a repetitive .docx attached
+ * (300 of 600 copies of simple.docx's body: a 10 MB .eml whose attachments hold 1.2 billion characters).
+ */
+export function manyDocxMail(fixture: Buffer, count: number, copies = 600): Buffer {
+  const docx = repetitiveDocx(fixture, copies);
+  return mailWith(
+    "Quarterly reports",
+    "All the reports are attached.",
+    Array.from({ length: count }, (_, i) => ({
+      filename: `report-${i + 1}.docx`,
+      contentType: DOCX_MIME,
+      bytes: docx,
+    })),
   );
 }
