@@ -32,8 +32,9 @@ export interface AttackOptions {
   thinkMs: number;
   /** Documents each tenant holds before the phases (its searches find something). */
   seedDocs: number;
-  /** Size of each chunked body, MiB. */
+  /** Size of each chunked body, MiB; bodies started per second, at most `bodiesInFlight` at once. */
   bodyMiB: number;
+  bodyRate: number;
   bodiesInFlight: number;
   /** Made-up bearer keys per second, and console sign-ins per second. */
   keyRate: number;
@@ -367,6 +368,7 @@ export async function runAttack(o: AttackOptions, cleanup: Cleanup): Promise<Att
     url: service.url,
     durationMs: o.phaseS * 1000,
     bodyBytes: o.bodyMiB * 2 ** 20,
+    bodyRate: o.bodyRate,
     bodiesInFlight: o.bodiesInFlight,
     keyRate: o.keyRate,
     keysInFlight: 32,

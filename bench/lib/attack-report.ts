@@ -14,6 +14,8 @@ export const ATTACK_BOUNDS = { p95Ratio: 2, rssRiseMiB: 512 } as const;
 const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20).toLocaleString("en")} MiB`;
 const signedMib = (bytes: number) => `${bytes < 0 ? "−" : "+"}${mib(Math.abs(bytes))}`;
 const n = (v: number) => v.toLocaleString("en");
+/** A lane's pace; 0 is unpaced (the next request as soon as an answer frees a slot). */
+const perSecond = (rate: number) => (rate ? `${n(rate)} a second` : "as fast as the answers came");
 const statuses = (by: Record<string, number>) =>
   Object.entries(by)
     .sort(([a], [b]) => a.localeCompare(b))
@@ -62,9 +64,9 @@ export function renderAttackSection(r: AttackResult): string[] {
     `${o.clients} clients in ${o.tenants} tenants (each tenant its own scoped key) send, each in a loop with ${o.thinkMs} ms between an answer and`,
     `the next request, ${Math.round(o.addShare * 100)} % adds (\`POST /v3/documents\`, a one-sentence note) and otherwise searches of their tenant, \`/v3/search\``,
     `and \`/v4/search\` in turn; ${o.seedDocs} documents per tenant before. First ${o.phaseS} s of the clients alone, then ${o.phaseS} s with a third party`,
-    `beside them from the same address (127.0.0.1), as a process of its own (\`bench/lib/attacker.ts\`): ${o.bodiesInFlight} chunked bodies of ${n(o.bodyMiB)} MiB`,
-    `in flight at a time (no content-length, from a generator: the attacker holds no body), ${n(o.keyRate)} made-up bearer keys a second and`,
-    `${n(o.signInRate)} console sign-ins a second (a known console user's e-mail with wrong passwords, and made-up keys, in turn).`,
+    `beside them from the same address (127.0.0.1), as a process of its own (\`bench/lib/attacker.ts\`): chunked bodies of ${n(o.bodyMiB)} MiB,`,
+    `${perSecond(o.bodyRate)}, at most ${o.bodiesInFlight} at a time (no content-length, from a generator: the attacker holds no body), made-up bearer keys, ${perSecond(o.keyRate)}, and`,
+    `console sign-ins, ${perSecond(o.signInRate)} (a known console user's e-mail with wrong passwords, and made-up keys, in turn).`,
     "",
     "| phase | client requests | errors | p50 | p95 | adds | service RSS, peak (above idle) |",
     "|---|---|---|---|---|---|---|",

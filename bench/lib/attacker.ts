@@ -48,7 +48,13 @@ export interface AttackerOptions {
   durationMs: number;
   /** Size of each chunked body (the whole of it, if nobody stops it). */
   bodyBytes: number;
-  /** Chunked bodies in flight at once (each on its own connection), one after another, kinds in turn. */
+  /**
+   * Chunked bodies started per second, kinds in turn, at most `bodiesInFlight` at once (each on its own
+   * connection). Paced, because a service that refuses a body at once would otherwise get hundreds of connections a
+   * second from an attacker on its own two cores, and the run would measure the attacker's CPU, not the service.
+   * Every rate here: 0 = as fast as the answers come.
+   */
+  bodyRate: number;
   bodiesInFlight: number;
   /** Made-up bearer keys per second (open loop), at most `keysInFlight` unanswered at once. */
   keyRate: number;
@@ -285,7 +291,7 @@ export async function attack(o: AttackerOptions, signal?: AbortSignal): Promise<
   const searchBody = Buffer.from(JSON.stringify({ q: "what was decided", limit: 5 }));
   const lanes = [
     lane(
-      0,
+      o.bodyRate,
       o.bodiesInFlight,
       () => stop,
       wake,

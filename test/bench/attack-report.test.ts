@@ -39,6 +39,7 @@ function result(attacked: AttackPhase, missing = 0, afterStatus = 200): AttackRe
       thinkMs: 100,
       seedDocs: 20,
       bodyMiB: 300,
+      bodyRate: 5,
       bodiesInFlight: 2,
       keyRate: 50,
       signInRate: 10,

@@ -32,6 +32,7 @@ describe("clients beside an attacker from their own address", () => {
         thinkMs: 100,
         seedDocs: 10,
         bodyMiB: 300,
+        bodyRate: 5,
         bodiesInFlight: 2,
         keyRate: 50,
         signInRate: 10,
