@@ -17,11 +17,13 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { AttackOptions, AttackResult } from "./attack.ts";
 import type { BulkOptions, BulkResult, BulkScenario } from "./bulk.ts";
 import type { ChurnOptions, ChurnResult } from "./churn.ts";
 import type { ConnectionsOptions, ConnectionsResult } from "./connections.ts";
 import type { ExtractionResult } from "./extraction.ts";
 import type { IngestResult } from "./ingest.ts";
+import { ATTACK_HEADING, attackChecks, renderAttackSection } from "./lib/attack-report.ts";
 import { BULK_HEADING, bulkSummaryLines, renderBulkSection } from "./lib/bulk-report.ts";
 import { CHURN_HEADING, churnComparisons, renderChurnSection, withinGoal } from "./lib/churn-report.ts";
 import { CONNECTIONS_HEADING, renderConnectionsSection } from "./lib/connections-report.ts";
@@ -750,6 +752,80 @@ const churn: Scenario<ChurnOptions, ChurnResult> = {
     ),
 };
 
+const attack: Scenario<AttackOptions, AttackResult> = {
+  name: "attack",
+  inDefault: false,
+  about:
+    "clients of two tenants searching and adding, alone and then beside an attacker from their address (huge chunked bodies, made-up keys, sign-in floods): errors, p95, the service's memory, lost adds; about 2 × --attack-phase plus a few minutes",
+  sections: [{ heading: ATTACK_HEADING, flags: "--with attack" }],
+  args: {
+    "attack-phase": str,
+    "attack-clients": str,
+    "attack-add-share": str,
+    "attack-think": str,
+    "attack-body-mib": str,
+    "attack-bodies": str,
+    "attack-body-rate": str,
+    "attack-key-rate": str,
+    "attack-sign-in-rate": str,
+    "attack-guard-mib": str,
+    "attack-env": { type: "string", multiple: true },
+  },
+  help: [
+    "--attack-phase 120         seconds of each phase (clients alone, then with the attacker)",
+    "--attack-clients 8  --attack-add-share 0.2  --attack-think 100 (ms between an answer and the next request)",
+    "--attack-body-mib 300  --attack-body-rate 5 (chunked bodies started per second)  --attack-bodies 2 (in flight)",
+    "--attack-key-rate 50  --attack-sign-in-rate 10   made-up bearer keys and console sign-ins per second",
+    "     (each rate: 0 = as fast as the answers come)",
+    "--attack-guard-mib 2048    stop the attacker if the service's RSS rises this far above idle (a shared machine)",
+    "--attack-env KEY=VALUE     more service settings (repeatable)",
+  ],
+  options: (v, ctx) => {
+    const share = nonNegative("attack-add-share", v["attack-add-share"], 0.2);
+    if (share > 1) throw new Error("--attack-add-share is a share from 0 to 1");
+    return {
+      phaseS: positive("attack-phase", v["attack-phase"], 120),
+      clients: positive("attack-clients", v["attack-clients"], 8),
+      tenants: 2,
+      addShare: share,
+      thinkMs: nonNegative("attack-think", v["attack-think"], 100),
+      seedDocs: 20,
+      bodyMiB: positive("attack-body-mib", v["attack-body-mib"], 300),
+      bodyRate: nonNegative("attack-body-rate", v["attack-body-rate"], 5),
+      bodiesInFlight: positive("attack-bodies", v["attack-bodies"], 2),
+      keyRate: nonNegative("attack-key-rate", v["attack-key-rate"], 50),
+      signInRate: nonNegative("attack-sign-in-rate", v["attack-sign-in-rate"], 10),
+      guardMiB: positive("attack-guard-mib", v["attack-guard-mib"], 2048),
+      threads: ctx.threads,
+      env: keyValues("attack-env", v["attack-env"]),
+    };
+  },
+  async run(o, ctx) {
+    const { runAttack } = await import("./attack.ts");
+    return runAttack(o, ctx.cleanup);
+  },
+  render: (r) => renderAttackSection(r),
+  headline: (r) => {
+    const c = attackChecks(r);
+    return {
+      "attack: client errors, p95 ratio, RSS rise": `${c.errors}, ${Number.isFinite(c.ratio) ? `${c.ratio.toFixed(2)}×` : "n/a"}, ${Math.round(c.rise / 2 ** 20)} MiB`,
+    };
+  },
+  terminal: (r) => {
+    const c = attackChecks(r);
+    return [
+      `attack: client errors ${r.baseline.errors} alone, ${r.attack.errors} with the attacker ${JSON.stringify(r.attack.errorsBy)}`,
+      `attack: p95 ${r.baseline.latency.p95.toFixed(1)} ms alone, ${r.attack.latency.p95.toFixed(1)} ms with the attacker (${c.ratio.toFixed(2)}×)`,
+      `attack: service RSS idle ${Math.round(r.rssIdleBytes / 2 ** 20)} MiB, peak ${Math.round(r.baseline.rssPeakBytes / 2 ** 20)} / ${Math.round(r.attack.rssPeakBytes / 2 ** 20)} MiB${r.guardTripped ? " (guard tripped)" : ""}`,
+      `attack: after the flood ${r.afterFlood.map((a) => `${a.who} ${a.status ?? a.error}`).join(", ")}; missing adds ${c.missing}`,
+      ...Object.entries(r.attacker.kinds).map(
+        ([k, s]) =>
+          `attack: ${k} sent ${s.sent}, answers ${JSON.stringify(s.statuses)}, no answer ${JSON.stringify(s.noAnswer)}`,
+      ),
+    ];
+  },
+};
+
 /** Every scenario, in the order a run takes them and the page shows them. */
 export const SCENARIOS: Scenario[] = [
   ingest,
@@ -762,6 +838,7 @@ export const SCENARIOS: Scenario[] = [
   scale,
   bulk,
   connections,
+  attack,
 ] as Scenario[];
 
 export function scenario(name: string): Scenario | undefined {

@@ -13,6 +13,8 @@ export interface Outcome<T = unknown> {
   text?: string;
   /** Connection error or timeout, when there was no response. */
   error?: string;
+  /** The Retry-After header of a 429 or 503, in seconds. */
+  retryAfter?: number;
   /** From sending the request to the end of the response (or the failure). */
   ms: number;
 }
@@ -64,6 +66,7 @@ export function jsonClient(opts: {
             const text = Buffer.concat(parts).toString("utf8");
             const status = res.statusCode ?? 0;
             const ok = status >= 200 && status < 300;
+            const retryAfter = Number(res.headers["retry-after"]);
             let parsed: T | undefined;
             try {
               parsed = text ? (JSON.parse(text) as T) : undefined;
@@ -73,6 +76,7 @@ export function jsonClient(opts: {
               status,
               body: parsed,
               text: ok && parsed !== undefined ? undefined : text.slice(0, 500),
+              ...(Number.isFinite(retryAfter) && res.headers["retry-after"] ? { retryAfter } : {}),
             });
           });
         },
