@@ -112,3 +112,35 @@ export function answerExpectContinue(server: Pick<Server, "on" | "emit">, limits
     server.emit("request", req, res);
   });
 }
+
+/** How long, and how many bytes, a connection is read and discarded after an answer that closes it early. */
+const LINGER_MS = 2_000;
+const LINGER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A lingering close, as nginx does it: after an answer that closes the connection while the client is still
+ * sending its body (a 413, a 401 to an upload), the socket's write side is ended but its read side is drained
+ * for up to LINGER_MS and LINGER_BYTES before it is destroyed. Closing a socket with unread data makes the kernel
+ * reset the connection, and a client still writing then often sees the reset (EPIPE, ECONNRESET) instead of the
+ * answer. What is read is discarded: it costs time on the socket, never memory.
+ */
+export function lingerOnEarlyClose(server: Pick<Server, "on">) {
+  server.on("request", (req, res) => {
+    res.once("finish", () => {
+      const socket = req.socket;
+      // Node's own 'finish' handler ran first: for a closing answer it ended the socket and will destroy it once
+      // the answer is flushed. Only a request whose body is still arriving needs the drain instead.
+      if (req.complete || res.shouldKeepAlive || socket.destroyed) return;
+      socket.removeListener("finish", socket.destroy);
+      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+      timer.unref();
+      let drained = 0;
+      socket.on("data", (chunk: Buffer) => {
+        drained += chunk.length;
+        if (drained > LINGER_BYTES) socket.destroy();
+      });
+      socket.once("close", () => clearTimeout(timer));
+      socket.once("end", () => socket.destroy());
+    });
+  });
+}

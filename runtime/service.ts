@@ -7,7 +7,7 @@ import { DefaultLogger, NativeConnection, Runtime, type Worker } from "@temporal
 import type { ExtractionRunner } from "../activities/extract.ts";
 import { ensureAdminKey } from "../api/admin-key.ts";
 import { createApp } from "../api/app.ts";
-import { answerExpectContinue } from "../api/body-limit.ts";
+import { answerExpectContinue, lingerOnEarlyClose } from "../api/body-limit.ts";
 import { createBlobStore } from "../blobs/index.ts";
 import type { Config } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
@@ -308,6 +308,7 @@ export async function startService(config: Config, log: Logger, roles: Role[]): 
         },
       });
       answerExpectContinue(server as Server, config);
+      lingerOnEarlyClose(server as Server);
       await new Promise<void>((resolve, reject) => {
         server.once("listening", resolve);
         server.once("error", reject);
