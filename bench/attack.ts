@@ -1,4 +1,4 @@
-// A load test with an attacker beside it (issue #68): clients of two tenants, each tenant with its own scoped key,
+// A load test with an attacker beside it: clients of two tenants, each tenant with its own scoped key,
 // search (/v3/search, /v4/search) and add (POST /v3/documents) for a phase alone, then for a phase of the same
 // length while a third party from the same address (127.0.0.1) streams huge chunked bodies, floods made-up bearer
 // keys and floods console sign-ins (bench/lib/attacker.ts). The service runs as `npm start` runs it (main.ts as a

@@ -1,4 +1,4 @@
-// A third party beside the real clients (issue #68, "stays up for everyone under hostile traffic"): from the same
+// A third party beside the real clients: from the same
 // address as they are, it streams huge chunked bodies at routes that take no key and at keyed routes without a
 // valid one, floods made-up bearer keys, and floods console sign-ins with wrong passwords and wrong keys. Used by
 // the `attack` scenario (bench/attack.ts) and by test/security/attacker.test.ts.

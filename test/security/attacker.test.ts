@@ -1,4 +1,4 @@
-// Issue #68, "a load test with an attacker beside it", shortened: the benchmark's `attack` scenario (bench/attack.ts)
+// A load test with an attacker beside it, shortened: the benchmark's `attack` scenario (bench/attack.ts)
 // for 25 s per phase. Clients of two tenants search and add, alone and then beside a third party from the same
 // address (127.0.0.1) that streams 300 MiB chunked bodies at routes without a key and at keyed routes without a
 // valid one, floods made-up bearer keys and floods console sign-ins. The service is `main.ts` as a child process,
