@@ -8,6 +8,7 @@ import Supermemory, { toFile } from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
 import { MiB, manyDocxMail, repetitiveDocx } from "../support/hostile-files.ts";
+import { sampleRss } from "../support/memory.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
 
 const RSS_BUDGET = 256 * MiB;
@@ -15,20 +16,6 @@ const RSS_BUDGET = 256 * MiB;
 // in test/pipeline/extract-budget.test.ts. The mail's first attachment alone passes both.
 const MAX_EXTRACTED_CHARS = 200_000;
 const MAX_CHUNKS_PER_DOCUMENT = 100;
-
-/** Samples the process's resident memory every 10 ms; `stop` returns the highest value seen. */
-function sampleRss() {
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage.rss());
-  }, 10);
-  return {
-    stop() {
-      clearInterval(timer);
-      return Math.max(peak, process.memoryUsage.rss());
-    },
-  };
-}
 
 /** A multipart/form-data body with one file and a container tag. */
 function multipart(file: Buffer, filename: string, containerTag: string) {

@@ -12,24 +12,11 @@ import { chunkCapMetadata, cutSegments, MAX_ATTACHED_MAIL_DEPTH } from "../../pi
 import { segmentsToText } from "../../pipeline/extract/types.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
 import { DOCX_MIME, MiB, mailWith, manyDocxMail, repetitiveDocx } from "../support/hostile-files.ts";
+import { sampleRss } from "../support/memory.ts";
 
 const RSS_BUDGET = 256 * MiB;
 const fixture = (path: string) => readFileSync(`${FIXTURES_DIR}/${path}`);
 const ctx = () => ({ heartbeat() {}, signal: new AbortController().signal });
-
-/** Samples the process's resident memory every 10 ms; `stop` returns the highest value seen. */
-function sampleRss() {
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage.rss());
-  }, 10);
-  return {
-    stop() {
-      clearInterval(timer);
-      return Math.max(peak, process.memoryUsage.rss());
-    },
-  };
-}
 
 describe("cutting segments to a budget", () => {
   it("counts what segmentsToText joins (trimmed text, blank segments dropped, two characters between)", () => {

@@ -26,6 +26,7 @@ import {
   zipOf,
   zlibBomb,
 } from "../support/hostile-files.ts";
+import { sampleRss } from "../support/memory.ts";
 
 const RSS_BUDGET = 256 * MiB;
 const fixture = (path: string) => readFileSync(`${FIXTURES_DIR}/${path}`);
@@ -146,20 +147,6 @@ function normalDocuments(): Normal[] {
     // A mail cut short is still a mail: it is read as far as it goes.
     { name: "truncated fake-email.eml", type: "email", bytes: half(mail), text: "" },
   ];
-}
-
-/** Samples the process's resident memory every 10 ms; `stop` returns the highest value seen. */
-function sampleRss() {
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage.rss());
-  }, 10);
-  return {
-    stop() {
-      clearInterval(timer);
-      return Math.max(peak, process.memoryUsage.rss());
-    },
-  };
 }
 
 const text = (segments: { text: string }[]) => segments.map((s) => s.text).join("\n");
