@@ -754,7 +754,7 @@ const churn: Scenario<ChurnOptions, ChurnResult> = {
 
 const attack: Scenario<AttackOptions, AttackResult> = {
   name: "attack",
-  inDefault: false,
+  inDefault: true,
   about:
     "clients of two tenants searching and adding, alone and then beside an attacker from their address (huge chunked bodies, made-up keys, sign-in floods): errors, p95, the service's memory, lost adds; about 2 × --attack-phase plus a few minutes",
   sections: [{ heading: ATTACK_HEADING, flags: "--with attack" }],

@@ -328,17 +328,18 @@ describe("the benchmark page", () => {
   });
 
   it("selects scenarios: defaults, --with, --only, --all, --skip and the older flags", () => {
-    expect(selectScenarios({})).toEqual(["ingest", "search", "extraction"]);
+    expect(selectScenarios({})).toEqual(["ingest", "search", "extraction", "attack"]);
     expect(selectScenarios({ with: "bulk,scale" })).toEqual([
       "ingest",
       "search",
       "extraction",
       "scale",
       "bulk",
+      "attack",
     ]);
     expect(selectScenarios({ only: "scale" })).toEqual(["scale"]);
     expect(selectScenarios({ all: true, skip: "bulk" })).toHaveLength(SCENARIOS.length - 1);
-    expect(selectScenarios({ "skip-search": true })).toEqual(["ingest", "extraction"]);
+    expect(selectScenarios({ "skip-search": true })).toEqual(["ingest", "extraction", "attack"]);
     expect(selectScenarios({ "bulk-only": true })).toEqual(["bulk"]);
     expect(() => selectScenarios({ with: "nope" })).toThrow(/unknown scenario/);
   });
