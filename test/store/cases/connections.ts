@@ -57,6 +57,10 @@ export function connectionCases(store: StoreOf) {
       errorCode: "auth",
       error: "x".repeat(3000),
     });
+    // PGlite's clock counts milliseconds: a run started in the same millisecond as the last one would tie on
+    // started_at. Runs of one connection never come that close (one sync workflow at a time, started by a
+    // schedule or a request), so the test waits for the clock as they do.
+    await new Promise((resolve) => setTimeout(resolve, 3));
     const second = await conn.startSyncRun(db, {
       connectionId: a.id,
       trigger: "schedule",
