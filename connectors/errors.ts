@@ -29,6 +29,28 @@ export class ConnectorConfigError extends Error {
   }
 }
 
+/**
+ * Why an item was left out of a sync, as a run reports it: too large to fetch or export, over a provider's export
+ * limit (a Google file past 10 MB), of a type nothing can read, not readable with the connection's permissions,
+ * or gone between the listing and the fetch.
+ */
+export type SkipReason = "too_large" | "export_limit" | "unsupported_type" | "no_permission" | "not_found";
+
+/**
+ * One item the source will not give: the engine skips it, counts it under its reason on the run, keeps the
+ * document an earlier sync made of it, and goes on with the others. The connection stays active; only a
+ * ConnectorAuthError (the credentials as a whole refused) marks it expired.
+ */
+export class ItemSkippedError extends Error {
+  constructor(
+    readonly reason: SkipReason,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ItemSkippedError";
+  }
+}
+
 /** Already one of the errors above: connectors pass these on unchanged. */
 export function isConnectorError(
   error: unknown,
