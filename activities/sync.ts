@@ -10,6 +10,7 @@ import {
   ConnectorAuthError,
   ConnectorConfigError,
   ConnectorRateLimitError,
+  ItemSkippedError,
   isConnectorError,
 } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
@@ -25,9 +26,12 @@ import {
   findConnection,
   finishSyncRun,
   itemCustomId,
+  itemsMissedBy,
   knownItems,
+  markItemsMissed,
   markItemsSeen,
   markPrefixesSeen,
+  missedItemCounts,
   removeItems,
   type SyncCounts,
   saveItem,
@@ -199,9 +203,15 @@ export function createSyncActivities(deps: SyncActivityDeps) {
             } else counts.updated++;
           } catch (error) {
             if (isStopping(error)) throw error;
-            // One bad item (unreadable object, malformed mail) must not stop the others.
-            counts.failed++;
-            ctx.log.warn({ itemId: item.id, err: error }, "could not sync an item");
+            // One bad item (unreadable object, malformed mail, a file the token may not read) must not stop
+            // the others; what an earlier sync made of it stays.
+            if (error instanceof ItemSkippedError) {
+              countSkipped(counts, error);
+              ctx.log.info({ itemId: item.id, reason: error.reason, err: error.message }, "skipped an item");
+            } else {
+              counts.failed++;
+              ctx.log.warn({ itemId: item.id, err: error }, "could not sync an item");
+            }
             if (before) unchanged.push(item.id);
           }
         }
@@ -223,12 +233,58 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       });
     },
 
-    /** After a complete full pass: what was not listed is gone at the source. */
-    async sweepUnseen(input: { connectionId: string; runId: string }): Promise<{ deleted: number }> {
+    /**
+     * After a complete full pass: what the listing missed. A listing can be incomplete (Notion's search "is not
+     * guaranteed to return everything"), so a missed item is first looked up at the source: one the source says
+     * is gone (no content, or not found) goes now; one it still gives stays; one it cannot say about goes only when
+     * another listing, a sync interval after the first, misses it too. When a listing misses more than a fifth of
+     * a connection's items (and at least MASS_MISS_MIN) nothing is looked up or deleted: the run says how many
+     * were held for review, and the next complete pass decides again.
+     */
+    async sweepUnseen(input: {
+      connectionId: string;
+      runId: string;
+    }): Promise<{ deleted: number; heldForReview?: number }> {
       return translate(async () => {
-        const removed = await removeItems(db, input.connectionId, { notSeenIn: input.runId });
-        await releaseFiles(deps, removed.fileKeys);
-        return { deleted: removed.items };
+        const { connection, connector } = await load(input.connectionId);
+        const { missed, total } = await missedItemCounts(db, connection.id, input.runId);
+        if (missed === 0) return { deleted: 0 };
+        if (missed >= MASS_MISS_MIN && missed > total * MASS_MISS_SHARE) {
+          deps.log.warn(
+            { connectionId: connection.id, missed, total },
+            "a complete listing missed too many items at once: none deleted, held for review",
+          );
+          return { deleted: 0, heldForReview: missed };
+        }
+        const ctx = contextFor(connection, connector);
+        const now = new Date();
+        const interval = connection.syncIntervalMinutes * 60_000;
+        let deleted = 0;
+        let after = "";
+        for (;;) {
+          const batch = await itemsMissedBy(db, connection.id, input.runId, { after, limit: SWEEP_BATCH });
+          if (!batch.length) break;
+          after = batch.at(-1)?.itemId ?? after;
+          const gone: string[] = [];
+          const present: string[] = [];
+          const firstMiss: string[] = [];
+          for (const item of batch) {
+            ctx.heartbeat();
+            const answer = await askSource(connector, ctx, item);
+            if (answer === "gone") gone.push(item.itemId);
+            else if (answer === "present") present.push(item.itemId);
+            else if (!item.missedAt) firstMiss.push(item.itemId);
+            else if (now.getTime() - item.missedAt.getTime() >= interval) gone.push(item.itemId);
+          }
+          await markItemsSeen(db, connection.id, present, input.runId);
+          await markItemsMissed(db, connection.id, firstMiss, now);
+          if (gone.length) {
+            const removed = await removeItems(db, connection.id, { itemIds: gone });
+            await releaseFiles(deps, removed.fileKeys);
+            deleted += removed.items;
+          }
+        }
+        return { deleted };
       });
     },
 
@@ -292,6 +348,40 @@ export function createSyncActivities(deps: SyncActivityDeps) {
 }
 
 export type SyncActivities = ReturnType<typeof createSyncActivities>;
+
+/** A listing that misses more than this share of a connection's items, and at least MASS_MISS_MIN, deletes nothing. */
+const MASS_MISS_SHARE = 0.2;
+const MASS_MISS_MIN = 50;
+/** Missed items looked up at the source per batch (each batch a statement to read and one or two to write). */
+const SWEEP_BATCH = 100;
+
+/**
+ * What the source says of an item its listing missed: "gone" (no content, or not found), "present" (it gave
+ * the content), or "unknown" (any other answer: no permission now, a timeout, a 5xx). Failures of the whole sync
+ * (credentials, rate limits, cancellation) are passed on.
+ */
+async function askSource(
+  connector: Connector,
+  ctx: SyncContext<unknown, unknown>,
+  item: { itemId: string; version: string },
+): Promise<"gone" | "present" | "unknown"> {
+  try {
+    const fetched = await connector.fetchItem(ctx, { id: item.itemId, version: item.version });
+    return fetched ? "present" : "gone";
+  } catch (error) {
+    if (isStopping(error)) throw error;
+    if (error instanceof ItemSkippedError && error.reason === "not_found") return "gone";
+    ctx.log.info({ itemId: item.itemId, err: error }, "could not ask the source about a missed item");
+    return "unknown";
+  }
+}
+
+function countSkipped(counts: SyncCounts, error: ItemSkippedError): void {
+  counts.skipped = (counts.skipped ?? 0) + 1;
+  const reasons = counts.skippedReasons ?? {};
+  reasons[error.reason] = (reasons[error.reason] ?? 0) + 1;
+  counts.skippedReasons = reasons;
+}
 
 /** Failures that concern the whole sync (credentials, settings, rate limits, cancellation), not one item. */
 function isStopping(error: unknown): boolean {

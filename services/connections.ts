@@ -437,7 +437,8 @@ export function presentSyncRun(run: SyncRunRow) {
     error: run.error,
     startedAt: run.startedAt.toISOString(),
     finishedAt: run.finishedAt?.toISOString() ?? null,
-    counts: run.counts,
+    // Runs written before skips and held deletions were counted read as none of either.
+    counts: { skipped: 0, skippedReasons: {}, heldForReview: 0, ...run.counts },
     workflowId: run.workflowId,
   };
 }

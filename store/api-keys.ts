@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { and, desc, eq, gt, isNull, lte, or, sql } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, lte, or } from "drizzle-orm";
 import { endConsoleSessionsOf } from "./console-sessions.ts";
 import type { Database } from "./db.ts";
 import { newId } from "./ids.ts";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { and, arrayOverlaps, desc, eq, inArray, or, sql } from "drizzle-orm";
+import { and, arrayOverlaps, desc, eq, inArray, isNull, or, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { type DeletedDocument, deletedColumns } from "./documents.ts";
 import { newId } from "./ids.ts";
@@ -205,7 +205,7 @@ export async function markItemsSeen(
   if (!itemIds.length) return;
   await db
     .update(connectionItems)
-    .set({ seenRun: runId })
+    .set({ seenRun: runId, missedAt: null })
     .where(
       and(
         eq(connectionItems.connectionId, connectionId),
@@ -225,7 +225,7 @@ export async function saveItem(
     seenRun: string;
   },
 ): Promise<void> {
-  const values = { ...item, parentItemId: item.parentItemId ?? null, updatedAt: new Date() };
+  const values = { ...item, parentItemId: item.parentItemId ?? null, updatedAt: new Date(), missedAt: null };
   await db
     .insert(connectionItems)
     .values(values)
@@ -237,6 +237,7 @@ export async function saveItem(
         seenRun: values.seenRun,
         updatedAt: values.updatedAt,
         parentItemId: values.parentItemId,
+        missedAt: null,
       },
     });
 }
@@ -256,7 +257,7 @@ export async function markPrefixesSeen(
   if (!prefixes.length) return 0;
   const rows = await db
     .update(connectionItems)
-    .set({ seenRun: runId })
+    .set({ seenRun: runId, missedAt: null })
     .where(
       and(
         eq(connectionItems.connectionId, connectionId),
@@ -302,6 +303,79 @@ export async function removeItems(
       : [];
     return { items, documentIds, fileKeys: deleted.flatMap((d) => (d.fileKey ? [d.fileKey] : [])) };
   });
+}
+
+/** A source item a complete listing did not return: what the engine asks the source about before deleting. */
+export interface MissedItem {
+  itemId: string;
+  version: string;
+  /** When an earlier listing first missed it, if one did and the source could not say it was gone. */
+  missedAt: Date | null;
+}
+
+/**
+ * The items (not those inside them) that run `runId`, a complete pass, did not list, in item order after
+ * `after`, `limit` at a time.
+ */
+export async function itemsMissedBy(
+  db: Database,
+  connectionId: string,
+  runId: string,
+  page: { after: string; limit: number },
+): Promise<MissedItem[]> {
+  return db
+    .select({
+      itemId: connectionItems.itemId,
+      version: connectionItems.version,
+      missedAt: connectionItems.missedAt,
+    })
+    .from(connectionItems)
+    .where(
+      and(
+        eq(connectionItems.connectionId, connectionId),
+        isNull(connectionItems.parentItemId),
+        sql`${connectionItems.seenRun} <> ${runId}`,
+        sql`${connectionItems.itemId} > ${page.after}`,
+      ),
+    )
+    .orderBy(connectionItems.itemId)
+    .limit(page.limit);
+}
+
+/** How many of the connection's items (not those inside them) run `runId` missed, and how many it holds. */
+export async function missedItemCounts(
+  db: Database,
+  connectionId: string,
+  runId: string,
+): Promise<{ missed: number; total: number }> {
+  const [row] = await db
+    .select({
+      missed: sql<number>`count(*) FILTER (WHERE ${connectionItems.seenRun} <> ${runId})::int`,
+      total: sql<number>`count(*)::int`,
+    })
+    .from(connectionItems)
+    .where(and(eq(connectionItems.connectionId, connectionId), isNull(connectionItems.parentItemId)));
+  return { missed: Number(row?.missed ?? 0), total: Number(row?.total ?? 0) };
+}
+
+/** Notes that a listing missed these items (at `at`), where no earlier listing had. */
+export async function markItemsMissed(
+  db: Database,
+  connectionId: string,
+  itemIds: string[],
+  at: Date,
+): Promise<void> {
+  if (!itemIds.length) return;
+  await db
+    .update(connectionItems)
+    .set({ missedAt: at })
+    .where(
+      and(
+        eq(connectionItems.connectionId, connectionId),
+        inArray(connectionItems.itemId, itemIds),
+        isNull(connectionItems.missedAt),
+      ),
+    );
 }
 
 /** How many documents the connection holds now (for documentLimit). */

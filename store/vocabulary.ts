@@ -18,3 +18,16 @@ export const SHORT_TEXT_MEMORY_SOURCE = "short-text";
 
 export const webhookEvents = ["document.done", "document.failed", "connection.sync"] as const;
 export type WebhookEventType = (typeof webhookEvents)[number];
+
+/**
+ * Why a sync left an item out, as its run counts them: the reasons of connectors/errors.ts ItemSkippedError
+ * (connectors import nothing of the store, so they name them again; activities/sync.ts assigns one to the other).
+ */
+export const skipReasons = [
+  "too_large",
+  "export_limit",
+  "unsupported_type",
+  "no_permission",
+  "not_found",
+] as const;
+export type SkipReason = (typeof skipReasons)[number];

@@ -15,6 +15,7 @@ import {
 // Type-only: the workflow bundle never contains activity code.
 import type { SyncActivities } from "../activities/sync.ts";
 import type { SyncCounts } from "../store/schema/sync-runs.ts";
+import type { SkipReason } from "../store/vocabulary.ts";
 import {
   AUTH_EXPIRED,
   CONNECTOR_CONFIG,
@@ -116,6 +117,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
     if (listing === "full") {
       const swept = await bookkeeping.sweepUnseen({ connectionId, runId });
       counts.deleted += swept.deleted;
+      if (swept.heldForReview) counts.heldForReview = swept.heldForReview;
     }
     await bookkeeping.finishSync({
       connectionId,
@@ -148,6 +150,13 @@ function add(total: SyncCounts, page: SyncCounts) {
   total.deleted += page.deleted;
   total.unchanged += page.unchanged;
   total.failed += page.failed;
+  if (page.skipped) {
+    total.skipped = (total.skipped ?? 0) + page.skipped;
+    const reasons = { ...total.skippedReasons };
+    for (const [reason, n] of Object.entries(page.skippedReasons ?? {}) as [SkipReason, number][])
+      reasons[reason] = (reasons[reason] ?? 0) + n;
+    total.skippedReasons = reasons;
+  }
 }
 
 function failureType(error: unknown): string | undefined {

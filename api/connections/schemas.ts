@@ -54,6 +54,18 @@ const Counts = z.object({
   deleted: z.number(),
   unchanged: z.number(),
   failed: z.number(),
+  skipped: z.number().openapi({
+    description:
+      "Items the source would not give (too large, export limit, unsupported type, no permission, not found)",
+  }),
+  skippedReasons: z.record(z.string(), z.number()).openapi({
+    description:
+      "The skipped items by reason: too_large, export_limit, unsupported_type, no_permission, not_found",
+  }),
+  heldForReview: z.number().openapi({
+    description:
+      "Documents a complete listing missed but kept, because it missed over a fifth of the connection's items (and at least 50) at once",
+  }),
 });
 
 export const SyncRun = z

@@ -5,7 +5,9 @@ import { documents } from "./documents.ts";
 /**
  * What a connection last saw of each source item: its version (so unchanged items are not fetched
  * again) and its document. `seenRun` is the sync run that last listed it; after a complete full pass,
- * items with an older `seenRun` are gone at the source and their documents are deleted.
+ * items with an older `seenRun` were missed by that listing. `missedAt` is when a listing first missed an
+ * item the source could not be asked about: a listing can be incomplete (Notion's search), so such an item
+ * goes only when another listing, a sync interval later, misses it too (activities/sync.ts sweepUnseen).
  */
 export const connectionItems = pgTable(
   "connection_items",
@@ -19,6 +21,7 @@ export const connectionItems = pgTable(
     version: text("version").notNull(),
     documentId: text("document_id").references(() => documents.id, { onDelete: "set null" }),
     seenRun: text("seen_run").notNull(),
+    missedAt: timestamp("missed_at", { withTimezone: true, mode: "date" }),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
   },
   (t) => [

@@ -1,4 +1,5 @@
 import { index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import type { SkipReason } from "../vocabulary.ts";
 import { connections } from "./connections.ts";
 
 export type SyncRunStatus = "running" | "done" | "failed" | "auth_expired" | "skipped";
@@ -9,6 +10,11 @@ export interface SyncCounts {
   deleted: number;
   unchanged: number;
   failed: number;
+  /** Items the source would not give (connectors/errors.ts ItemSkippedError), in all and by reason. */
+  skipped?: number;
+  skippedReasons?: Partial<Record<SkipReason, number>>;
+  /** Documents a complete listing missed but that were kept, because so many went at once (a sync to review). */
+  heldForReview?: number;
 }
 
 /** One sync of a connection: when, why, how it ended and what it changed. */

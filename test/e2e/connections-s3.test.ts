@@ -177,7 +177,16 @@ describe("S3 connections through the sync engine", () => {
     const quiet = (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync.id;
     await client.connections.import("s3", {});
     const again = await syncFinished(quiet);
-    expect(again.lastSync.counts).toEqual({ added: 0, updated: 0, deleted: 0, unchanged: 3, failed: 0 });
+    expect(again.lastSync.counts).toEqual({
+      added: 0,
+      updated: 0,
+      deleted: 0,
+      unchanged: 3,
+      failed: 0,
+      skipped: 0,
+      skippedReasons: {},
+      heldForReview: 0,
+    });
     const all = await client.documents.list({ containerTags: ["team"], limit: 100 });
     expect(all.memories).toHaveLength(3);
   });

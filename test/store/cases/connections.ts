@@ -76,6 +76,62 @@ export function connectionCases(store: StoreOf) {
     expect(await conn.latestSyncRuns(db, [])).toEqual(new Map());
   });
 
+  it("lists the items a complete pass missed, in pages, and remembers when a listing first missed one", async () => {
+    const { db } = store();
+    const c = await newConnection(db, "notion", ["cn-missed"]);
+    for (const itemId of ["a", "b", "c", "d"])
+      await conn.saveItem(db, {
+        connectionId: c.id,
+        itemId,
+        version: "v1",
+        documentId: null,
+        seenRun: "run-1",
+      });
+    await conn.saveItem(db, {
+      connectionId: c.id,
+      itemId: "d#inner",
+      parentItemId: "d",
+      version: "v1",
+      documentId: null,
+      seenRun: "run-1",
+    });
+    await conn.markItemsSeen(db, c.id, ["a"], "run-2");
+    // Items inside another are not counted or listed: they go with their parent.
+    expect(await conn.missedItemCounts(db, c.id, "run-2")).toEqual({ missed: 3, total: 4 });
+    const first = await conn.itemsMissedBy(db, c.id, "run-2", { after: "", limit: 2 });
+    expect(first.map((i) => i.itemId)).toEqual(["b", "c"]);
+    const rest = await conn.itemsMissedBy(db, c.id, "run-2", { after: "c", limit: 2 });
+    expect(rest.map((i) => i.itemId)).toEqual(["d"]);
+    expect(first.every((i) => i.missedAt === null)).toBe(true);
+
+    const at = new Date("2026-01-02T03:04:05Z");
+    await conn.markItemsMissed(db, c.id, ["b", "c"], at);
+    // A later miss keeps the first one's time.
+    await conn.markItemsMissed(db, c.id, ["b"], new Date("2026-02-01T00:00:00Z"));
+    const marked = await conn.itemsMissedBy(db, c.id, "run-2", { after: "", limit: 10 });
+    expect(marked.map((i) => [i.itemId, i.missedAt?.toISOString() ?? null])).toEqual([
+      ["b", at.toISOString()],
+      ["c", at.toISOString()],
+      ["d", null],
+    ]);
+    // Seen again (listed, or saved), an item's miss is forgotten.
+    await conn.markItemsSeen(db, c.id, ["b"], "run-3");
+    await conn.saveItem(db, {
+      connectionId: c.id,
+      itemId: "c",
+      version: "v2",
+      documentId: null,
+      seenRun: "run-3",
+    });
+    const after = await conn.itemsMissedBy(db, c.id, "run-4", { after: "", limit: 10 });
+    expect(after.map((i) => [i.itemId, i.missedAt])).toEqual([
+      ["a", null],
+      ["b", null],
+      ["c", null],
+      ["d", null],
+    ]);
+  });
+
   it("tracks a connection's items across passes and removes what a complete pass no longer lists", async () => {
     const { db } = store();
     const c = await newConnection(db, "imap", ["cn-items"]);

@@ -1,0 +1,1 @@
+ALTER TABLE "connection_items" ADD COLUMN "missed_at" timestamp with time zone;

@@ -1,0 +1,137 @@
+import Supermemory from "supermemory";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectionProbe } from "../support/connections.ts";
+import { caller } from "../support/http.ts";
+import { htmlPage, type LocalSite, startLocalSite } from "../support/local-site.ts";
+import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
+
+// No deletion on one miss, through the real sync engine: a web crawler over a local site whose index drops
+// links at random on every crawl, as an incomplete listing does (Notion's search, an eventually consistent
+// listing). A page the listing misses is asked about directly: one the site still serves stays, one that
+// answers 404 goes at once, one that cannot be asked (5xx) stays until a later listing misses it too. A crawl
+// that misses more than a fifth of the pages at once deletes nothing and says so.
+
+const PAGES = 12;
+const TAG = "drops";
+const page = (i: number) => `/p/${i}`;
+const content = (i: number) =>
+  htmlPage(`Page ${i}`, [`Page number ${i} of the dropping site describes harbour crane ${i * 7}.`]);
+
+describe("deletions when the listing drops results", () => {
+  let service: TestService;
+  let site: LocalSite;
+  let client: Supermemory;
+  let connectionId: string;
+  const call = caller(() => service.url);
+  const { lastSync, syncAfter } = connectionProbe(call, () => connectionId);
+  const live = new Set<number>();
+
+  /** The index, linking each live page with probability `keep` (every one at 1). */
+  const publishIndex = (pages: Iterable<number>, keep = 1) => {
+    const links = [...pages].filter(() => Math.random() < keep).map(page);
+    site.setPage("/", htmlPage("Dropping site", ["The index of the dropping site lists its pages."], links));
+    return links.length;
+  };
+
+  const syncOnce = async () => {
+    const before = (await lastSync())?.id;
+    expect((await call("POST", `/v3/connections/${connectionId}/sync`)).status).toBe(200);
+    return syncAfter(before);
+  };
+
+  /** The page numbers the connection holds a document of. */
+  const held = async () => {
+    const docs = await client.connections.listDocuments("web-crawler", { containerTags: [TAG] });
+    return new Set(
+      docs.flatMap((d) => {
+        const m = /^Page (\d+)$/.exec(d.title ?? "");
+        return m ? [Number(m[1])] : [];
+      }),
+    );
+  };
+
+  beforeAll(async () => {
+    site = await startLocalSite();
+    for (let i = 0; i < PAGES; i++) {
+      site.setPage(page(i), content(i));
+      live.add(i);
+    }
+    publishIndex(live);
+    service = await startTestService();
+    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
+    const created = await client.connections.create("web-crawler", {
+      containerTag: TAG,
+      metadata: { startUrls: `${site.url}/`, maxDepth: 1, maxPages: 200 },
+    });
+    connectionId = created.id;
+    const first = await syncAfter(undefined);
+    expect(first).toMatchObject({ status: "done", counts: { added: PAGES + 1, deleted: 0 } });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await site?.stop();
+  });
+
+  it("never deletes a page the site still serves over 20 crawls that drop links at random, and drops a removed one within two", async () => {
+    const removedAt = new Map<number, number>();
+    let unreachable: number | undefined;
+    for (let crawl = 1; crawl <= 20; crawl++) {
+      // Pages leave the site now and then: their links go, and they answer 404.
+      if (crawl === 4 || crawl === 9 || crawl === 15) {
+        const gone = [...live][0] as number;
+        live.delete(gone);
+        site.removePage(page(gone));
+        removedAt.set(gone, crawl);
+      }
+      // One page answers 500 while its link is missing: the source cannot say it is gone.
+      if (crawl === 6) {
+        unreachable = [...live].at(-1) as number;
+        site.setPage(page(unreachable), { body: "overloaded", status: 500 });
+      }
+      if (crawl === 8 && unreachable !== undefined) site.setPage(page(unreachable), content(unreachable));
+      const linked = publishIndex(
+        [...live].filter((i) => !(crawl >= 6 && crawl < 8 && i === unreachable)),
+        0.7,
+      );
+      const run = await syncOnce();
+      expect(run.status, JSON.stringify(run)).toBe("done");
+      expect(run.counts.heldForReview).toBe(0);
+      const docs = await held();
+      // Every page the site serves (or served a moment ago and may again) keeps its document.
+      for (const i of live) expect(docs.has(i), `crawl ${crawl}: page ${i} (${linked} linked)`).toBe(true);
+      // A page that answers 404 is gone within two crawls of its removal.
+      for (const [i, at] of removedAt)
+        if (crawl >= at + 1) expect(docs.has(i), `crawl ${crawl}: page ${i}`).toBe(false);
+    }
+    expect(removedAt.size).toBe(3);
+  });
+
+  it("deletes nothing when a crawl misses more than a fifth of the pages, and says how many it held", async () => {
+    const before = await held();
+    // The index lists nothing: every page is missed at once.
+    site.setPage("/", htmlPage("Dropping site", ["The index of the dropping site is being rebuilt."], []));
+    // Below the threshold of 50 a mass miss is still only a few documents: add pages until it is not.
+    for (let i = PAGES; i < PAGES + 50; i++) {
+      site.setPage(page(i), content(i));
+      live.add(i);
+    }
+    publishIndex(live);
+    const grown = await syncOnce();
+    expect(grown.status).toBe("done");
+    const all = await held();
+    expect(all.size).toBe(live.size);
+
+    site.setPage("/", htmlPage("Dropping site", ["The index of the dropping site is being rebuilt."], []));
+    const run = await syncOnce();
+    expect(run).toMatchObject({ status: "done", counts: { deleted: 0, heldForReview: live.size } });
+    expect(await held()).toEqual(all);
+    expect(before.size).toBeLessThan(all.size);
+
+    // The next complete crawl sees them all again; nothing was lost.
+    publishIndex(live);
+    const back = await syncOnce();
+    expect(back).toMatchObject({ status: "done", counts: { deleted: 0, heldForReview: 0 } });
+    expect(await held()).toEqual(all);
+  });
+});
