@@ -215,7 +215,16 @@ export interface SyncRun {
   error: string | null;
   startedAt: string;
   finishedAt: string | null;
-  counts: { added: number; updated: number; deleted: number; unchanged: number; failed: number };
+  counts: {
+    added: number;
+    updated: number;
+    deleted: number;
+    unchanged: number;
+    failed: number;
+    skipped?: number;
+    skippedReasons?: Record<string, number>;
+    heldForReview?: number;
+  };
   workflowId: string | null;
 }
 

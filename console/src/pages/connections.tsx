@@ -149,10 +149,15 @@ export function ConnectionsPage({ config }: { config: ConsoleConfig | null }) {
 }
 
 function RunCounts({ run }: { run: SyncRun }) {
-  const { added, updated, deleted, unchanged, failed } = run.counts;
+  const { added, updated, deleted, unchanged, failed, skipped, skippedReasons, heldForReview } = run.counts;
+  const reasons = Object.entries(skippedReasons ?? {})
+    .map(([reason, n]) => `${n} ${reason.replace(/_/g, " ")}`)
+    .join(", ");
   return (
     <>
       {added} added, {updated} updated, {deleted} deleted, {unchanged} unchanged, {failed} failed
+      {skipped ? `, ${skipped} skipped (${reasons})` : ""}
+      {heldForReview ? `; ${heldForReview} missing at the source kept for review (not deleted)` : ""}
     </>
   );
 }
