@@ -48,7 +48,7 @@ describe("authentication on a store only this process writes", () => {
   beforeAll(async () => {
     store = await openMemoryPglite();
     await keys.createKey(store.db, { name: "admin", kind: "admin" }, ADMIN);
-    app = appOver(store, { AUTH_FAILURE_LIMIT: "3", AUTH_FAILURE_WINDOW_MS: "600000" });
+    app = appOver(store, { AUTH_FAILURE_LIMIT: "3", AUTH_FAILURE_WINDOW_MS: "86400000" });
   });
   afterAll(async () => {
     await store?.close();
@@ -120,7 +120,7 @@ describe("authentication on a store only this process writes", () => {
     await keys.createKey(own.db, { name: "admin", kind: "admin" }, ADMIN);
     const app = appOver(own, {
       AUTH_FAILURE_LIMIT: "3",
-      AUTH_FAILURE_WINDOW_MS: "600000",
+      AUTH_FAILURE_WINDOW_MS: "86400000",
       AUTH_FAILURE_MAX_DELAY_MS: "20",
     });
     expect((await list(app, ADMIN)).status).toBe(200);

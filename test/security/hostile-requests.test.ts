@@ -69,6 +69,8 @@ describe("hostile requests", () => {
         HTTP_HEADERS_TIMEOUT: "2s",
         HTTP_REQUEST_TIMEOUT: "4s",
         AUTH_FAILURE_MAX_DELAY_MS: "200",
+        // Failures are counted in fixed windows of the clock; a day's keeps the flood's count in one.
+        AUTH_FAILURE_WINDOW_MS: "86400000",
       },
     });
   });
