@@ -788,6 +788,22 @@ describe("onedrive connector: content and browsing", () => {
     });
   }
 
+  it("carries on with the other picks when a picked folder can no longer be read (personal)", async () => {
+    const graph = await startFake({ driveType: "personal" });
+    const ids = seed(graph);
+    const ctx = contextFor(graph, await connect(graph), {}, [folder(ids.archive), folder(ids.projects)]);
+    const engine = new Engine();
+    await engine.sync(ctx);
+
+    graph.forbid(ids.archive);
+    graph.updateFile(ids.plan, "# Plan v4");
+    const second = await engine.sync(ctx);
+    expect(second).toMatchObject({ fetched: [ids.plan], deleted: [] });
+    // Its files keep their documents; the connection is not treated as refused.
+    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old]));
+    expect(deltaRequests(graph).filter((r) => r.status === 403)).toHaveLength(1);
+  });
+
   it("reports a 403 on the drive itself (its root, its delta) as ConnectorAuthError", async () => {
     const graph = await startFake();
     const ids = seed(graph);
