@@ -9,8 +9,8 @@ import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../
 // identity platform and Graph for a OneDrive for Business (delta at the drive's root only): consent →
 // callback → the hosted picker's JSON routes (no browser: the redirects are followed by hand) → one folder
 // saved → only its files sync. Then delta carries an edit, an addition and a deletion, a 429 is waited
-// out, a file refused (403) and one deleted (404) after the listing are skipped while the rest syncs, an
-// expired token is refreshed and a revoked one turns the connection auth_expired; a second connection
+// out, a file refused (403) and one deleted (404) after the listing are skipped while the rest syncs, a
+// 410 on the deltaLink enumerates the scope again, an expired token is refreshed and a revoked one turns the connection auth_expired; a second connection
 // with syncScope "full" skips the picker.
 describe("OneDrive through OAuth, the picker and the sync engine", () => {
   let service: TestService;
@@ -281,6 +281,27 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     ]);
   });
 
+  it("enumerates the picked folder again through the engine when Graph answers 410 to its deltaLink", async () => {
+    const before = (await connection()).lastSync.id;
+    const seen = graph.requests.length;
+    graph.expireDeltaTokens();
+    ids.mulch = graph.addFile("mulch.txt", "Mulch the raspberries with bark in November.", {
+      parentId: ids.archive,
+    });
+    await client.connections.import("onedrive", {});
+    const run = await syncAfter(before);
+    // What was synced is listed again unchanged; only the new file is added.
+    expect(run, JSON.stringify(run)).toMatchObject({
+      status: "done",
+      errorCode: null,
+      counts: expect.objectContaining({ added: 1, updated: 0 }),
+    });
+    const deltas = graph.requests.slice(seen).filter((r) => r.path.includes("/delta"));
+    expect(deltas[0]?.status).toBe(410);
+    expect(deltas.slice(1).every((r) => r.status === 200)).toBe(true);
+    expect(await titles()).toContain("mulch.txt");
+  });
+
   it("refreshes an expired access token, and turns auth_expired when access is revoked", async () => {
     let before = (await connection()).lastSync.id;
     graph.expireAccessTokens();
@@ -312,6 +333,7 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
       "2019-harvest.txt",
       "compost.txt",
       "garden-plan.txt",
+      "mulch.txt",
       "seeds.txt",
       "shed.txt",
       "tools.txt",
@@ -340,7 +362,7 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
       status: "done",
       trigger: "create",
       // The file refused to this account is skipped here too.
-      counts: expect.objectContaining({ added: 9, updated: 0, deleted: 0, unchanged: 0 }),
+      counts: expect.objectContaining({ added: 10, updated: 0, deleted: 0, unchanged: 0 }),
     });
     expect(await connection(id)).toMatchObject({ status: "active", metadata: { syncScope: "full" } });
     expect(await titles("everything")).toEqual([
@@ -349,6 +371,7 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
       "diary.txt",
       "garden-plan.txt",
       "loose.txt",
+      "mulch.txt",
       "outside.txt",
       "seeds.txt",
       "shed.txt",
@@ -357,7 +380,7 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     expect(graphPaths(seen).some((p) => p.startsWith("/v1.0/me/drive/root/delta"))).toBe(true);
     // The first connection is untouched.
     expect((await connection()).status).toBe("auth_expired");
-    expect(await titles("garden")).toHaveLength(6);
+    expect(await titles("garden")).toHaveLength(7);
     await processed("everything");
     const diary = await client.search.documents({ q: "private diary", containerTags: ["everything"] });
     expect(diary.results[0]?.title).toBe("diary.txt");
