@@ -622,7 +622,10 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
     if (token.expired) throw authError("Lifetime validation failed, the token is expired.");
   }
 
-  /** 403 accessDenied: "The caller doesn't have permission to perform the action" (Graph's error codes). */
+  /**
+   * 403 accessDenied: "The caller doesn't have permission to perform the action"; 403 is also what a user
+   * without the needed licence gets (https://learn.microsoft.com/en-us/graph/errors).
+   */
   const accessDenied = () => new GraphProblem(403, "accessDenied", "Access denied");
 
   function itemFromPath(segment: string): Node {
