@@ -52,6 +52,13 @@ export interface ListPage<Cursor, Carry = unknown> {
    */
   unchanged?: string[];
   /**
+   * A delta source lost its change history (Graph's 410 resyncRequired) and this pass enumerates
+   * everything in scope again. Set on every page from then on: once a pass with such a page completes,
+   * what the engine holds for the connection that no page of the pass listed (or kept through
+   * `unchanged`) is gone at the source, exactly as after a complete pass of a `listing: "full"` connector.
+   */
+  fullResync?: boolean;
+  /**
    * State for the next pass (ETags, listing times), kept by the engine from the latest page that has
    * one and handed to `initialCursor` once this pass has completed. Small, plain JSON, of the shape
    * the connector's `carrySchema` declares.

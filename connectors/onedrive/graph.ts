@@ -1,8 +1,18 @@
 // Microsoft Graph over fetch: the connection's OAuth token on every request to the API root (refreshed once
 // after a 401), typed connector errors for refused tokens and throttling, and the driveItem shapes the
 // connector reads. Pre-authenticated download URLs are fetched without the token.
+//
+// A 403 is not a refused token: Graph answers it for one item the user may not read (a share that was
+// revoked) as well as for a whole drive (no licence), so callers decide what it means where they are
+// (https://learn.microsoft.com/en-us/graph/errors: "The user might not have enough permission or might
+// not have a required license").
 
-import { ConnectorAuthError, ConnectorRateLimitError, retryAfterHeaderMs } from "../errors.ts";
+import {
+  ConnectorAuthError,
+  ConnectorRateLimitError,
+  ItemSkippedError,
+  retryAfterHeaderMs,
+} from "../errors.ts";
 import type { SyncContext } from "../types.ts";
 import type { OnedriveConfig, OnedriveSecrets } from "./settings.ts";
 
@@ -25,7 +35,7 @@ export interface DriveItem {
   webUrl?: string;
   createdDateTime?: string;
   lastModifiedDateTime?: string;
-  parentReference?: { id?: string; driveId?: string; path?: string; name?: string };
+  parentReference?: { id?: string; driveId?: string; driveType?: string; path?: string; name?: string };
   file?: { mimeType?: string; hashes?: { quickXorHash?: string; sha1Hash?: string; sha256Hash?: string } };
   folder?: { childCount?: number };
   package?: { type?: string };
@@ -44,7 +54,7 @@ export interface ItemPage {
   "@odata.deltaLink"?: string;
 }
 
-/** A Graph answer the connector handles itself (404, 410) or passes on for the engine to retry. */
+/** A Graph answer the connector handles itself (403, 404, 410, 501) or passes on for the engine to retry. */
 export class GraphError extends Error {
   constructor(
     readonly status: number,
@@ -92,8 +102,8 @@ interface SendOptions {
 
 /**
  * One request to the Graph API with the connection's token: a 401 refreshes the token once and retries;
- * a second 401 or a refused refresh is a ConnectorAuthError, 403 too (the token lacks the scope);
- * 429 and 503-with-Retry-After are a ConnectorRateLimitError. Other statuses are returned.
+ * a second 401 or a refused refresh is a ConnectorAuthError; 429 and 503-with-Retry-After are a
+ * ConnectorRateLimitError. Other statuses (403 included: see the top of this file) are returned.
  */
 export async function graphFetch(
   ctx: OnedriveContext,
@@ -126,12 +136,6 @@ export async function graphFetch(
       throw new ConnectorAuthError(`Microsoft Graph refused the access token: ${problem.message}`);
     }
     await throwIfThrottled(response);
-    if (response.status === 403) {
-      const problem = await errorOf(response);
-      throw new ConnectorAuthError(
-        `Microsoft Graph denied access (${problem.code || 403}): ${problem.message}`,
-      );
-    }
     return response;
   }
 }
@@ -188,7 +192,14 @@ export async function graphJson<T>(
   return (await response.json()) as T;
 }
 
-/** The item, or null when it is gone (404: deleted, or in the recycle bin). */
+/** A 403 on the drive itself (its root, its delta): the account may not read its own drive any more. */
+export function driveDenied(error: GraphError): ConnectorAuthError {
+  return new ConnectorAuthError(
+    `Microsoft Graph denied access to the drive (${error.code || 403}): ${error.message}`,
+  );
+}
+
+/** The item, or null when it is gone (404: deleted, or in the recycle bin); a 403 throws GraphError. */
 export async function getItem(ctx: OnedriveContext, id: string): Promise<DriveItem | null> {
   try {
     const item = await graphJson<DriveItem>(ctx, itemPath(id));
@@ -199,9 +210,20 @@ export async function getItem(ctx: OnedriveContext, id: string): Promise<DriveIt
   }
 }
 
+/** The item, or null when it is gone or the user may not read it (scope checks: neither can be in the scope). */
+export async function readableItem(ctx: OnedriveContext, id: string): Promise<DriveItem | null> {
+  try {
+    return await getItem(ctx, id);
+  } catch (error) {
+    if (error instanceof GraphError && error.status === 403) return null;
+    throw error;
+  }
+}
+
 /**
  * The file's bytes, at most maxBytes (null when larger): from the pre-authenticated download URL when the
  * item has one that still works, else through /content, whose redirect is followed without the token.
+ * Gone (404) or not readable (403) by then: ItemSkippedError, for this one file.
  */
 export async function downloadItem(
   ctx: OnedriveContext,
@@ -223,9 +245,11 @@ export async function downloadItem(
     await response.body?.cancel();
     response = await plainGet(ctx, new URL(location, response.url || apiRoot(ctx)).toString());
   }
-  if (response.status === 404) {
+  if (response.status === 404 || response.status === 403) {
     await response.body?.cancel();
-    return null;
+    throw response.status === 404
+      ? new ItemSkippedError("not_found", `OneDrive file ${item.id} was deleted before its bytes were read`)
+      : new ItemSkippedError("no_permission", `OneDrive refused the bytes of file ${item.id} (403)`);
   }
   if (!response.ok) throw new Error(`OneDrive download of ${item.id} failed: HTTP ${response.status}`);
   return readCapped(ctx, response, maxBytes);

@@ -4,14 +4,19 @@
  * consent flow with the OAuthSpec below; the connection is created `pending` until it completes).
  *
  * Every file becomes a document made from its bytes (PDF, Word, text...), processed like an upload: its
- * id is the driveItem id and its version the cTag, so a file is fetched again only when its content
- * changes (renaming or moving it does not). The document links to the file in OneDrive (`webUrl`) and its
- * filepath is the file's folder (`/Projects/2024/`). Folders, OneNote notebooks, items shared from other
- * people's drives and files flagged as malware are not synced.
+ * id is the driveItem id and its version the content hash, so a file is fetched again only when its
+ * content changes (renaming or moving it does not). The document links to the file in OneDrive (`webUrl`)
+ * and its filepath is the file's folder (`/Projects/2024/`). Folders, OneNote notebooks, items shared
+ * from other people's drives and files flagged as malware are not synced.
  *
- * Listing: "delta", with Graph's delta queries. The first sync enumerates the drive (or each picked
- * folder); later ones ask only for what changed since the deltaLink the previous sync ended with, and
- * deleted files (or files moved out of the picked folders) are removed.
+ * Listing: "delta", with Graph's delta queries. The first sync enumerates the drive (or the picks); later
+ * ones ask only for what changed since the deltaLink the previous sync ended with, and deleted files (or
+ * files moved out of the picked folders) are removed. Picked folders on OneDrive for Business are followed
+ * through the root's delta (Graph serves no other there); after a 410 the scope is listed again in full
+ * and the pass says `fullResync` (see sync.ts).
+ *
+ * One file Graph refuses (403) or no longer has (404) when it is fetched is skipped with ItemSkippedError;
+ * only a 401 a token refresh cannot fix, or a 403 on the drive itself, is a ConnectorAuthError.
  *
  * Settings (`syncScope`, `maxFileBytes`, `pageSize`) and secrets (none of the caller's): see settings.ts.
  *

@@ -1,10 +1,12 @@
 // What a sync covers (the whole drive, or the picked folders and files) and whether an item lies inside it.
-// Delta answers carry no parentReference.path, so "is this still under a picked folder?" is answered by
-// the paths GET gives: the item's (or its parent folder's) path against each picked folder's path, both
-// read at the same time. Results are cached for one listPage call.
+// Delta answers carry no parentReference.path ("When using delta you should always track items by id":
+// https://learn.microsoft.com/en-us/graph/api/driveitem-delta#remarks), so "is this under a picked
+// folder?" is answered first from the folders the same delta page listed (id → parent id, up to a pick or
+// the drive's root), and only for a folder the page did not list from the paths GET gives: its path
+// against each picked folder's path, both read at the same time. Results are cached for one listPage call.
 
 import { z } from "zod";
-import { type DriveItem, getItem, type OnedriveContext } from "./graph.ts";
+import { type DriveItem, type OnedriveContext, readableItem } from "./graph.ts";
 
 export const syncScopeSchema = z.object({
   mode: z.enum(["full", "selected"]),
@@ -60,17 +62,29 @@ const under = (path: string, folder: string) =>
 export class ScopeCheck {
   private rootPathsPromise: Promise<string[]> | undefined;
   private readonly folders = new Map<string, Promise<boolean>>();
+  /** Folder id → its parent's id, from the delta page being read. */
+  private readonly parents = new Map<string, string>();
 
   constructor(
     private readonly ctx: OnedriveContext,
     private readonly scope: SyncScope,
+    /** The drive root's id, when known: what reaches it without passing a pick is outside the scope. */
+    private readonly driveRootId?: string,
   ) {}
+
+  /** Remembers where the page's live folders are, so their contents are placed without a GET. */
+  learn(items: DriveItem[]): void {
+    for (const item of items) {
+      const parent = item.parentReference?.id;
+      if (item.folder && !item.deleted && !item.remoteItem && parent) this.parents.set(item.id, parent);
+    }
+  }
 
   private rootPaths(): Promise<string[]> {
     this.rootPathsPromise ??= (async () => {
       const paths: string[] = [];
       for (const id of this.scope.roots) {
-        const root = await getItem(this.ctx, id);
+        const root = await readableItem(this.ctx, id);
         const path = root ? itemDrivePath(root) : undefined;
         if (path !== undefined) paths.push(path);
       }
@@ -81,11 +95,21 @@ export class ScopeCheck {
 
   /** The folder is a picked folder or lies under one (full mode: anything that exists). */
   folderInScope(id: string): Promise<boolean> {
-    if (this.scope.mode === "full" || this.scope.roots.includes(id)) return Promise.resolve(true);
+    if (this.scope.mode === "full") return Promise.resolve(true);
+    // Up through the folders this page listed, to a pick, the drive's root, or a folder it did not list.
+    const visited = new Set<string>();
+    for (;;) {
+      if (this.scope.roots.includes(id)) return Promise.resolve(true);
+      if (id === this.driveRootId) return Promise.resolve(false);
+      const parent = this.parents.get(id);
+      if (parent === undefined || visited.has(id)) break;
+      visited.add(id);
+      id = parent;
+    }
     let known = this.folders.get(id);
     if (!known) {
       known = (async () => {
-        const folder = await getItem(this.ctx, id);
+        const folder = await readableItem(this.ctx, id);
         const path = folder ? itemDrivePath(folder) : undefined;
         if (path === undefined) return false;
         return (await this.rootPaths()).some((root) => under(path, root));
@@ -97,7 +121,7 @@ export class ScopeCheck {
 
   /** The item (a file or folder) still exists and lies in the scope. */
   async existingInScope(id: string): Promise<boolean> {
-    const item = await getItem(this.ctx, id);
+    const item = await readableItem(this.ctx, id);
     if (!item) return false;
     return this.itemInScope(item);
   }

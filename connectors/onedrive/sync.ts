@@ -1,46 +1,74 @@
-// Lists a OneDrive with Graph's delta queries: the whole drive (/me/drive/root/delta) or each picked folder
-// (/me/drive/items/{id}/delta), plus picked single files read by id. A sync is one pass in steps:
+// Lists a OneDrive with Graph's delta queries, plus picked single files read by id. Which deltas are
+// followed (the pass's "feeds") depends on the scope and the drive:
 //
-// 1. reconcile: when the picks changed since the last sync, the files of folders no longer picked (and
-//    picked files no longer picked) are reported deleted, unless they still lie in the scope;
-// 2. delta: per root, from the deltaLink the last sync ended with (only what changed) or, the first time, a
+// - the whole drive: the root's delta (/me/drive/root/delta);
+// - picked folders on a personal OneDrive: each picked folder's delta (/me/drive/items/{id}/delta);
+// - picked folders on OneDrive for Business or a SharePoint library: the root's delta, keeping only what
+//   lies inside the picks, because Graph answers a folder's delta there with 501 notSupported ("view.delta
+//   can only be called on the root": https://github.com/OneDrive/onedrive-api-docs/issues/214, #842,
+//   #1060; the v1.0 reference lists only root routes: https://learn.microsoft.com/en-us/graph/api/driveitem-delta).
+//   The drive's type comes from its root item (parentReference.driveType); a folder delta that answers
+//   notSupported anyway switches the connection to the root's delta as well.
+//
+// A sync is one pass in steps:
+//
+// 1. reconcile: the feeds are settled (the drive's root is read once per connection when picks need it);
+//    when the picks changed since the last sync, the files of folders no longer picked (and picked files no
+//    longer picked) are reported deleted, unless they still lie in the scope;
+// 2. delta: per feed, from the deltaLink the last sync ended with (only what changed) or, the first time, a
 //    full enumeration; @odata.nextLink pages are followed and the final @odata.deltaLink kept;
-// 3. walk: folders a picked folder's delta reports (created, renamed, or moved in: Graph then reports the
-//    folder, not what is inside it) are listed through /children and their files reported; folders that
-//    left the scope likewise, their files reported deleted;
+// 3. walk: folders a delta reports (created, renamed, or moved in: Graph then reports the folder, not what
+//    is inside it), and folders newly picked on a root feed that already has a deltaLink, are listed
+//    through /children and their files reported; folders that left the scope likewise, their files
+//    reported deleted;
 // 4. files: each picked single file is read by id.
 //
 // The deltaLinks of a complete pass are its `carry`: the engine keeps them when the sync completes and
 // hands them to `initialCursor` next time. A sync that fails starts again from the previous links, which
 // only lists the same changes again (versions decide what is fetched).
 //
+// When Graph answers 410 (the token expired, or the service lost its change history), every feed is
+// enumerated again from scratch and the pass's pages say `fullResync`: Graph's instruction is to replace
+// local state with the server's, deletes included, so what the pass does not list is gone.
+//
 // Items are files only (no folders, OneNote notebooks, or items shared from other drives); the id is the
 // driveItem id and the version its content hash (else cTag, else eTag: see versionOf), so renames and
 // moves do not fetch a file again.
 
 import { z } from "zod";
-import { ConnectorConfigError } from "../errors.ts";
+import { ConnectorConfigError, ItemSkippedError } from "../errors.ts";
 import type { FetchedItem, ItemMetadata, ListPage, PickedItem, SourceItem } from "../types.ts";
 import {
   apiRoot,
   type DriveItem,
   downloadItem,
+  driveDenied,
   GraphError,
   getItem,
   graphJson,
   type ItemPage,
   itemPath,
   type OnedriveContext,
+  readableItem,
 } from "./graph.ts";
 import { desiredScope, drivePath, ScopeCheck, type SyncScope, sameScope, syncScopeSchema } from "./scope.ts";
 
-/** Root ("root" or a folder id) → the @odata.deltaLink its last complete enumeration ended with. */
+/** Feed ("root" or a folder id) → the @odata.deltaLink its last complete enumeration ended with. */
 const deltaLinksSchema = z.record(z.string(), z.string());
+
+/** What the connector learned about the drive, once per connection. */
+const driveSchema = z.object({
+  rootId: z.string(),
+  /** OneDrive for Business and SharePoint: delta works on the root only. */
+  deltaAtRoot: z.boolean(),
+});
 
 /** What a complete pass hands to the next one. */
 export const onedriveCarrySchema = syncScopeSchema.extend({
   v: z.literal(1),
   links: deltaLinksSchema,
+  /** Absent in carries written before the drive was looked at: read again on the next pass. */
+  drive: driveSchema.optional(),
 });
 export type OnedriveCarry = z.infer<typeof onedriveCarrySchema>;
 
@@ -69,10 +97,15 @@ type Walk = z.infer<typeof walkSchema>;
 export const onedriveCursorSchema = syncScopeSchema.extend({
   v: z.literal(1),
   links: deltaLinksSchema,
+  drive: driveSchema.nullable(),
+  /** The deltas this pass follows, in order; null until the reconcile step has settled them. */
+  feeds: z.array(z.string()).nullable(),
   /** The scope of the last complete pass, until this pass has reconciled the picks with it. */
   previous: syncScopeSchema.nullable(),
   step: stepSchema,
   walks: z.array(walkSchema),
+  /** A 410 made this pass enumerate every feed again: it lists everything in scope. */
+  resync: z.boolean(),
 });
 export type OnedriveCursor = z.infer<typeof onedriveCursorSchema>;
 
@@ -85,20 +118,19 @@ const GENERIC_TYPES = new Set(["", "application/octet-stream", "binary/octet-str
 
 export function initialOnedriveCursor(ctx: OnedriveContext, previous?: OnedriveCarry): OnedriveCursor {
   const scope = desiredScope(ctx);
-  const links: Record<string, string> = {};
-  if (previous && previous.mode === scope.mode) {
-    for (const root of scope.roots) {
-      const link = previous.links[root];
-      if (link !== undefined) links[root] = link;
-    }
-  }
+  // A link of another mode covers another scope: the feeds are enumerated afresh. The reconcile step
+  // drops the links of feeds this pass does not follow.
+  const links = previous && previous.mode === scope.mode ? { ...previous.links } : {};
   return {
     v: 1,
     ...scope,
     links,
+    drive: previous?.drive ?? null,
+    feeds: null,
     previous: previous ? { mode: previous.mode, roots: previous.roots, files: previous.files } : null,
     step: { kind: "reconcile" },
     walks: [],
+    resync: false,
   };
 }
 
@@ -139,13 +171,22 @@ class PageBuilder {
       );
     const page: ListPage<OnedriveCursor, OnedriveCarry> = { items: [...this.items.values()], next };
     if (this.deleted.size) page.deleted = [...this.deleted];
+    if (cursor.resync) page.fullResync = true;
     if (next === null) page.carry = carryOf(cursor);
     return page;
   }
 }
 
 function carryOf(cursor: OnedriveCursor): OnedriveCarry {
-  return { v: 1, mode: cursor.mode, roots: cursor.roots, files: cursor.files, links: cursor.links };
+  const carry: OnedriveCarry = {
+    v: 1,
+    mode: cursor.mode,
+    roots: cursor.roots,
+    files: cursor.files,
+    links: cursor.links,
+  };
+  if (cursor.drive) carry.drive = cursor.drive;
+  return carry;
 }
 
 /**
@@ -176,11 +217,14 @@ export function isSyncableFile(item: DriveItem): boolean {
 const isFolder = (item: DriveItem) =>
   Boolean((item.folder || item.root) && !item.package && !item.remoteItem);
 
+const feedsOf = (cursor: OnedriveCursor): string[] => cursor.feeds ?? [];
+
 /** Moves to the next step that has work; null when the pass is complete. */
 function settle(cursor: OnedriveCursor): OnedriveCursor | null {
   for (;;) {
     const step = cursor.step;
-    if (step.kind === "delta" && step.index >= cursor.roots.length) cursor.step = { kind: "walk", url: null };
+    if (step.kind === "delta" && step.index >= feedsOf(cursor).length)
+      cursor.step = { kind: "walk", url: null };
     else if (step.kind === "walk" && cursor.walks.length === 0) cursor.step = { kind: "files", index: 0 };
     else if (step.kind === "files" && step.index >= cursor.files.length) return null;
     else return cursor;
@@ -191,8 +235,45 @@ function enqueue(cursor: OnedriveCursor, walk: Walk): void {
   if (!cursor.walks.some((w) => w.folder === walk.folder && w.mode === walk.mode)) cursor.walks.push(walk);
 }
 
-function deltaStart(ctx: OnedriveContext, root: string): string {
-  return `${apiRoot(ctx)}${itemPath(root)}/delta?$top=${ctx.config.pageSize}`;
+function deltaStart(ctx: OnedriveContext, feed: string): string {
+  return `${apiRoot(ctx)}${itemPath(feed)}/delta?$top=${ctx.config.pageSize}`;
+}
+
+/**
+ * The drive's root id and whether delta works only there: from the root item's
+ * parentReference.driveType ("personal", "business", "documentLibrary":
+ * https://learn.microsoft.com/en-us/graph/api/resources/itemreference). Anything but a personal OneDrive
+ * gets the root's delta, the only one Graph serves on every kind of drive.
+ */
+async function lookUpDrive(ctx: OnedriveContext): Promise<z.infer<typeof driveSchema>> {
+  let root: DriveItem;
+  try {
+    root = await graphJson<DriveItem>(ctx, itemPath("root"));
+  } catch (error) {
+    if (error instanceof GraphError && error.status === 403) throw driveDenied(error);
+    throw error;
+  }
+  return { rootId: root.id, deltaAtRoot: root.parentReference?.driveType !== "personal" };
+}
+
+/** The deltas this pass follows: the root for the whole drive or a business drive, else the picked folders. */
+async function settleFeeds(ctx: OnedriveContext, cursor: OnedriveCursor): Promise<void> {
+  if (cursor.mode === "full") cursor.feeds = ["root"];
+  else if (cursor.roots.length === 0) cursor.feeds = [];
+  else {
+    cursor.drive ??= await lookUpDrive(ctx);
+    cursor.feeds = cursor.drive.deltaAtRoot ? ["root"] : [...cursor.roots];
+  }
+  const feeds = cursor.feeds;
+  for (const feed of Object.keys(cursor.links)) if (!feeds.includes(feed)) delete cursor.links[feed];
+}
+
+/** The root's delta only lists what changes: folders picked since its last deltaLink are listed by a walk. */
+function walkNewPicks(cursor: OnedriveCursor, previous: SyncScope | null): void {
+  if (cursor.mode !== "selected" || !previous || previous.mode !== "selected") return;
+  if (!feedsOf(cursor).includes("root") || cursor.links.root === undefined) return;
+  for (const root of cursor.roots)
+    if (!previous.roots.includes(root)) enqueue(cursor, { folder: root, mode: "add" });
 }
 
 export async function listOnedrivePage(
@@ -202,10 +283,14 @@ export async function listOnedrivePage(
   const cursor: OnedriveCursor = structuredClone(input);
   const out = new PageBuilder(ctx);
   if (cursor.step.kind === "reconcile") {
+    await settleFeeds(ctx, cursor);
     cursor.step = { kind: "delta", index: 0, url: null, fresh: false };
     const previous = cursor.previous;
     cursor.previous = null;
-    if (previous && !sameScope(previous, cursor)) await reconcile(ctx, cursor, previous, out);
+    if (previous && !sameScope(previous, cursor)) {
+      walkNewPicks(cursor, previous);
+      await reconcile(ctx, cursor, previous, out);
+    }
     // Deletions go out on a page of their own; otherwise the listing starts in this call.
     if (!out.empty || settle(cursor) === null) return out.page(settle(cursor), cursor);
   }
@@ -228,7 +313,7 @@ async function reconcile(
 ): Promise<void> {
   // Everything in the drive is in a full scope: nothing to remove.
   if (cursor.mode === "full") return;
-  const scope = new ScopeCheck(ctx, cursor);
+  const scope = new ScopeCheck(ctx, cursor, cursor.drive?.rootId);
   const removedRoots =
     previous.mode === "full" ? ["root"] : previous.roots.filter((r) => !cursor.roots.includes(r));
   for (const root of removedRoots) {
@@ -254,33 +339,39 @@ async function deltaPage(
   step: Extract<Step, { kind: "delta" }>,
   out: PageBuilder,
 ): Promise<OnedriveCursor> {
-  const root = cursor.roots[step.index] as string;
-  const link = step.url ?? cursor.links[root] ?? null;
-  // Without a link the root is enumerated: everything listed is in the scope, nothing was there before.
+  const feed = feedsOf(cursor)[step.index] as string;
+  const link = step.url ?? cursor.links[feed] ?? null;
+  // Without a link the feed is enumerated: what is in the scope is all listed, nothing was there before.
   const fresh = step.url ? step.fresh : link === null;
   let page: ItemPage;
   try {
-    page = await graphJson<ItemPage>(ctx, link ?? deltaStart(ctx, root), { deltaExcludeParent: "true" });
+    page = await graphJson<ItemPage>(ctx, link ?? deltaStart(ctx, feed), { deltaExcludeParent: "true" });
   } catch (error) {
     if (!(error instanceof GraphError)) throw error;
-    // A fresh enumeration refused as well: give up for now (the engine retries the page later).
-    if (error.status === 410 && !(step.url && step.fresh)) {
-      // The token is too old (or the service lost its state): Graph starts a fresh enumeration at Location.
-      // Files deleted while the token was out of date are not reported by it.
-      ctx.log.warn({ root, code: error.code }, "onedrive: delta token expired, enumerating the folder again");
-      delete cursor.links[root];
-      cursor.step = {
-        kind: "delta",
-        index: step.index,
-        url: error.location ?? deltaStart(ctx, root),
-        fresh: true,
-      };
+    if (error.status === 410) return resyncAll(ctx, cursor, step, error);
+    if (feed === "root") {
+      if (error.status === 403) throw driveDenied(error);
+      throw error;
+    }
+    if (error.status === 501 && error.code === "notSupported") {
+      // A folder's delta on a drive that serves delta only at its root: follow the root from now on.
+      ctx.log.warn(
+        { folder: feed },
+        "onedrive: folder delta not supported on this drive; following the root's",
+      );
+      cursor.drive = { rootId: cursor.drive?.rootId ?? (await lookUpDrive(ctx)).rootId, deltaAtRoot: true };
+      cursor.feeds = ["root"];
+      cursor.links = {};
+      cursor.step = { kind: "delta", index: 0, url: null, fresh: false };
       return cursor;
     }
-    if (error.status === 404 && root !== "root") {
+    if (error.status === 404 || error.status === 403) {
       // Its files that Graph did not report deleted before keep their documents (they cannot be listed now).
-      ctx.log.warn({ folder: root }, "onedrive: a picked folder no longer exists; skipping it");
-      delete cursor.links[root];
+      ctx.log.warn(
+        { folder: feed, status: error.status },
+        "onedrive: a picked folder no longer exists or can no longer be read; skipping it",
+      );
+      delete cursor.links[feed];
       cursor.step = { kind: "delta", index: step.index + 1, url: null, fresh: false };
       return cursor;
     }
@@ -288,15 +379,17 @@ async function deltaPage(
   }
 
   const entries = lastOccurrences(page.value ?? []);
-  if (cursor.mode === "full" || fresh) {
+  if (cursor.mode === "selected" && feed === "root") {
+    await changesAtRoot(ctx, cursor, entries, fresh, out);
+  } else if (cursor.mode === "full" || fresh) {
     for (const item of entries) {
-      if (item.id === root) continue;
+      if (item.id === feed) continue;
       if (item.deleted) {
         if (!item.folder) out.gone(item.id);
       } else if (isSyncableFile(item)) out.present(item);
     }
   } else {
-    await changesInFolder(ctx, cursor, root, entries, out);
+    await changesInFolder(ctx, cursor, feed, entries, out);
   }
 
   const nextLink = page["@odata.nextLink"];
@@ -304,11 +397,72 @@ async function deltaPage(
     cursor.step = { kind: "delta", index: step.index, url: nextLink, fresh };
   } else {
     const deltaLink = page["@odata.deltaLink"];
-    if (deltaLink) cursor.links[root] = deltaLink;
-    else delete cursor.links[root];
+    if (deltaLink) cursor.links[feed] = deltaLink;
+    else delete cursor.links[feed];
     cursor.step = { kind: "delta", index: step.index + 1, url: null, fresh: false };
   }
   return cursor;
+}
+
+/**
+ * 410 Gone (resyncRequired, syncStateNotFound...): Graph cannot say what changed since the link, and asks
+ * for a fresh enumeration after which local state is replaced with the server's, deletes included
+ * (https://learn.microsoft.com/en-us/graph/api/driveitem-delta, "Example 2"). Every feed is enumerated
+ * again (its Location starts the one that failed), and the pass says `fullResync` so that what it does
+ * not list is removed once it completes.
+ */
+function resyncAll(
+  ctx: OnedriveContext,
+  cursor: OnedriveCursor,
+  step: Extract<Step, { kind: "delta" }>,
+  error: GraphError,
+): OnedriveCursor {
+  const feed = feedsOf(cursor)[step.index] as string;
+  ctx.log.warn(
+    { feed, code: error.code, feeds: feedsOf(cursor).length },
+    "onedrive: delta token expired; enumerating the scope again, what it no longer lists will be removed",
+  );
+  cursor.resync = true;
+  cursor.links = {};
+  // The failed feed restarts at Location when it is the first one; the others from scratch.
+  const location = step.index === 0 ? error.location : undefined;
+  cursor.step = { kind: "delta", index: 0, url: location ?? null, fresh: true };
+  return cursor;
+}
+
+/**
+ * The root's delta of a drive whose picked folders cannot have their own (OneDrive for Business): only
+ * files inside the picks count, placed by their ancestry. On this feed a tombstone is a real deletion
+ * (a move is reported as the item in its new place). Folders that changed are walked (after an
+ * enumeration their files are all listed already): in when they now lie in the scope, out otherwise.
+ */
+async function changesAtRoot(
+  ctx: OnedriveContext,
+  cursor: OnedriveCursor,
+  entries: DriveItem[],
+  fresh: boolean,
+  out: PageBuilder,
+): Promise<void> {
+  const scope = new ScopeCheck(ctx, cursor, cursor.drive?.rootId);
+  scope.learn(entries);
+  for (const item of entries) {
+    if (item.root || item.id === cursor.drive?.rootId) continue;
+    if (item.deleted) {
+      // A deleted folder's files come as tombstones of their own.
+      if (!item.folder) out.gone(item.id);
+      continue;
+    }
+    if (item.remoteItem) continue;
+    const inScope = await scope.itemInScope(item);
+    if (isFolder(item)) {
+      if (!fresh) enqueue(cursor, { folder: item.id, mode: inScope ? "add" : "remove" });
+      continue;
+    }
+    if (!isSyncableFile(item)) continue;
+    // Outside the picks: it may have moved out of them (gone for an id the engine does not hold is a no-op).
+    if (inScope) out.present(item);
+    else out.gone(item.id);
+  }
 }
 
 /**
@@ -323,7 +477,7 @@ async function changesInFolder(
   entries: DriveItem[],
   out: PageBuilder,
 ): Promise<void> {
-  const scope = new ScopeCheck(ctx, cursor);
+  const scope = new ScopeCheck(ctx, cursor, cursor.drive?.rootId);
   const severalPicks = cursor.roots.length + cursor.files.length > 1;
   for (const item of entries) {
     if (item.id === root) continue;
@@ -334,7 +488,7 @@ async function changesInFolder(
         out.gone(item.id);
         continue;
       }
-      const now = await getItem(ctx, item.id);
+      const now = await readableItem(ctx, item.id);
       if (!now) {
         // A deleted folder's files come as tombstones of their own.
         if (!item.folder) out.gone(item.id);
@@ -373,7 +527,7 @@ async function walkPage(
       step.url ?? `${apiRoot(ctx)}${itemPath(walk.folder)}/children?$top=${ctx.config.pageSize}`,
     );
   } catch (error) {
-    if (!(error instanceof GraphError) || error.status !== 404) throw error;
+    if (!(error instanceof GraphError) || (error.status !== 404 && error.status !== 403)) throw error;
     if (walk.mode === "remove")
       ctx.log.warn(
         { folder: walk.folder },
@@ -412,7 +566,15 @@ async function filesPage(
 ): Promise<OnedriveCursor> {
   const batch = cursor.files.slice(step.index, step.index + FILES_PER_PAGE);
   for (const id of batch) {
-    const item = await getItem(ctx, id);
+    let item: DriveItem | null;
+    try {
+      item = await getItem(ctx, id);
+    } catch (error) {
+      if (!(error instanceof GraphError) || error.status !== 403) throw error;
+      // Access to the file was taken away: its document stays (as for an item the source will not give).
+      ctx.log.warn({ itemId: id }, "onedrive: a picked file can no longer be read; keeping what was synced");
+      continue;
+    }
     if (!item) out.gone(id);
     else if (isSyncableFile(item)) out.present(item);
     else if (!isFolder(item)) out.gone(id);
@@ -432,16 +594,27 @@ function lastOccurrences(items: DriveItem[]): DriveItem[] {
 }
 
 export async function fetchOnedriveItem(ctx: OnedriveContext, item: SourceItem): Promise<FetchedItem | null> {
-  const meta = await getItem(ctx, item.id);
-  if (!meta || !isSyncableFile(meta)) return null;
+  let meta: DriveItem | null;
+  try {
+    meta = await getItem(ctx, item.id);
+  } catch (error) {
+    // One file the user may no longer read (a share revoked after the listing): skip it, not the connection.
+    if (error instanceof GraphError && error.status === 403)
+      throw new ItemSkippedError("no_permission", `OneDrive refused file ${item.id}: ${error.message}`);
+    throw error;
+  }
+  if (!meta)
+    throw new ItemSkippedError("not_found", `OneDrive file ${item.id} was deleted after it was listed`);
+  if (!isSyncableFile(meta)) return null;
   const { maxFileBytes } = ctx.config;
-  const tooLarge = () => {
-    ctx.log.info({ itemId: item.id, maxFileBytes }, "onedrive: skipping a file larger than maxFileBytes");
-    return null;
-  };
-  if ((meta.size ?? 0) > maxFileBytes) return tooLarge();
+  const tooLarge = () =>
+    new ItemSkippedError(
+      "too_large",
+      `OneDrive file ${item.id} is larger than maxFileBytes (${maxFileBytes})`,
+    );
+  if ((meta.size ?? 0) > maxFileBytes) throw tooLarge();
   const bytes = await downloadItem(ctx, meta, maxFileBytes);
-  if (!bytes) return tooLarge();
+  if (!bytes) throw tooLarge();
   const name = meta.name ?? item.id;
   const mimeType = meta.file?.mimeType?.trim();
   const metadata: ItemMetadata = { driveItemId: meta.id, size: bytes.length };
@@ -479,6 +652,10 @@ export async function browseOnedrive(ctx: OnedriveContext, parentId: string | nu
     } catch (error) {
       if (error instanceof GraphError && error.status === 404)
         throw new ConnectorConfigError(`no OneDrive folder with id ${parentId}`);
+      if (error instanceof GraphError && error.status === 403) {
+        if (parentId === null) throw driveDenied(error);
+        throw new ConnectorConfigError(`the OneDrive folder ${parentId} can no longer be read`);
+      }
       throw error;
     }
     for (const item of page.value ?? []) {
@@ -502,5 +679,10 @@ export async function browseOnedrive(ctx: OnedriveContext, parentId: string | nu
 /** With tokens: reads the drive, which a sync needs. Before the consent flow there is nothing to check. */
 export async function verifyOnedrive(ctx: OnedriveContext): Promise<void> {
   if (!ctx.oauth) return;
-  await graphJson(ctx, "/me/drive");
+  try {
+    await graphJson(ctx, "/me/drive");
+  } catch (error) {
+    if (error instanceof GraphError && error.status === 403) throw driveDenied(error);
+    throw error;
+  }
 }

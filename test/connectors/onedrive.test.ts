@@ -5,6 +5,8 @@ import {
   ConnectorAuthError,
   ConnectorConfigError,
   ConnectorRateLimitError,
+  ItemSkippedError,
+  type SkipReason,
 } from "../../connectors/errors.ts";
 import { downloadItem, getItem, retryAfterMs } from "../../connectors/onedrive/graph.ts";
 import {
@@ -120,33 +122,52 @@ interface SyncResult {
   fetched: string[];
   deleted: string[];
   listed: string[];
+  skipped: { id: string; reason: SkipReason }[];
   pages: number;
+  fullResync: boolean;
 }
 
 /**
  * What the engine does with a delta connector: initialCursor with the carry of the last complete sync,
  * listPage until next is null (every cursor through JSON, as Temporal stores it), fetchItem for new
- * versions, deletions as reported; the carry of the last page is kept when the sync completes.
+ * versions (an ItemSkippedError skips that one item, keeping what was held), deletions as reported; the
+ * carry of the last page is kept when the sync completes. A pass with a `fullResync` page removes, once
+ * complete, what it did not list: the engine hook the connector asks for (ListPage.fullResync).
  */
 class Engine {
   readonly held = new Map<string, { version: string; doc: FetchedItem }>();
   carry: OnedriveCarry | undefined;
 
   async sync(ctx: Ctx): Promise<SyncResult> {
-    const result: SyncResult = { fetched: [], deleted: [], listed: [], pages: 0 };
+    const result: SyncResult = {
+      fetched: [],
+      deleted: [],
+      listed: [],
+      skipped: [],
+      pages: 0,
+      fullResync: false,
+    };
     let cursor = JSON.parse(JSON.stringify(await onedriveConnector.initialCursor(ctx, this.carry)));
     let carry: unknown;
     for (;;) {
       const page = await onedriveConnector.listPage(ctx, cursor);
       result.pages++;
       if (page.carry !== undefined) carry = page.carry;
+      if (page.fullResync) result.fullResync = true;
       const ids = page.items.map((i) => i.id);
       expect(new Set(ids).size, "an id listed twice on one page").toBe(ids.length);
       for (const id of page.deleted ?? []) expect(ids, `${id} both listed and deleted`).not.toContain(id);
       for (const item of page.items) {
         result.listed.push(item.id);
         if (this.held.get(item.id)?.version === item.version) continue;
-        const doc = await onedriveConnector.fetchItem(ctx, item);
+        let doc: FetchedItem | null;
+        try {
+          doc = await onedriveConnector.fetchItem(ctx, item);
+        } catch (error) {
+          if (!(error instanceof ItemSkippedError)) throw error;
+          result.skipped.push({ id: item.id, reason: error.reason });
+          continue;
+        }
         if (!doc) continue;
         this.held.set(item.id, { version: item.version, doc });
         result.fetched.push(item.id);
@@ -155,6 +176,14 @@ class Engine {
       if (page.next === null) break;
       cursor = JSON.parse(JSON.stringify(page.next));
       if (result.pages > 500) throw new Error("the pass does not end");
+    }
+    if (result.fullResync) {
+      const listed = new Set(result.listed);
+      for (const id of [...this.held.keys()])
+        if (!listed.has(id)) {
+          this.held.delete(id);
+          result.deleted.push(id);
+        }
     }
     // Stored as JSON, and read back with the connector's schema (which must accept what it wrote).
     if (carry !== undefined) this.carry = onedriveCarrySchema.parse(JSON.parse(JSON.stringify(carry)));
@@ -336,60 +365,154 @@ describe("onedrive connector: whole drive", () => {
     expect(third.fetched).toEqual([]);
   });
 
-  it("enumerates again from Graph's Location when the delta token expired (410)", async () => {
+  it("enumerates again from Graph's Location after a 410 and removes what was deleted meanwhile", async () => {
     const graph = await startFake();
     const ids = seed(graph);
-    const ctx = contextFor(graph, await connect(graph), { syncScope: "full" });
+    const ctx = contextFor(graph, await connect(graph), { syncScope: "full", pageSize: 3 });
     const engine = new Engine();
     await engine.sync(ctx);
 
     graph.expireDeltaTokens();
     const added = graph.addFile("after.txt", "written while the token was stale");
     graph.updateFile(ids.old, "changed meanwhile");
+    // Deleted while the token was stale: the fresh enumeration cannot report it, only leave it out.
+    graph.remove(ids.readme);
     const resync = await engine.sync(ctx);
+    expect(resync.fullResync).toBe(true);
     expect(sorted(resync.fetched)).toEqual(sorted([added, ids.old]));
-    expect(resync.deleted).toEqual([]);
-    expect(deltaRequests(graph).some((r) => r.status === 410)).toBe(true);
-    expect(engine.ids()).toContain(ids.readme);
+    expect(resync.deleted).toEqual([ids.readme]);
+    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old, added]));
+    const gone = deltaRequests(graph).find((r) => r.status === 410);
+    expect(gone?.path).toMatch(/^\/v1\.0\/me\/drive\/root\/delta\?token=/);
+    // The enumeration went on from the Location Graph gave, with the same page size.
+    const after = deltaRequests(graph).slice(deltaRequests(graph).indexOf(gone as never) + 1);
+    expect(after.length).toBeGreaterThan(1);
+    expect(after.every((r) => r.status === 200)).toBe(true);
 
-    // The new link works.
+    // The new link works, and the next pass is an ordinary delta again.
     const before = graph.requests.length;
-    expect(await engine.sync(ctx)).toMatchObject({ fetched: [], deleted: [] });
+    expect(await engine.sync(ctx)).toMatchObject({ fetched: [], deleted: [], fullResync: false });
     expect(graph.requests.slice(before).every((r) => r.status === 200)).toBe(true);
   });
+
+  for (const driveType of ["business", "personal"] as const) {
+    it(`after a 410 on picked folders (${driveType}), enumerates every pick again and removes what left`, async () => {
+      const graph = await startFake({ driveType });
+      const ids = seed(graph);
+      const ctx = contextFor(graph, await connect(graph), { pageSize: 2 }, [
+        folder(ids.projects),
+        folder(ids.archive),
+        file(ids.readme),
+      ]);
+      const engine = new Engine();
+      await engine.sync(ctx);
+      expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old, ids.readme]));
+
+      graph.expireDeltaTokens();
+      graph.remove(ids.report);
+      graph.move(ids.notes, graph.rootId); // out of the picks
+      graph.move(ids.plan, ids.archive); // from one pick to another
+      const added = graph.addFile("fresh.txt", "new in projects", { parentId: ids.projects });
+      const resync = await engine.sync(ctx);
+      expect(resync.fullResync).toBe(true);
+      expect(resync.fetched).toEqual([added]);
+      expect(sorted(resync.deleted)).toEqual(sorted([ids.report, ids.notes]));
+      expect(engine.ids()).toEqual(sorted([ids.plan, ids.old, ids.readme, added]));
+      expect(await engine.sync(ctx)).toMatchObject({ fetched: [], deleted: [], fullResync: false });
+    });
+  }
 });
 
 describe("onedrive connector: picked folders and files", () => {
-  it("syncs only the picked folders (with their subfolders) and files; nothing picked lists nothing", async () => {
+  for (const driveType of ["business", "personal"] as const) {
+    it(`syncs only the picked folders (with their subfolders) and files; nothing picked lists nothing (${driveType})`, async () => {
+      const graph = await startFake({ driveType });
+      const ids = seed(graph);
+      const session = await connect(graph);
+
+      const none = new Engine();
+      const empty = await none.sync(contextFor(graph, session, {}, []));
+      expect(empty).toMatchObject({ fetched: [], listed: [], pages: 1 });
+      const unset = await none.sync(contextFor(graph, session));
+      expect(unset.listed).toEqual([]);
+      expect(graph.requests).toEqual([]);
+
+      const engine = new Engine();
+      const ctx = contextFor(graph, session, { pageSize: 2 }, [
+        folder(ids.projects, "Projects"),
+        file(ids.readme, "readme.txt"),
+      ]);
+      await engine.sync(ctx);
+      expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.readme]));
+      expect(engine.doc(ids.report).filepath).toBe("/Projects/2024/");
+      const folderDelta = `/v1.0/me/drive/items/${ids.projects}/delta`;
+      if (driveType === "personal") {
+        // A personal OneDrive has a delta per folder: nothing outside the pick is listed.
+        expect(graph.requests.some((r) => r.path.startsWith(`${folderDelta}?$top=2`))).toBe(true);
+        expect(graph.requests.some((r) => r.path.includes("/me/drive/root/delta"))).toBe(false);
+      } else {
+        // OneDrive for Business has a delta at the root only: the connector never asks for a folder's.
+        expect(graph.requests.some((r) => r.path.startsWith("/v1.0/me/drive/root/delta?$top=2"))).toBe(true);
+        expect(graph.requests.some((r) => r.path.startsWith(folderDelta))).toBe(false);
+        expect(graph.requests.every((r) => r.status < 400)).toBe(true);
+      }
+      // The drive's type is read once, then carried.
+      const rootReads = () => graph.requests.filter((r) => r.path === "/v1.0/me/drive/root").length;
+      expect(rootReads()).toBe(1);
+      expect(engine.carry?.drive).toEqual({ rootId: graph.rootId, deltaAtRoot: driveType === "business" });
+      await engine.sync(ctx);
+      expect(rootReads()).toBe(1);
+    });
+  }
+
+  it("answers a folder's delta on a business drive with 501 notSupported, and the connector follows the root", async () => {
     const graph = await startFake();
     const ids = seed(graph);
     const session = await connect(graph);
+    const raw = await fetch(`${graph.url}/me/drive/items/${ids.projects}/delta`, {
+      headers: { authorization: `Bearer ${await session.accessToken()}` },
+    });
+    expect(raw.status).toBe(501);
+    expect(await raw.json()).toMatchObject({
+      error: {
+        code: "notSupported",
+        message: "view.delta can only be called on the root.",
+        innerError: { "request-id": expect.any(String), date: expect.any(String) },
+      },
+    });
 
-    const none = new Engine();
-    const empty = await none.sync(contextFor(graph, session, {}, []));
-    expect(empty).toMatchObject({ fetched: [], listed: [], pages: 1 });
-    const unset = await none.sync(contextFor(graph, session));
-    expect(unset.listed).toEqual([]);
-    expect(graph.requests).toEqual([]);
-
+    // A carry that took the drive for a personal one: the folder delta is refused, the root's followed.
+    const ctx = contextFor(graph, session, {}, [folder(ids.projects)]);
     const engine = new Engine();
-    const ctx = contextFor(graph, session, { pageSize: 2 }, [
-      folder(ids.projects, "Projects"),
-      file(ids.readme, "readme.txt"),
-    ]);
+    engine.carry = {
+      v: 1,
+      mode: "selected",
+      roots: [ids.projects],
+      files: [],
+      links: {},
+      drive: { rootId: graph.rootId, deltaAtRoot: false },
+    };
     await engine.sync(ctx);
-    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.readme]));
-    expect(
-      graph.requests.some((r) => r.path.startsWith(`/v1.0/me/drive/items/${ids.projects}/delta?$top=2`)),
-    ).toBe(true);
-    expect(graph.requests.some((r) => r.path.includes("/me/drive/root/delta"))).toBe(false);
-    expect(engine.doc(ids.report).filepath).toBe("/Projects/2024/");
+    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes]));
+    expect(graph.requests.filter((r) => r.status === 501)).toHaveLength(2);
+    expect(engine.carry?.drive).toEqual({ rootId: graph.rootId, deltaAtRoot: true });
+    expect(Object.keys(engine.carry?.links ?? {})).toEqual(["root"]);
+
+    // A carry from before the drive was looked at (no `drive`): read once, then the root's delta.
+    const old = new Engine();
+    old.carry = { v: 1, mode: "selected", roots: [ids.projects], files: [], links: {} };
+    const before = graph.requests.length;
+    await old.sync(ctx);
+    expect(old.ids()).toEqual(engine.ids());
+    expect(graph.requests.slice(before).every((r) => r.status === 200)).toBe(true);
   });
 
   const variants: FakeGraphOptions[] = [
-    { movedOutOfScope: "moved" },
-    { movedOutOfScope: "deleted" },
-    { movedOutOfScope: "moved", honorDeltaExcludeParent: false },
+    { driveType: "business" },
+    { driveType: "business", honorDeltaExcludeParent: false },
+    { driveType: "personal", movedOutOfScope: "moved" },
+    { driveType: "personal", movedOutOfScope: "deleted" },
+    { driveType: "personal", movedOutOfScope: "moved", honorDeltaExcludeParent: false },
   ];
   for (const variant of variants) {
     it(`follows changes in picked folders, moves in, out and between them (${JSON.stringify(variant)})`, async () => {
@@ -436,59 +559,78 @@ describe("onedrive connector: picked folders and files", () => {
     });
   }
 
-  it("carries on with the other picks when a picked folder is deleted", async () => {
-    const graph = await startFake();
-    const ids = seed(graph);
-    const ctx = contextFor(graph, await connect(graph), {}, [folder(ids.archive), folder(ids.projects)]);
-    const engine = new Engine();
-    await engine.sync(ctx);
-    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old]));
+  for (const driveType of ["business", "personal"] as const) {
+    it(`carries on with the other picks when a picked folder is deleted (${driveType})`, async () => {
+      const graph = await startFake({ driveType });
+      const ids = seed(graph);
+      const ctx = contextFor(graph, await connect(graph), {}, [folder(ids.archive), folder(ids.projects)]);
+      const engine = new Engine();
+      await engine.sync(ctx);
+      expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old]));
 
-    graph.remove(ids.archive);
-    graph.updateFile(ids.plan, "# Plan v3");
-    const second = await engine.sync(ctx);
-    expect(second.fetched).toEqual([ids.plan]);
-    expect(deltaRequests(graph).at(-2)).toMatchObject({ status: 404 });
-    expect((engine.carry as { links: Record<string, string> }).links).not.toHaveProperty(ids.archive);
-  });
-
-  it("removes what is no longer picked, keeps what another pick still covers, and switches scopes", async () => {
-    const graph = await startFake();
-    const ids = seed(graph);
-    const session = await connect(graph);
-    const extra = graph.addFile("extra.txt", "in archive", { parentId: ids.archive });
-    const engine = new Engine();
-
-    await engine.sync(
-      contextFor(graph, session, {}, [
-        folder(ids.projects),
-        folder(ids.y2024),
-        folder(ids.archive),
-        file(ids.readme),
-      ]),
-    );
-    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old, extra, ids.readme]));
-
-    // 2024 is still under Projects; old.txt is picked on its own; Archive's other file and readme go.
-    const narrowed = await engine.sync(contextFor(graph, session, {}, [folder(ids.projects), file(ids.old)]));
-    expect(sorted(narrowed.deleted)).toEqual(sorted([extra, ids.readme]));
-    expect(narrowed.fetched).toEqual([]);
-    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old]));
-
-    // The whole drive: everything is in scope, nothing removed.
-    const full = await engine.sync(contextFor(graph, session, { syncScope: "full" }));
-    expect(full.deleted).toEqual([]);
-    expect(sorted(full.fetched)).toEqual(sorted([extra, ids.readme]));
-
-    // Back to one picked folder: the rest of the drive goes.
-    const archiveOnly = await engine.sync(contextFor(graph, session, {}, [folder(ids.archive)]));
-    expect(sorted(archiveOnly.deleted)).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.readme]));
-    expect(engine.ids()).toEqual(sorted([ids.old, extra]));
-    expect(await engine.sync(contextFor(graph, session, {}, [folder(ids.archive)]))).toMatchObject({
-      fetched: [],
-      deleted: [],
+      graph.remove(ids.archive);
+      graph.updateFile(ids.plan, "# Plan v3");
+      const second = await engine.sync(ctx);
+      expect(second.fetched).toEqual([ids.plan]);
+      if (driveType === "personal") {
+        // Its own delta answers 404; its files keep their documents.
+        expect(deltaRequests(graph).at(-2)).toMatchObject({ status: 404 });
+        expect((engine.carry as { links: Record<string, string> }).links).not.toHaveProperty(ids.archive);
+      } else {
+        // The root's delta reports the folder's files deleted.
+        expect(second.deleted).toEqual([ids.old]);
+      }
     });
-  });
+  }
+
+  for (const driveType of ["business", "personal"] as const) {
+    it(`removes what is no longer picked, keeps what another pick still covers, and switches scopes (${driveType})`, async () => {
+      const graph = await startFake({ driveType });
+      const ids = seed(graph);
+      const session = await connect(graph);
+      const extra = graph.addFile("extra.txt", "in archive", { parentId: ids.archive });
+      const engine = new Engine();
+
+      await engine.sync(
+        contextFor(graph, session, {}, [
+          folder(ids.projects),
+          folder(ids.y2024),
+          folder(ids.archive),
+          file(ids.readme),
+        ]),
+      );
+      expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old, extra, ids.readme]));
+
+      // 2024 is still under Projects; old.txt is picked on its own; Archive's other file and readme go.
+      const narrowed = await engine.sync(
+        contextFor(graph, session, {}, [folder(ids.projects), file(ids.old)]),
+      );
+      expect(sorted(narrowed.deleted)).toEqual(sorted([extra, ids.readme]));
+      expect(narrowed.fetched).toEqual([]);
+      expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old]));
+
+      // A folder picked again: its files come back (on a business drive the root's deltaLink does not list
+      // them, so the connector walks the folder).
+      const widened = await engine.sync(
+        contextFor(graph, session, {}, [folder(ids.projects), file(ids.old), folder(ids.archive)]),
+      );
+      expect(widened).toMatchObject({ fetched: [extra], deleted: [] });
+
+      // The whole drive: everything is in scope, nothing removed.
+      const full = await engine.sync(contextFor(graph, session, { syncScope: "full" }));
+      expect(full.deleted).toEqual([]);
+      expect(full.fetched).toEqual([ids.readme]);
+
+      // Back to one picked folder: the rest of the drive goes.
+      const archiveOnly = await engine.sync(contextFor(graph, session, {}, [folder(ids.archive)]));
+      expect(sorted(archiveOnly.deleted)).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.readme]));
+      expect(engine.ids()).toEqual(sorted([ids.old, extra]));
+      expect(await engine.sync(contextFor(graph, session, {}, [folder(ids.archive)]))).toMatchObject({
+        fetched: [],
+        deleted: [],
+      });
+    });
+  }
 });
 
 describe("onedrive connector: tokens and limits", () => {
@@ -602,19 +744,89 @@ describe("onedrive connector: content and browsing", () => {
     expect(fresh ? await downloadItem(ctx, fresh, 5) : "no item").toBeNull();
   });
 
-  it("treats deleted, oversized and non-file items as absent when fetching", async () => {
+  it("skips one file with its reason (deleted, no permission, too large) and treats non-files as absent", async () => {
     const graph = await startFake();
     const ids = seed(graph);
     const ctx = contextFor(graph, await connect(graph), { syncScope: "full" });
+    const reason = async (id: string) => {
+      const error = await rejection(onedriveConnector.fetchItem(ctx, { id, version: "v" }));
+      expect(error).toBeInstanceOf(ItemSkippedError);
+      return (error as ItemSkippedError).reason;
+    };
     graph.remove(ids.old);
-    expect(await onedriveConnector.fetchItem(ctx, { id: ids.old, version: "v" })).toBeNull();
-    expect(await onedriveConnector.fetchItem(ctx, { id: ids.huge, version: "v" })).toBeNull();
+    expect(await reason(ids.old)).toBe("not_found");
+    graph.forbid(ids.notes);
+    expect(await reason(ids.notes)).toBe("no_permission");
+    expect(await reason(ids.huge)).toBe("too_large");
     expect(await onedriveConnector.fetchItem(ctx, { id: ids.projects, version: "v" })).toBeNull();
     expect(await onedriveConnector.fetchItem(ctx, { id: ids.notebook, version: "v" })).toBeNull();
     // Grown past the limit after listing.
     graph.updateFile(ids.plan, "x".repeat(1500));
-    const small = contextFor(graph, ctx.oauth, { syncScope: "full", maxFileBytes: 1000 });
-    expect(await onedriveConnector.fetchItem(small, { id: ids.plan, version: "v" })).toBeNull();
+    expect(await reason(ids.plan)).toBe("too_large");
+  });
+
+  for (const driveType of ["business", "personal"] as const) {
+    it(`syncs the rest when one file answers 403 and another 404 after the listing (${driveType})`, async () => {
+      const graph = await startFake({ driveType });
+      const ids = seed(graph);
+      const ctx = contextFor(graph, await connect(graph), {}, [folder(ids.projects), file(ids.readme)]);
+      graph.afterListing(ids.report, "forbid");
+      graph.afterListing(ids.plan, "remove");
+      const engine = new Engine();
+      const first = await engine.sync(ctx);
+      expect(sorted(first.skipped.map((s) => `${s.id}:${s.reason}`))).toEqual(
+        sorted([`${ids.report}:no_permission`, `${ids.plan}:not_found`]),
+      );
+      expect(engine.ids()).toEqual(sorted([ids.notes, ids.readme]));
+      expect(graph.requests.filter((r) => r.status === 403)).toHaveLength(1);
+
+      // A picked file the user can no longer read keeps its document; the next delta reports the deletion.
+      graph.forbid(ids.readme);
+      const second = await engine.sync(ctx);
+      expect(second).toMatchObject({ fetched: [], deleted: [] });
+      expect(engine.ids()).toEqual(sorted([ids.notes, ids.readme]));
+    });
+  }
+
+  it("carries on with the other picks when a picked folder can no longer be read (personal)", async () => {
+    const graph = await startFake({ driveType: "personal" });
+    const ids = seed(graph);
+    const ctx = contextFor(graph, await connect(graph), {}, [folder(ids.archive), folder(ids.projects)]);
+    const engine = new Engine();
+    await engine.sync(ctx);
+
+    graph.forbid(ids.archive);
+    graph.updateFile(ids.plan, "# Plan v4");
+    const second = await engine.sync(ctx);
+    expect(second).toMatchObject({ fetched: [ids.plan], deleted: [] });
+    // Its files keep their documents; the connection is not treated as refused.
+    expect(engine.ids()).toEqual(sorted([ids.plan, ids.report, ids.notes, ids.old]));
+    expect(deltaRequests(graph).filter((r) => r.status === 403)).toHaveLength(1);
+  });
+
+  it("reports a 403 on the drive itself (its root, its delta) as ConnectorAuthError", async () => {
+    const graph = await startFake();
+    const ids = seed(graph);
+    const session = await connect(graph);
+    graph.denyDrive();
+    for (const ctx of [
+      contextFor(graph, session, { syncScope: "full" }),
+      contextFor(graph, session, {}, [folder(ids.projects)]),
+    ]) {
+      const error = await rejection(
+        onedriveConnector.listPage(ctx, await onedriveConnector.initialCursor(ctx, undefined)),
+      );
+      expect(error).toBeInstanceOf(ConnectorAuthError);
+      expect(String((error as Error).message)).toMatch(/accessDenied/);
+    }
+    const verify = onedriveConnector.verify;
+    if (!verify) throw new Error("the onedrive connector offers verify");
+    expect(await rejection(verify(contextFor(graph, session)))).toBeInstanceOf(ConnectorAuthError);
+    expect(
+      await rejection(onedriveConnector.browse?.(contextFor(graph, session), null) ?? Promise.resolve()),
+    ).toBeInstanceOf(ConnectorAuthError);
+    // No token refresh for a 403: the token is fine, the drive is not readable.
+    expect(session.refreshes()).toBe(0);
   });
 
   it("browses a folder: folders first, then files, by name; root for null; paged", async () => {

@@ -6,10 +6,12 @@ import { caller } from "../support/http.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
 
 // OneDrive through the OAuth flow and the sync engine, against a local server answering as the Microsoft
-// identity platform and Graph: consent → callback → the hosted picker's JSON routes (no browser: the
-// redirects are followed by hand) → one folder saved → only its files sync. Then delta carries an edit,
-// an addition and a deletion, a 429 is waited out, an expired token is refreshed and a revoked one turns
-// the connection auth_expired; a second connection with syncScope "full" skips the picker.
+// identity platform and Graph for a OneDrive for Business (delta at the drive's root only): consent →
+// callback → the hosted picker's JSON routes (no browser: the redirects are followed by hand) → one folder
+// saved → only its files sync. Then delta carries an edit, an addition and a deletion, a 429 is waited
+// out, a file refused (403) and one deleted (404) after the listing are skipped while the rest syncs, a
+// 410 on the deltaLink enumerates the scope again, an expired token is refreshed and a revoked one turns the connection auth_expired; a second connection
+// with syncScope "full" skips the picker.
 describe("OneDrive through OAuth, the picker and the sync engine", () => {
   let service: TestService;
   let graph: FakeGraph;
@@ -160,10 +162,13 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     });
     expect((await connection()).status).toBe("active");
     expect(await titles()).toEqual(["2019-harvest.txt", "budget.md", "garden-plan.txt"]);
-    // The picked folder's delta was enumerated (parents left out); nothing outside it was ever asked for.
+    // A business drive serves delta only at its root: the root's was enumerated (parents left out) and
+    // filtered to the pick; no folder delta was asked for, nothing was refused, and nothing outside the
+    // picked folder was read on its own.
     const paths = graphPaths(seen);
-    expect(paths.some((p) => p.startsWith(`/v1.0/me/drive/items/${ids.projects}/delta`))).toBe(true);
-    expect(paths.some((p) => p.startsWith("/v1.0/me/drive/root/delta"))).toBe(false);
+    expect(paths.some((p) => p.startsWith("/v1.0/me/drive/root/delta"))).toBe(true);
+    expect(paths.some((p) => /\/me\/drive\/items\/[^/]+\/delta/.test(p))).toBe(false);
+    expect(graph.requests.slice(seen).every((r) => r.status < 400)).toBe(true);
     expect(
       graph.requests
         .slice(seen)
@@ -205,7 +210,7 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     expect(await titles()).toEqual(["2019-harvest.txt", "garden-plan.txt", "seeds.txt"]);
     // Only what changed, from the deltaLink the first sync ended with.
     const paths = graphPaths(seen);
-    expect(paths.some((p) => p.startsWith(`/v1.0/me/drive/items/${ids.projects}/delta?token=`))).toBe(true);
+    expect(paths.some((p) => p.startsWith("/v1.0/me/drive/root/delta?token="))).toBe(true);
     expect(paths.some((p) => p.includes(ids.outside as string))).toBe(false);
     expect(paths.some((p) => p.includes(ids.harvest as string))).toBe(false);
 
@@ -242,6 +247,61 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     expect(await titles()).toEqual(["2019-harvest.txt", "garden-plan.txt", "seeds.txt", "tools.txt"]);
   });
 
+  it("skips a file refused (403) and one deleted (404) after the listing; the rest syncs, the connection stays active", async () => {
+    const before = (await connection()).lastSync.id;
+    ids.recipe = graph.addFile("secret-recipe.txt", "Grandmother's chutney: unshared since.", {
+      parentId: ids.projects,
+    });
+    ids.gone = graph.addFile("moved-away.txt", "Deleted between the listing and the fetch.", {
+      parentId: ids.projects,
+    });
+    ids.compost = graph.addFile("compost.txt", "Turn the compost heap every two weeks.", {
+      parentId: ids.projects,
+    });
+    graph.afterListing(ids.recipe as string, "forbid");
+    graph.afterListing(ids.gone as string, "remove");
+    const seen = graph.requests.length;
+    await client.connections.import("onedrive", {});
+    const run = await syncAfter(before);
+    // However the engine counts the two skipped files, the run is done and only compost.txt was added.
+    expect(run, JSON.stringify(run)).toMatchObject({
+      status: "done",
+      errorCode: null,
+      counts: expect.objectContaining({ added: 1, updated: 0, deleted: 0 }),
+    });
+    expect((await connection()).status).toBe("active");
+    const refused = graph.requests.slice(seen).filter((r) => r.status === 403 || r.status === 404);
+    expect(refused.map((r) => r.status).sort()).toEqual([403, 404]);
+    expect(await titles()).toEqual([
+      "2019-harvest.txt",
+      "compost.txt",
+      "garden-plan.txt",
+      "seeds.txt",
+      "tools.txt",
+    ]);
+  });
+
+  it("enumerates the picked folder again through the engine when Graph answers 410 to its deltaLink", async () => {
+    const before = (await connection()).lastSync.id;
+    const seen = graph.requests.length;
+    graph.expireDeltaTokens();
+    ids.mulch = graph.addFile("mulch.txt", "Mulch the raspberries with bark in November.", {
+      parentId: ids.archive,
+    });
+    await client.connections.import("onedrive", {});
+    const run = await syncAfter(before);
+    // What was synced is listed again unchanged; only the new file is added.
+    expect(run, JSON.stringify(run)).toMatchObject({
+      status: "done",
+      errorCode: null,
+      counts: expect.objectContaining({ added: 1, updated: 0 }),
+    });
+    const deltas = graph.requests.slice(seen).filter((r) => r.path.includes("/delta"));
+    expect(deltas[0]?.status).toBe(410);
+    expect(deltas.slice(1).every((r) => r.status === 200)).toBe(true);
+    expect(await titles()).toContain("mulch.txt");
+  });
+
   it("refreshes an expired access token, and turns auth_expired when access is revoked", async () => {
     let before = (await connection()).lastSync.id;
     graph.expireAccessTokens();
@@ -271,7 +331,9 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     // What was synced stays.
     expect(await titles()).toEqual([
       "2019-harvest.txt",
+      "compost.txt",
       "garden-plan.txt",
+      "mulch.txt",
       "seeds.txt",
       "shed.txt",
       "tools.txt",
@@ -299,14 +361,17 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     expect(run, JSON.stringify(run)).toMatchObject({
       status: "done",
       trigger: "create",
-      counts: { added: 8, updated: 0, deleted: 0, unchanged: 0, failed: 0 },
+      // The file refused to this account is skipped here too.
+      counts: expect.objectContaining({ added: 10, updated: 0, deleted: 0, unchanged: 0 }),
     });
     expect(await connection(id)).toMatchObject({ status: "active", metadata: { syncScope: "full" } });
     expect(await titles("everything")).toEqual([
       "2019-harvest.txt",
+      "compost.txt",
       "diary.txt",
       "garden-plan.txt",
       "loose.txt",
+      "mulch.txt",
       "outside.txt",
       "seeds.txt",
       "shed.txt",
@@ -315,7 +380,7 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     expect(graphPaths(seen).some((p) => p.startsWith("/v1.0/me/drive/root/delta"))).toBe(true);
     // The first connection is untouched.
     expect((await connection()).status).toBe("auth_expired");
-    expect(await titles("garden")).toHaveLength(5);
+    expect(await titles("garden")).toHaveLength(7);
     await processed("everything");
     const diary = await client.search.documents({ q: "private diary", containerTags: ["everything"] });
     expect(diary.results[0]?.title).toBe("diary.txt");

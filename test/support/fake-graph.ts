@@ -7,17 +7,23 @@
 //   grant_type authorization_code with code/redirect_uri/code_verifier, or refresh_token), answering
 //   `{token_type, scope, expires_in, ext_expires_in, access_token, refresh_token}`; errors as
 //   `{error, error_description: "AADSTS…", error_codes, timestamp, trace_id, correlation_id}`.
-// - Graph: Bearer tokens; errors as `{error: {code, message, innerError}}`: 401 InvalidAuthenticationToken,
+// - Graph: Bearer tokens; errors as `{error: {code, message, innerError}}`
+//   (https://learn.microsoft.com/en-us/graph/errors): 401 InvalidAuthenticationToken, 403 accessDenied,
 //   404 itemNotFound, 429 activityLimitReached with Retry-After, 410 resyncRequired with a Location that
-//   starts a fresh enumeration.
+//   starts a fresh enumeration, 501 notSupported.
+// - The drive is a OneDrive for Business (default) or a personal OneDrive (option `driveType`): the type
+//   shows in /me/drive and every parentReference.driveType. On a business drive only the root has a delta:
+//   a folder's delta answers 501 notSupported "view.delta can only be called on the root."
+//   (https://github.com/OneDrive/onedrive-api-docs/issues/214, #842, #1060; the v1.0 reference lists only
+//   root routes: https://learn.microsoft.com/en-us/graph/api/driveitem-delta).
 // - GET /v1.0/me, /v1.0/me/drive, /v1.0/me/drive/root, /v1.0/me/drive/items/{id} (items carry
 //   `@microsoft.graph.downloadUrl` and parentReference.path), …/children ($top, @odata.nextLink with
 //   $skiptoken), …/items/{id}/content (302 to a pre-authenticated download URL on this server, or the bytes),
 //   /v1.0/me/drive/root/delta and /v1.0/me/drive/items/{id}/delta ($top, @odata.nextLink until the last
 //   page, which has an @odata.deltaLink; `token=latest`).
 // - Delta as documented: the latest state of each changed item, not each change; no parentReference.path;
-//   deleted items as tombstones with the `deleted` facet and without name, cTag and size (OneDrive for
-//   Business); parents of changed items included unless the request has `deltaExcludeParent: true`; moving a
+//   deleted items as tombstones with the `deleted` facet, without name and cTag (OneDrive for Business) or
+//   without cTag and size (personal); parents of changed items included unless the request has `deltaExcludeParent: true`; moving a
 //   folder reports the folder, not its descendants. A folder-scoped delta reports an item moved out of the
 //   folder either as a tombstone or in its new place (option `movedOutOfScope`, as Graph's behaviour here
 //   is not documented).
@@ -30,6 +36,8 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface FakeGraphOptions {
+  /** "business" (default): OneDrive for Business, delta on the root only; "personal": a consumer OneDrive. */
+  driveType?: "business" | "personal";
   clientId?: string;
   clientSecret?: string;
   /** How a folder-scoped delta reports an item moved out of the folder (default "moved"). */
@@ -98,6 +106,15 @@ export interface FakeGraph {
   }): void;
   /** Delta and next links issued so far answer 410 resyncRequired, with a Location for a fresh enumeration. */
   expireDeltaTokens(): void;
+  /**
+   * Right after the next delta page that lists the item has been served, the item is deleted ("remove") or
+   * the user loses access to it ("forbid"): what a sync sees when that happens between listing and fetch.
+   */
+  afterListing(id: string, change: "remove" | "forbid"): void;
+  /** The user may no longer read the item: GET, /children, /content, its delta and download URLs answer 403. */
+  forbid(id: string): void;
+  /** The user may no longer read the drive at all (e.g. the licence was removed): /me/drive… answers 403. */
+  denyDrive(): void;
   /** Download URLs issued so far answer 401, as pre-authenticated URLs do after about an hour. */
   expireDownloadUrls(): void;
   addFolder(name: string, parentId?: string): string;
@@ -216,6 +233,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
   const downloadUrls = options.downloadUrls ?? true;
   const contentRedirect = options.contentRedirect ?? true;
   const honorDeltaExcludeParent = options.honorDeltaExcludeParent ?? true;
+  const driveType = options.driveType ?? "business";
   const driveId = `b!${randomBytes(24).toString("base64url")}`;
 
   const requests: FakeGraphRequest[] = [];
@@ -237,6 +255,9 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
   const accessTokens = new Map<string, { grant: Grant; expired: boolean }>();
   const rateLimits: { retryAfter: string; status: number }[] = [];
   const downloads = new Map<string, { id: string; generation: number }>();
+  const forbidden = new Set<string>();
+  const pendingAfterListing = new Map<string, "remove" | "forbid">();
+  let driveDenied = false;
 
   function node(id: string): Node {
     const found = nodes.get(id);
@@ -384,13 +405,13 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
       lastModifiedBy: user,
     });
     if (n.kind === "root") {
-      json.parentReference = { driveType: "business", driveId };
+      json.parentReference = { driveType, driveId };
       json.root = {};
       json.folder = { childCount: children(n).length };
     } else {
       const parent = n.parentId ? nodes.get(n.parentId) : undefined;
       json.parentReference = {
-        driveType: "business",
+        driveType,
         driveId,
         id: n.parentId,
         ...(parent && parent.kind !== "root" ? { name: parent.name } : { name: "Documents" }),
@@ -460,14 +481,24 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
       token = decodeToken(rawToken);
       // A deltaLink: the round covers every change made up to now.
       if (token.upto < 0) token = { ...token, upto: seq };
-      if (token.generation < deltaGeneration)
+      // An expired token: 410 Gone, one of the documented resync codes, and a Location holding "a new
+      // nextLink that starts a fresh delta enumeration from scratch" (driveitem-delta, Example 2).
+      if (token.generation < deltaGeneration) {
+        const restart = encodeToken({
+          since: null,
+          upto: seq,
+          after: 0,
+          top: token.top,
+          generation: deltaGeneration,
+        });
         throw new GraphProblem(
           410,
           "resyncRequired",
           "Resync required. Replace any local items with the server's version (including deletes) if you're sure that the service was up to date with your local changes when you last sync'd. Upload any local changes that the server doesn't know about.",
-          { location: link },
+          { location: `${link}?token=${restart}` },
           "resyncChangesApplyDifferences",
         );
+      }
     } else {
       const top = Math.min(Math.max(Number(query.get("$top")) || DEFAULT_TOP, 1), MAX_TOP);
       token = { since: null, upto: seq, after: 0, top, generation: deltaGeneration };
@@ -503,6 +534,14 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
       listed.add(n.id);
       value.push(state === "tombstone" ? tombstone(n) : itemJson(n, "delta"));
     }
+    for (const n of pageNodes) {
+      const change = pendingAfterListing.get(n.id);
+      if (change === undefined || reported(n, scope, token) !== "live") continue;
+      pendingAfterListing.delete(n.id);
+      // The answer is built: this page still lists the item, the requests after it no longer see it.
+      if (change === "remove") removeItem(n.id);
+      else forbidden.add(n.id);
+    }
     const body: Record<string, unknown> = {
       "@odata.context": `${apiRoot}/$metadata#Collection(driveItem)`,
       value,
@@ -529,12 +568,16 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
     return movedOutOfScope === "deleted" ? "tombstone" : "live";
   }
 
-  /** Tombstones (OneDrive for Business): no name, cTag or size. */
+  /**
+   * Tombstones as the delta remarks list what they leave out: no cTag or name on OneDrive for Business, no
+   * cTag or size on a personal OneDrive (https://learn.microsoft.com/en-us/graph/api/driveitem-delta#remarks).
+   */
   function tombstone(n: Node): Record<string, unknown> {
     return {
       id: n.id,
+      ...(driveType === "personal" ? { name: n.name } : {}),
       lastModifiedDateTime: n.modified,
-      parentReference: { driveType: "business", driveId, id: n.parentId },
+      parentReference: { driveType, driveId, id: n.parentId },
       deleted: { state: "deleted" },
       ...(n.kind === "file" ? { file: {} } : { folder: { childCount: 0 } }),
     };
@@ -579,10 +622,17 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
     if (token.expired) throw authError("Lifetime validation failed, the token is expired.");
   }
 
+  /**
+   * 403 accessDenied: "The caller doesn't have permission to perform the action"; 403 is also what a user
+   * without the needed licence gets (https://learn.microsoft.com/en-us/graph/errors).
+   */
+  const accessDenied = () => new GraphProblem(403, "accessDenied", "Access denied");
+
   function itemFromPath(segment: string): Node {
     const id = decodeURIComponent(segment);
     const n = id === "root" ? root : nodes.get(id);
     if (!n || n.deleted) throw new GraphProblem(404, "itemNotFound", "The resource could not be found.");
+    if (forbidden.has(n.id)) throw accessDenied();
     return n;
   }
 
@@ -618,6 +668,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
     authorize(req);
     const path = url.pathname.slice("/v1.0".length);
     const query = url.searchParams;
+    if (driveDenied && path.startsWith("/me/drive")) throw accessDenied();
     const excludeParent =
       honorDeltaExcludeParent && String(req.headers.deltaexcludeparent ?? "").toLowerCase() === "true";
     if (path === "/me")
@@ -626,7 +677,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
       return json(res, 200, {
         "@odata.context": `${apiRoot}/$metadata#drives/$entity`,
         id: driveId,
-        driveType: "business",
+        driveType,
         name: "OneDrive",
         webUrl: WEB_ROOT,
         owner: { user: { email: USER.mail, id: USER.id, displayName: USER.displayName } },
@@ -639,7 +690,11 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
     if (match?.[1]) {
       const n = itemFromPath(match[1]);
       if (match[2] === "children") return json(res, 200, childrenPage(n, query, path));
-      if (match[2] === "delta") return json(res, 200, delta(n, query, excludeParent));
+      if (match[2] === "delta") {
+        if (driveType === "business")
+          throw new GraphProblem(501, "notSupported", "view.delta can only be called on the root.");
+        return json(res, 200, delta(n, query, excludeParent));
+      }
       if (match[2] === "content") {
         if (n.kind !== "file")
           throw new GraphProblem(404, "itemNotFound", "The resource could not be found.");
@@ -669,6 +724,10 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
     if (!n || n.deleted) {
       res.writeHead(404, { "content-type": "text/plain" });
       return res.end("Not Found");
+    }
+    if (forbidden.has(id)) {
+      res.writeHead(403, { "content-type": "text/plain" });
+      return res.end("Forbidden");
     }
     res.writeHead(200, { "content-type": n.mimeType, "content-length": String(n.content.length) });
     res.end(n.content);
@@ -853,6 +912,15 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const apiRoot = `${origin}/v1.0`;
 
+  function removeItem(id: string) {
+    const n = node(id);
+    const gone = [n, ...[...nodes.values()].filter((c) => !c.deleted && isDescendant(c, id))];
+    for (const g of gone) {
+      g.deleted = true;
+      touch(g);
+    }
+  }
+
   function add(kind: Kind, name: string, parentId: string | undefined, content?: Buffer, mime?: string) {
     const parent = liveFolder(parentId);
     const n = create(kind, name, parent.id, content, mime);
@@ -917,13 +985,17 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
       n.parentId = liveFolder(parentId).id;
       touch(n);
     },
-    remove(id) {
-      const n = node(id);
-      const gone = [n, ...[...nodes.values()].filter((c) => !c.deleted && isDescendant(c, id))];
-      for (const g of gone) {
-        g.deleted = true;
-        touch(g);
-      }
+    remove: removeItem,
+    afterListing(id, change) {
+      node(id);
+      pendingAfterListing.set(id, change);
+    },
+    forbid(id) {
+      node(id);
+      forbidden.add(id);
+    },
+    denyDrive() {
+      driveDenied = true;
     },
     item(id) {
       const n = node(id);
