@@ -81,6 +81,8 @@ export interface PageResult {
   counts: SyncCounts;
   /** What the connector wants handed to its next pass (see ListPage.carry). */
   carry?: unknown;
+  /** A delta source listing everything in scope again (ListPage.fullResync): the pass ends with a sweep. */
+  fullResync?: boolean;
 }
 
 export function createSyncActivities(deps: SyncActivityDeps) {
@@ -229,7 +231,12 @@ export function createSyncActivities(deps: SyncActivityDeps) {
           await releaseFiles(deps, removed.fileKeys);
           counts.deleted += removed.items;
         }
-        return { next: page.next, counts, ...(page.carry !== undefined ? { carry: page.carry } : {}) };
+        return {
+          next: page.next,
+          counts,
+          ...(page.carry !== undefined ? { carry: page.carry } : {}),
+          ...(page.fullResync ? { fullResync: true } : {}),
+        };
       });
     },
 

@@ -57,6 +57,8 @@ export interface SyncState {
   again?: boolean;
   /** The connector's state for its next pass, from the latest page that had one. */
   carry?: unknown;
+  /** A page of this pass was a delta source's full resync: the pass ends with a sweep, as a full listing does. */
+  resynced?: boolean;
 }
 
 export type SyncOutcome = "done" | "failed" | "auth_expired" | "skipped";

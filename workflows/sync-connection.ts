@@ -74,6 +74,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
   let pages = state.pages ?? 0;
   let again = state.again ?? false;
   let carry = state.carry;
+  let resynced = state.resynced ?? false;
   setHandler(resyncSignal, () => {
     again = true;
   });
@@ -95,6 +96,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
       const page = await paging.syncPage({ connectionId, runId, cursor });
       add(counts, page.counts);
       if (page.carry !== undefined) carry = page.carry;
+      if (page.fullResync) resynced = true;
       pages++;
       pagesThisRun++;
       if (page.next === null) break;
@@ -111,10 +113,12 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
           pagesPerRun: state.pagesPerRun,
           again: again || undefined,
           carry,
+          resynced: resynced || undefined,
         });
       }
     }
-    if (listing === "full") {
+    // A delta source that lost its change history listed everything again: what it did not list is gone.
+    if (listing === "full" || resynced) {
       const swept = await bookkeeping.sweepUnseen({ connectionId, runId });
       counts.deleted += swept.deleted;
       if (swept.heldForReview) counts.heldForReview = swept.heldForReview;
