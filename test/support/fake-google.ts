@@ -27,11 +27,31 @@ export const SLIDES_MIME = "application/vnd.google-apps.presentation";
 export const SHORTCUT_MIME = "application/vnd.google-apps.shortcut";
 export const FORM_MIME = "application/vnd.google-apps.form";
 
+// The export formats of https://developers.google.com/drive/api/guides/ref-export-formats that this fake
+// can produce (Google offers more: .docx, .xlsx, .odt...; asking for those here is a 400).
 const EXPORTS: Record<string, string[]> = {
   [DOC_MIME]: ["text/plain", "text/html", "text/markdown"],
-  [SHEET_MIME]: ["text/csv", "text/tab-separated-values"],
+  [SHEET_MIME]: ["text/csv", "text/tab-separated-values", "application/pdf"],
   [SLIDES_MIME]: ["text/plain"],
 };
+
+/**
+ * "Exported content is limited to 10MB" (https://developers.google.com/drive/api/guides/manage-downloads,
+ * files.export reference); past it Drive answers 403 exportSizeLimitExceeded.
+ */
+export const EXPORT_LIMIT_BYTES = 10 * 1024 * 1024;
+
+/** One tab of a Google Sheet: its name and its cells as CSV. */
+export interface FakeSheet {
+  title: string;
+  csv: string;
+}
+
+/**
+ * Per-file 403s of https://developers.google.com/drive/api/guides/handle-errors: the account sees the file
+ * but may not have its content (download disabled for viewers, or flagged as abusive).
+ */
+export type FileRefusal = "insufficientFilePermissions" | "cannotDownloadAbusiveFile";
 
 export interface FakeFileInput {
   name: string;
@@ -58,6 +78,12 @@ export interface FakeDriveFile {
   ownedByMe: boolean;
   content: Buffer;
   shortcutTarget?: string;
+  /** Google Sheets: every tab, in order. */
+  sheets?: FakeSheet[];
+  /** Downloads and exports of this file answer 403 with this reason. */
+  refusal?: FileRefusal;
+  /** Deleted for good as soon as a listing has shown it (a deletion racing a sync). */
+  deleteWhenListed?: boolean;
 }
 
 export interface FakeRequest {
@@ -113,7 +139,8 @@ export interface FakeGoogle {
   addFolder(name: string, parent?: string): string;
   addFile(input: FakeFileInput): string;
   addDoc(name: string, text: string, parent?: string): string;
-  addSheet(name: string, csv: string, parent?: string): string;
+  /** A Google Sheet: one tab of CSV, or several named tabs. */
+  addSheet(name: string, csv: string | FakeSheet[], parent?: string): string;
   addSlides(name: string, text: string, parent?: string): string;
   addShortcut(name: string, targetId: string, parent?: string): string;
   updateFile(id: string, change: { content?: string | Buffer; name?: string }): void;
@@ -122,6 +149,10 @@ export interface FakeGoogle {
   trashFile(id: string): void;
   /** Gone for good (with everything inside, for a folder): changes report `removed`. */
   deleteFile(id: string): void;
+  /** Downloads and exports of the file answer 403 with this reason from now on (its metadata still lists). */
+  refuseContent(id: string, reason: FileRefusal): void;
+  /** The file is deleted for good right after the next listing (files.list or changes.list) that shows it. */
+  deleteAfterListing(id: string): void;
   file(id: string): FakeDriveFile;
   /** The file's `version` as the API shows it. */
   versionOf(id: string): string;
@@ -350,6 +381,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
             ),
           );
         }
+        if (file.refusal) return refused(req, res, file);
         return raw(req, res, 200, file.content, { "content-type": file.mimeType });
       }
       return send(req, res, 200, project(fileJson(file), fields, DEFAULT_FILE_FIELDS));
@@ -383,11 +415,19 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       if (!formats.includes(mimeType)) {
         return send(req, res, 400, apiError(400, "The requested conversion is not supported.", "badRequest"));
       }
-      let text = file.content.toString("utf8");
-      // Docs exported as text start with a byte order mark and end lines with CRLF.
-      if (file.mimeType === DOC_MIME && mimeType === "text/plain")
-        text = `\ufeff${text.replace(/\r?\n/g, "\r\n")}`;
-      return raw(req, res, 200, Buffer.from(text, "utf8"), { "content-type": `${mimeType}; charset=utf-8` });
+      if (file.refusal) return refused(req, res, file);
+      const exported = exportOf(file, mimeType);
+      if (exported.length > EXPORT_LIMIT_BYTES) {
+        // The body Google sends, as quoted in https://github.com/googleapis/google-api-ruby-client/issues/906.
+        return send(
+          req,
+          res,
+          403,
+          apiError(403, "This file is too large to be exported.", "exportSizeLimitExceeded"),
+        );
+      }
+      const type = mimeType.startsWith("text/") ? `${mimeType}; charset=utf-8` : mimeType;
+      return raw(req, res, 200, exported, { "content-type": type });
     }
     if (segments[0] === "changes" && segments[1] === "startPageToken" && segments.length === 2) {
       return send(
@@ -399,6 +439,62 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     }
     if (segments[0] === "changes" && segments.length === 1) return listChanges(req, res, query);
     return send(req, res, 404, apiError(404, "Not Found", "notFound"));
+  }
+
+  /** A Google file's export in one of the formats of EXPORTS. */
+  function exportOf(file: FakeDriveFile, mimeType: string): Buffer {
+    if (file.mimeType === SHEET_MIME) {
+      const sheets = file.sheets ?? [{ title: "Sheet1", csv: file.content.toString("utf8") }];
+      // "Comma Separated Values (first-sheet only)", likewise TSV; PDF prints every sheet
+      // (https://developers.google.com/drive/api/guides/ref-export-formats).
+      const first = sheets[0]?.csv ?? "";
+      if (mimeType === "text/csv") return Buffer.from(first, "utf8");
+      if (mimeType === "text/tab-separated-values")
+        return Buffer.from(
+          parseCsv(first)
+            .map((row) => row.join("\t"))
+            .join("\n"),
+          "utf8",
+        );
+      return pdfOf(sheets.map((sheet) => parseCsv(sheet.csv).map((row) => row.join("  "))));
+    }
+    let text = file.content.toString("utf8");
+    // Docs exported as text start with a byte order mark and end lines with CRLF.
+    if (file.mimeType === DOC_MIME && mimeType === "text/plain")
+      text = `\ufeff${text.replace(/\r?\n/g, "\r\n")}`;
+    return Buffer.from(text, "utf8");
+  }
+
+  /** The per-file 403 bodies of https://developers.google.com/drive/api/guides/handle-errors. */
+  function refused(req: IncomingMessage, res: ServerResponse, file: FakeDriveFile) {
+    const message =
+      file.refusal === "cannotDownloadAbusiveFile"
+        ? "This file has been identified as malware or spam and cannot be downloaded."
+        : `The user does not have sufficient permissions for file ${file.id}.`;
+    return send(
+      req,
+      res,
+      403,
+      apiError(403, message, file.refusal ?? "insufficientFilePermissions", {
+        ...(file.refusal === "cannotDownloadAbusiveFile"
+          ? { location: "acknowledgeAbuse", locationType: "parameter" }
+          : {}),
+      }),
+    );
+  }
+
+  /** Files a listing showed that were set to go right after (deleteAfterListing). */
+  function dropListed(listed: (FakeDriveFile | undefined)[]) {
+    for (const file of listed) if (file?.deleteWhenListed && files.has(file.id)) removeForGood(file.id);
+  }
+
+  function removeForGood(id: string) {
+    const file = fileOf(id);
+    tick();
+    for (const f of [file, ...(file.mimeType === FOLDER_MIME ? descendants(id) : [])]) {
+      files.delete(f.id);
+      record(f.id);
+    }
   }
 
   function lookup(id: string): FakeDriveFile | undefined {
@@ -473,6 +569,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       incompleteSearch: false,
       files: page.map(fileJson),
     };
+    dropListed(page);
     return send(req, res, 200, project(body, query.get("fields"), DEFAULT_LIST_FIELDS));
   }
 
@@ -515,6 +612,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         })
         .filter((c) => includeRemoved || !c.removed),
     };
+    dropListed(page.map((change) => files.get(change.fileId)));
     return send(req, res, 200, project(body, query.get("fields"), DEFAULT_CHANGE_FIELDS));
   }
 
@@ -854,8 +952,23 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     addFile: (input) => create({ ...input, mimeType: input.mimeType ?? "text/plain" }),
     addDoc: (name, text, parent) =>
       create({ name, mimeType: DOC_MIME, content: text, ...(parent ? { parent } : {}) }),
-    addSheet: (name, csv, parent) =>
-      create({ name, mimeType: SHEET_MIME, content: csv, ...(parent ? { parent } : {}) }),
+    addSheet(name, csv, parent) {
+      const sheets = typeof csv === "string" ? [{ title: "Sheet1", csv }] : csv;
+      const id = create({
+        name,
+        mimeType: SHEET_MIME,
+        content: sheets[0]?.csv ?? "",
+        ...(parent ? { parent } : {}),
+      });
+      fileOf(id).sheets = sheets.map((sheet) => ({ ...sheet }));
+      return id;
+    },
+    refuseContent(id, reason) {
+      fileOf(id).refusal = reason;
+    },
+    deleteAfterListing(id) {
+      fileOf(id).deleteWhenListed = true;
+    },
     addSlides: (name, text, parent) =>
       create({ name, mimeType: SLIDES_MIME, content: text, ...(parent ? { parent } : {}) }),
     addShortcut: (name, targetId, parent) =>
@@ -889,14 +1002,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         record(f.id);
       }
     },
-    deleteFile(id) {
-      const file = fileOf(id);
-      tick();
-      for (const f of [file, ...(file.mimeType === FOLDER_MIME ? descendants(id) : [])]) {
-        files.delete(f.id);
-        record(f.id);
-      }
-    },
+    deleteFile: removeForGood,
     file: fileOf,
     versionOf: (id) => String(fileOf(id).version),
     async stop() {
@@ -1085,4 +1191,74 @@ function randomDigits(length: number): string {
   let out = "";
   while (out.length < length) out += String(randomBytes(1)[0] ?? 0).padStart(3, "0");
   return out.slice(0, length);
+}
+
+/** RFC 4180 CSV: quoted fields with doubled quotes, commas and line breaks inside quotes. */
+function parseCsv(csv: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = "";
+  let quoted = false;
+  for (let i = 0; i < csv.length; i++) {
+    const c = csv[i] as string;
+    if (quoted) {
+      if (c === '"' && csv[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ",") {
+      row.push(field);
+      field = "";
+    } else if (c === "\n" || c === "\r") {
+      if (c === "\r" && csv[i + 1] === "\n") i++;
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = "";
+    } else field += c;
+  }
+  if (field !== "" || row.length) {
+    row.push(field);
+    rows.push(row);
+  }
+  return rows;
+}
+
+/**
+ * A PDF with one page per sheet (longer sheets run on over more pages), each row a line of Helvetica text:
+ * what a spreadsheet's PDF export is to a text extractor. Latin-1 text only.
+ */
+function pdfOf(sheets: string[][]): Buffer {
+  const LINES_PER_PAGE = 60;
+  const pages: string[][] = [];
+  for (const lines of sheets) {
+    for (let at = 0; at < Math.max(1, lines.length); at += LINES_PER_PAGE)
+      pages.push(lines.slice(at, at + LINES_PER_PAGE));
+  }
+  const objects: string[] = [];
+  const pageIds = pages.map((_, i) => 4 + i * 2);
+  objects[1] = "<< /Type /Catalog /Pages 2 0 R >>";
+  objects[2] = `<< /Type /Pages /Kids [${pageIds.map((id) => `${id} 0 R`).join(" ")}] /Count ${pages.length} >>`;
+  objects[3] = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>";
+  pages.forEach((lines, i) => {
+    const quoteText = (text: string) => text.replace(/[\\()]/g, (c) => `\\${c}`);
+    const stream = `BT /F1 10 Tf 14 TL 40 800 Td ${lines.map((line) => `(${quoteText(line)}) Tj T*`).join(" ")} ET`;
+    const id = pageIds[i] as number;
+    objects[id] =
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> /Contents ${id + 1} 0 R >>`;
+    objects[id + 1] = `<< /Length ${Buffer.byteLength(stream, "latin1")} >>\nstream\n${stream}\nendstream`;
+  });
+  let out = "%PDF-1.4\n";
+  const offsets: number[] = [];
+  for (let n = 1; n < objects.length; n++) {
+    offsets[n] = Buffer.byteLength(out, "latin1");
+    out += `${n} 0 obj\n${objects[n]}\nendobj\n`;
+  }
+  const xref = Buffer.byteLength(out, "latin1");
+  out += `xref\n0 ${objects.length}\n0000000000 65535 f \n`;
+  for (let n = 1; n < objects.length; n++) out += `${String(offsets[n]).padStart(10, "0")} 00000 n \n`;
+  out += `trailer\n<< /Size ${objects.length} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, "latin1");
 }
