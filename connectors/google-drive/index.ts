@@ -10,7 +10,10 @@
  *   listed) or larger than maxFileBytes makes fetchItem throw ItemSkippedError with the reason, so the
  *   run reports it and the connection stays active;
  * - folders, shortcuts and Google types without a text export (Forms, Sites, Drawings...) are not synced;
- *   files in the trash or in shared drives neither.
+ *   files in the trash or in shared drives neither. Shared drives are left out on purpose: each keeps its
+ *   own change log, and some of its changes never reach the user's (Drive's "Track changes for users and
+ *   shared drives", developers.google.com/drive/api/guides/about-changes), so following them takes a
+ *   page token per drive; the requests do not set includeItemsFromAllDrives, so Drive does not list them.
  * `url` is the file's webViewLink, `filepath` its folder path (`/My Drive/Projects/`), `metadata`
  * `{mimeType, modifiedTime, driveId?}`.
  *

@@ -693,6 +693,39 @@ describe("google-drive connector", () => {
     expect(ctx.session.refreshes()).toBe(0);
   });
 
+  it("leaves shared drives out: Drive lists their files only to apps that ask for all drives", async () => {
+    const mine = fake.addFile({ name: "mine.txt", content: "In My Drive." });
+    const team = fake.addSharedDrive("Team");
+    const teamFile = fake.addFile({ name: "team.txt", content: "In a shared drive.", parent: team });
+    const ctx = await contextFor({ syncScope: "full" });
+    const mirror = new Mirror();
+    await mirror.sync(ctx);
+    fake.updateFile(teamFile, { content: "Changed in the shared drive." });
+    const second = await mirror.sync(ctx);
+    expect(mirror.ids()).toEqual([mine]);
+    expect(second.listed).toEqual([]);
+    // The exclusion is the connector's choice: it never asks for other drives' items.
+    const listings = fake.requests
+      .map((r) => new URL(r.path, fake.url))
+      .filter((u) => u.pathname === "/drive/v3/files" || u.pathname === "/drive/v3/changes");
+    expect(listings.some((u) => u.searchParams.has("includeItemsFromAllDrives"))).toBe(false);
+
+    // The fake honours the parameters as documented: both flags, or the shared drive stays out of sight.
+    const token = await ctx.session.accessToken();
+    const names = async (query: string) => {
+      const res = await fetch(`${fake.url}/drive/v3/files?${query}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      return ((await res.json()) as { files: { name: string }[] }).files.map((f) => f.name).sort();
+    };
+    expect(await names("supportsAllDrives=true")).toEqual(["mine.txt"]);
+    expect(await names("includeItemsFromAllDrives=true")).toEqual(["mine.txt"]);
+    expect(await names("supportsAllDrives=true&includeItemsFromAllDrives=true&corpora=allDrives")).toEqual([
+      "mine.txt",
+      "team.txt",
+    ]);
+  });
+
   it("skips a file gone since it was listed as not_found, and verifies the connection", async () => {
     const ids = seedDrive();
     const ctx = await contextFor({ syncScope: "full" });

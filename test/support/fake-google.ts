@@ -11,8 +11,13 @@
 //   changes.getStartPageToken and changes.list (numeric page tokens into a change log that keeps each
 //   file's latest change; `removed` for permanently deleted files; trashing or deleting a folder changes
 //   its descendants too). `fields` projections are applied as Google does (only what was asked for).
+//   Sheets hold several tabs: CSV and TSV exports carry the first only, PDF every one.
+// - Shared drives: their items are reached only with supportsAllDrives=true, and listed (files.list,
+//   changes.list) only with includeItemsFromAllDrives=true as well.
 // - Errors in Google's JSON error format: 401 authError, 404 notFound, 403 fileNotDownloadable /
-//   fileNotExportable, 400 invalid, 429 rateLimitExceeded (or 403 userRateLimitExceeded) with Retry-After.
+//   fileNotExportable, 403 exportSizeLimitExceeded past 10 MiB of export, per-file 403s
+//   (insufficientFilePermissions, cannotDownloadAbusiveFile), 400 invalid, 429 rateLimitExceeded (or 403
+//   userRateLimitExceeded) with Retry-After.
 // Content lives in memory; tests add, change, move, trash and delete files between syncs.
 
 import { createHash, randomBytes } from "node:crypto";
@@ -84,6 +89,8 @@ export interface FakeDriveFile {
   refusal?: FileRefusal;
   /** Deleted for good as soon as a listing has shown it (a deletion racing a sync). */
   deleteWhenListed?: boolean;
+  /** In a shared drive (addSharedDrive): the drive's id. */
+  driveId?: string;
 }
 
 export interface FakeRequest {
@@ -153,6 +160,8 @@ export interface FakeGoogle {
   refuseContent(id: string, reason: FileRefusal): void;
   /** The file is deleted for good right after the next listing (files.list or changes.list) that shows it. */
   deleteAfterListing(id: string): void;
+  /** A shared drive the account is a member of; its id is also its root folder's, to use as a parent. */
+  addSharedDrive(name: string): string;
   file(id: string): FakeDriveFile;
   /** The file's `version` as the API shows it. */
   versionOf(id: string): string;
@@ -186,6 +195,10 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
   let revoked = false;
 
   const files = new Map<string, FakeDriveFile>();
+  /** Shared drives by id (each also a root folder in `files`). */
+  const drives = new Map<string, string>();
+  /** Ids of shared-drive items deleted for good: their tombstones stay out of the user's change log too. */
+  const removedFromDrive = new Set<string>();
   const changes: Change[] = [];
   const latestChange = new Map<string, number>();
   let nextChangeId = 1000;
@@ -365,7 +378,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
 
     if (segments[0] === "files" && segments.length === 1) return listFiles(req, res, query);
     if (segments[0] === "files" && segments.length === 2) {
-      const file = lookup(segments[1] ?? "");
+      const file = lookup(segments[1] ?? "", query);
       if (!file) return notFound(req, res, segments[1] ?? "");
       if (query.get("alt") === "media") {
         if (file.mimeType.startsWith("application/vnd.google-apps.")) {
@@ -387,7 +400,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       return send(req, res, 200, project(fileJson(file), fields, DEFAULT_FILE_FIELDS));
     }
     if (segments[0] === "files" && segments.length === 3 && segments[2] === "export") {
-      const file = lookup(segments[1] ?? "");
+      const file = lookup(segments[1] ?? "", query);
       if (!file) return notFound(req, res, segments[1] ?? "");
       const mimeType = query.get("mimeType");
       if (!mimeType) {
@@ -492,13 +505,17 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     const file = fileOf(id);
     tick();
     for (const f of [file, ...(file.mimeType === FOLDER_MIME ? descendants(id) : [])]) {
+      if (f.driveId) removedFromDrive.add(f.id);
       files.delete(f.id);
       record(f.id);
     }
   }
 
-  function lookup(id: string): FakeDriveFile | undefined {
-    return files.get(id === "root" ? rootId : id);
+  /** A file by id, as files.get finds it: a shared drive's items only for apps that support them. */
+  function lookup(id: string, query: URLSearchParams): FakeDriveFile | undefined {
+    const file = files.get(id === "root" ? rootId : id);
+    if (file?.driveId && !seesSharedDrives(query, false)) return undefined;
+    return file;
   }
 
   function notFound(req: IncomingMessage, res: ServerResponse, id: string) {
@@ -547,7 +564,10 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         return invalid(req, res, "q");
       }
     }
-    let list = [...files.values()].filter((f) => f.id !== rootId && filter(f));
+    const shared = seesSharedDrives(query, true);
+    let list = [...files.values()].filter(
+      (f) => f.id !== rootId && (shared || !f.driveId) && !drives.has(f.id) && filter(f),
+    );
     const orderBy = query.get("orderBy");
     if (orderBy) list = sortFiles(list, orderBy);
     let offset = 0;
@@ -592,7 +612,13 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     if (pageSize === null) return invalid(req, res, "pageSize");
     const includeRemoved = query.get("includeRemoved") !== "false";
     // Each file appears once, with its latest change.
-    const pending = changes.filter((c) => c.id >= from && latestChange.get(c.fileId) === c.id);
+    const shared = seesSharedDrives(query, true);
+    const pending = changes.filter(
+      (c) =>
+        c.id >= from &&
+        latestChange.get(c.fileId) === c.id &&
+        (shared || (!files.get(c.fileId)?.driveId && !removedFromDrive.has(c.fileId))),
+    );
     const page = pending.slice(0, pageSize);
     const following = pending[pageSize];
     const body = {
@@ -635,6 +661,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       modifiedTime: file.modifiedTime,
       modifiedByMeTime: file.modifiedTime,
       ownedByMe: file.ownedByMe,
+      ...(file.driveId ? { driveId: file.driveId } : {}),
       shared: !file.ownedByMe,
       capabilities: { canDownload: true, canEdit: file.ownedByMe },
     };
@@ -776,6 +803,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     const parent = input.sharedWithMe ? undefined : (input.parent ?? rootId);
     if (parent !== undefined && files.get(parent)?.mimeType !== FOLDER_MIME)
       throw new Error(`fake google: no folder ${parent}`);
+    const driveId = parent === undefined ? undefined : files.get(parent)?.driveId;
     const id = `1${randomToken(32)}`;
     const now = tick();
     files.set(id, {
@@ -792,9 +820,23 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       content:
         typeof input.content === "string" ? Buffer.from(input.content) : (input.content ?? Buffer.alloc(0)),
       ...(input.shortcutTarget ? { shortcutTarget: input.shortcutTarget } : {}),
+      // Files in a shared drive belong to the drive, not to the account.
+      ...(driveId ? { driveId, ownedByMe: false } : {}),
     });
     record(id);
     return id;
+  }
+
+  /**
+   * Whether a request sees a shared drive's items. Per
+   * https://developers.google.com/drive/api/guides/enable-shareddrives an app must send
+   * supportsAllDrives=true to reach them at all, and files.list and changes.list return them only with
+   * includeItemsFromAllDrives=true as well ("Whether both My Drive and shared drive items should be
+   * included in results"; the default is false).
+   */
+  function seesSharedDrives(query: URLSearchParams, listing: boolean): boolean {
+    const supports = query.get("supportsAllDrives") === "true";
+    return listing ? supports && query.get("includeItemsFromAllDrives") === "true" : supports;
   }
 
   function fileOf(id: string): FakeDriveFile {
@@ -1003,6 +1045,26 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       }
     },
     deleteFile: removeForGood,
+    addSharedDrive(name) {
+      const id = `0A${randomToken(8)}Uk9PVA`;
+      const now = tick();
+      drives.set(id, name);
+      files.set(id, {
+        id,
+        name,
+        mimeType: FOLDER_MIME,
+        parents: [],
+        trashed: false,
+        explicitlyTrashed: false,
+        createdTime: now,
+        modifiedTime: now,
+        version: nextVersion++,
+        ownedByMe: false,
+        content: Buffer.alloc(0),
+        driveId: id,
+      });
+      return id;
+    },
     file: fileOf,
     versionOf: (id) => String(fileOf(id).version),
     async stop() {
