@@ -475,14 +475,14 @@ function fetchFailure(error: unknown, ctx: GoogleDriveContext, id: string, name:
   const converted = toConnectorError(error, ctx);
   if (converted !== error || ctx.signal.aborted) return converted;
   const failure = httpFailure(error);
+  const file = name === id ? id : `${name} (${id})`;
   if (failure?.status === 404)
-    return new ItemSkippedError("not_found", `Google Drive file ${name} (${id}) is gone: ${failure.message}`);
+    return new ItemSkippedError("not_found", `Google Drive file ${file} is gone: ${failure.message}`);
   if (failure?.status === 403) {
     const reasons = errorReasons(error);
-    const reason = skipReasonOf(reasons);
     return new ItemSkippedError(
-      reason,
-      `Google Drive refused the content of ${name} (${id}), ${reasons.join(", ") || "403"}: ${failure.message}`,
+      skipReasonOf(reasons),
+      `Google Drive refused the content of ${file}, ${reasons.join(", ") || "403"}: ${failure.message}`,
     );
   }
   return error;
