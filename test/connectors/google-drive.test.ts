@@ -37,11 +37,12 @@ afterEach(async () => {
 const REDIRECT_URI = "http://127.0.0.1:8787/v3/connections/oauth/callback";
 
 /** What the engine would hold after the consent flow: tokens from the fake's token endpoint, refreshed through it. */
-async function oauthSession(): Promise<OAuthSession & { refreshes: () => number }> {
+async function oauthSession(scope?: string): Promise<OAuthSession & { refreshes: () => number }> {
   const verifier = randomBytes(32).toString("base64url");
   const code = fake.issueCode({
     redirectUri: REDIRECT_URI,
     codeChallenge: createHash("sha256").update(verifier).digest("base64url"),
+    ...(scope ? { scope } : {}),
   });
   const post = (form: Record<string, string>) =>
     fetch(fake.tokenUrl, {
@@ -573,6 +574,29 @@ describe("google-drive connector", () => {
       ConnectorAuthError,
     );
     expect(ctx.session.refreshes()).toBe(5);
+  });
+
+  it("stops with ConnectorAuthError when the grant lacks Drive access, but not for one refused file", async () => {
+    const file = fake.addFile({ name: "a.txt", content: "A" });
+    // Granular consent lets the user untick the Drive scope: the grant as a whole is of no use.
+    const ctx = { ...(await contextFor({ syncScope: "full" })), oauth: await oauthSession("openid email") };
+    const cursor = await googleDriveConnector.initialCursor(ctx);
+    expect(await rejection(googleDriveConnector.listPage(ctx, cursor))).toBeInstanceOf(ConnectorAuthError);
+    expect(await rejection(googleDriveConnector.fetchItem(ctx, { id: file, version: "1" }))).toBeInstanceOf(
+      ConnectorAuthError,
+    );
+    expect(fake.requests.filter((r) => r.path.startsWith("/drive/")).map((r) => r.status)).toEqual([
+      403, 403,
+    ]);
+    // The same status for one file's content is that file's problem only.
+    fake.refuseContent(file, "insufficientFilePermissions");
+    const granted = await contextFor({ syncScope: "full" });
+    expect(
+      await rejection(googleDriveConnector.fetchItem(granted, { id: file, version: "1" })),
+    ).toMatchObject({
+      name: "ItemSkippedError",
+      reason: "no_permission",
+    });
   });
 
   it("turns 429 and 403 rate limits into ConnectorRateLimitError with Retry-After, and resumes", async () => {

@@ -189,7 +189,8 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
   const clientSecret = `GOCSPX-${randomToken(28)}`;
   const codes = new Map<string, Code>();
   const refreshTokens = new Map<string, string>();
-  const accessTokens = new Set<string>();
+  /** Access token → the scopes it was granted (space-separated). */
+  const accessTokens = new Map<string, string>();
   const injections: RateLimitInjection[] = [];
   const tokenGrants = { authorization_code: 0, refresh_token: 0 };
   let revoked = false;
@@ -337,6 +338,21 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
           },
         ),
         { "www-authenticate": 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
+      );
+    }
+    // A grant without any Drive scope (the user unticked it on Google's granular consent screen): every
+    // Drive call is refused with the body quoted in googleapis/google-api-php-client#2307.
+    const granted = (accessTokens.get(presented) ?? "").split(" ");
+    if (!granted.some((scope) => scope.startsWith("https://www.googleapis.com/auth/drive"))) {
+      return send(
+        req,
+        res,
+        403,
+        apiError(
+          403,
+          "Insufficient Permission: Request had insufficient authentication scopes.",
+          "insufficientPermissions",
+        ),
       );
     }
     const injection = injections[0];
@@ -898,7 +914,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       }
       const refresh = `1//0${randomToken(100)}`;
       refreshTokens.set(refresh, code.scope);
-      const access = newAccessToken();
+      const access = newAccessToken(code.scope);
       tokenGrants.authorization_code++;
       return send(
         req,
@@ -923,7 +939,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         req,
         res,
         200,
-        { access_token: newAccessToken(), expires_in: 3599, scope, token_type: "Bearer" },
+        { access_token: newAccessToken(scope), expires_in: 3599, scope, token_type: "Bearer" },
         noStore,
       );
     }
@@ -953,9 +969,9 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     return raw(req, res, 302, Buffer.alloc(0), { location: location.href });
   }
 
-  function newAccessToken(): string {
+  function newAccessToken(scope: string): string {
     const access = `ya29.${randomToken(120)}`;
-    accessTokens.add(access);
+    accessTokens.set(access, scope);
     return access;
   }
 
