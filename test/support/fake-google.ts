@@ -16,8 +16,9 @@
 //   changes.list) only with includeItemsFromAllDrives=true as well.
 // - Errors in Google's JSON error format: 401 authError, 404 notFound, 403 fileNotDownloadable /
 //   fileNotExportable, 403 exportSizeLimitExceeded past 10 MiB of export, per-file 403s
-//   (insufficientFilePermissions, cannotDownloadAbusiveFile), 400 invalid, 429 rateLimitExceeded (or 403
-//   userRateLimitExceeded) with Retry-After.
+//   (insufficientFilePermissions, cannotDownloadAbusiveFile), 403 insufficientPermissions for a token
+//   granted without a Drive scope, 400 invalid, 429 rateLimitExceeded (or 403 userRateLimitExceeded) with
+//   Retry-After.
 // Content lives in memory; tests add, change, move, trash and delete files between syncs.
 
 import { createHash, randomBytes } from "node:crypto";
