@@ -3,11 +3,17 @@
  * the hosted picker or all of My Drive, through the Drive v3 API with the account's OAuth tokens.
  *
  * Documents, by Drive file id (version: the file's `version`, else `modifiedTime:md5Checksum`):
- * - Google Docs and Slides exported as text/plain, Google Sheets as text/csv (Drive exports the first
- *   sheet), handed over as `text`;
+ * - Google Docs and Slides exported as text/plain, handed over as `text`; Google Sheets exported as PDF
+ *   (every tab: Drive's CSV export holds the first sheet only), handed over as a `file`;
  * - every other file downloaded as bytes (`file` with its name and mimeType) for the extraction pipeline;
+ * - a file Google will not give (export past 10 MB, download refused for this account, gone since it was
+ *   listed) or larger than maxFileBytes makes fetchItem throw ItemSkippedError with the reason, so the
+ *   run reports it and the connection stays active;
  * - folders, shortcuts and Google types without a text export (Forms, Sites, Drawings...) are not synced;
- *   files in the trash or in shared drives neither.
+ *   files in the trash or in shared drives neither. Shared drives are left out on purpose: each keeps its
+ *   own change log, and some of its changes never reach the user's (Drive's "Track changes for users and
+ *   shared drives", developers.google.com/drive/api/guides/about-changes), so following them takes a
+ *   page token per drive; the requests do not set includeItemsFromAllDrives, so Drive does not list them.
  * `url` is the file's webViewLink, `filepath` its folder path (`/My Drive/Projects/`), `metadata`
  * `{mimeType, modifiedTime, driveId?}`.
  *

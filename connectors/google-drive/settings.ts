@@ -6,8 +6,9 @@
  *   hosted picker (`SyncContext.selection`; nothing while none are picked); "full" syncs all of My Drive
  *   (not files merely shared with the account). Changing the scope or the selection makes the next
  *   sync list the new scope and delete what only the old one held.
- * - `maxFileBytes` (default 50 MiB): larger files are skipped (logged), not synced; Google Docs, Sheets
- *   and Slides have no size and are exported whatever it is (Google caps exports at 10 MB).
+ * - `maxFileBytes` (default 50 MiB): larger files are skipped as `too_large` (the run counts them);
+ *   Google Docs, Sheets and Slides have no size and are exported whatever it is (Google refuses exports
+ *   past 10 MB: skipped as `export_limit`).
  * - `pageSize` (default 100, at most 1000): files or changes per Drive listing request, and items per
  *   page at which a listing page stops; small values are for tests.
  *

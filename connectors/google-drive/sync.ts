@@ -19,8 +19,9 @@
 import { createHash } from "node:crypto";
 import type { drive_v3 } from "@googleapis/drive";
 import { z } from "zod";
+import { ItemSkippedError, type SkipReason } from "../errors.ts";
 import type { FetchedItem, ItemMetadata, ListPage, PickedItem, SourceItem, SyncContext } from "../types.ts";
-import { DriveClient, errorReasons, httpStatus, quote, toConnectorError } from "./client.ts";
+import { DriveClient, errorReasons, httpFailure, httpStatus, quote, toConnectorError } from "./client.ts";
 import { FOLDER_MIME, placeFolder, rememberFolder } from "./folders.ts";
 import type { GoogleDriveConfig } from "./settings.ts";
 
@@ -29,10 +30,15 @@ type DriveFile = drive_v3.Schema$File;
 
 const SHORTCUT_MIME = "application/vnd.google-apps.shortcut";
 const GOOGLE_PREFIX = "application/vnd.google-apps.";
-/** Google files and the text format each is exported as. Other Google types (Forms, Sites...) are skipped. */
+/**
+ * Google files and the format each is exported as. Other Google types (Forms, Sites...) are skipped.
+ * Sheets go out as PDF: Drive's CSV and TSV exports carry the first sheet only
+ * (https://developers.google.com/drive/api/guides/ref-export-formats), the extraction pipeline reads PDF
+ * but not .xlsx or .ods, and the zipped-HTML export's layout inside the archive is not documented.
+ */
 export const EXPORT_FORMATS: Record<string, string> = {
   "application/vnd.google-apps.document": "text/plain",
-  "application/vnd.google-apps.spreadsheet": "text/csv",
+  "application/vnd.google-apps.spreadsheet": "application/pdf",
   "application/vnd.google-apps.presentation": "text/plain",
 };
 
@@ -162,14 +168,7 @@ class Page {
     const kind = kindOf(file.mimeType);
     if (kind === "folder" || kind === "skip") return;
     if (file.trashed || file.driveId) return this.delete(id);
-    const size = Number(file.size ?? 0);
-    if (kind === "download" && size > this.ctx.config.maxFileBytes) {
-      this.ctx.log.info(
-        { fileId: id, name: file.name, size, maxFileBytes: this.ctx.config.maxFileBytes },
-        "google-drive: a file larger than maxFileBytes is not synced",
-      );
-      return this.delete(id);
-    }
+    // A file over maxFileBytes is still listed: fetchItem refuses it as too_large, so the run shows it.
     this.out.delete(id);
     this.out.set(id, versionOf(file));
   }
@@ -454,83 +453,96 @@ function leaveFolders(page: Page, id: string, list: boolean) {
   }
 }
 
-/** Export reasons that mean this file cannot be had (too big to export, downloads disabled by its owner). */
-const UNAVAILABLE_REASONS = new Set([
-  "exportSizeLimitExceeded",
-  "cannotDownloadFile",
-  "cannotExportFile",
-  "fileNotDownloadable",
-  "fileNotExportable",
-  "cannotDownloadAbusiveFile",
-]);
+/**
+ * 403 reasons that concern one file's content, not the credential: Drive refuses exports past 10 MB
+ * (https://developers.google.com/drive/api/guides/manage-downloads), and files the account may see but not
+ * download (https://developers.google.com/drive/api/guides/handle-errors). Reasons that concern the token or
+ * the app (insufficientPermissions, rate limits, accessNotConfigured) are converted by toConnectorError first.
+ */
+function skipReasonOf(reasons: string[]): SkipReason {
+  if (reasons.includes("exportSizeLimitExceeded")) return "export_limit";
+  // Asked to download a Google file or to export a binary one: a type this connector cannot read.
+  if (reasons.includes("fileNotDownloadable") || reasons.includes("fileNotExportable"))
+    return "unsupported_type";
+  return "no_permission";
+}
+
+/**
+ * One file this connector cannot have, as the ItemSkippedError the engine counts, or the failure as
+ * toConnectorError sees it (refused credentials, rate limits, a server error worth retrying).
+ */
+function fetchFailure(error: unknown, ctx: GoogleDriveContext, id: string, name: string): unknown {
+  const converted = toConnectorError(error, ctx);
+  if (converted !== error || ctx.signal.aborted) return converted;
+  const failure = httpFailure(error);
+  const file = name === id ? id : `${name} (${id})`;
+  if (failure?.status === 404)
+    return new ItemSkippedError("not_found", `Google Drive file ${file} is gone: ${failure.message}`);
+  if (failure?.status === 403) {
+    const reasons = errorReasons(error);
+    return new ItemSkippedError(
+      skipReasonOf(reasons),
+      `Google Drive refused the content of ${file}, ${reasons.join(", ") || "403"}: ${failure.message}`,
+    );
+  }
+  return error;
+}
+
+function tooLarge(ctx: GoogleDriveContext, id: string, name: string, size: number): ItemSkippedError {
+  return new ItemSkippedError(
+    "too_large",
+    `Google Drive file ${name} (${id}) has ${size} bytes, more than maxFileBytes (${ctx.config.maxFileBytes})`,
+  );
+}
 
 export async function fetchDriveItem(ctx: GoogleDriveContext, item: SourceItem): Promise<FetchedItem | null> {
+  let name = item.id;
   try {
     const client = new DriveClient(ctx);
-    let file: DriveFile;
-    try {
-      file = await client.call((api, options) =>
-        api.files.get({ fileId: item.id, fields: FILE_FIELDS }, options),
-      );
-    } catch (error) {
-      if (httpStatus(error) === 404) return null;
-      throw error;
-    }
+    const file = await client.call((api, options) =>
+      api.files.get({ fileId: item.id, fields: FILE_FIELDS }, options),
+    );
+    name = file.name ?? item.id;
     const kind = kindOf(file.mimeType);
+    // Trashed or not content: the changes feed reports it deleted or it was never an item.
     if (file.trashed || kind === "folder" || kind === "skip") return null;
     const placed = await placeFolder(ctx, client, file.parents?.[0], null);
     const metadata: ItemMetadata = { mimeType: file.mimeType as string };
     if (file.modifiedTime) metadata.modifiedTime = file.modifiedTime;
     if (file.driveId) metadata.driveId = file.driveId;
     const base: FetchedItem = {
-      title: file.name ?? item.id,
+      title: name,
       ...(file.webViewLink ? { url: file.webViewLink } : {}),
       ...(placed.path ? { filepath: placed.path } : {}),
       metadata,
     };
-    const name = file.name ?? item.id;
-    try {
-      if (kind === "export") {
-        const format = EXPORT_FORMATS[file.mimeType as string] as string;
-        const data = await client.call((api, options) =>
-          api.files.export(
-            { fileId: item.id, mimeType: format },
-            { ...options, responseType: "arraybuffer" },
-          ),
-        );
-        return { ...base, text: exportedText(data) };
-      }
-      const size = Number(file.size ?? 0);
-      if (size > ctx.config.maxFileBytes) {
-        ctx.log.info(
-          { fileId: item.id, name, size, maxFileBytes: ctx.config.maxFileBytes },
-          "google-drive: a file larger than maxFileBytes is not synced",
-        );
-        return null;
-      }
+    if (kind === "export") {
+      const format = EXPORT_FORMATS[file.mimeType as string] as string;
       const data = await client.call((api, options) =>
-        api.files.get({ fileId: item.id, alt: "media" }, { ...options, responseType: "arraybuffer" }),
+        api.files.export({ fileId: item.id, mimeType: format }, { ...options, responseType: "arraybuffer" }),
       );
-      const bytes = toBuffer(data);
-      if (bytes.length > ctx.config.maxFileBytes) {
-        ctx.log.info(
-          { fileId: item.id, name, size: bytes.length, maxFileBytes: ctx.config.maxFileBytes },
-          "google-drive: a file larger than maxFileBytes is not synced",
-        );
-        return null;
-      }
-      return { ...base, file: { bytes, name, ...(file.mimeType ? { mimeType: file.mimeType } : {}) } };
-    } catch (error) {
-      if (httpStatus(error) === 404) return null;
-      const reason = errorReasons(error).find((r) => UNAVAILABLE_REASONS.has(r));
-      if (!reason) throw error;
-      ctx.log.info({ fileId: item.id, name, reason }, "google-drive: the file's content is not available");
-      return null;
+      if (format.startsWith("text/")) return { ...base, text: exportedText(data) };
+      return {
+        ...base,
+        file: { bytes: toBuffer(data), name: `${name}${EXTENSIONS[format] ?? ""}`, mimeType: format },
+      };
     }
+    const size = Number(file.size ?? 0);
+    if (size > ctx.config.maxFileBytes) throw tooLarge(ctx, item.id, name, size);
+    const data = await client.call((api, options) =>
+      api.files.get({ fileId: item.id, alt: "media" }, { ...options, responseType: "arraybuffer" }),
+    );
+    const bytes = toBuffer(data);
+    // The size in the metadata may be stale; what came is what counts.
+    if (bytes.length > ctx.config.maxFileBytes) throw tooLarge(ctx, item.id, name, bytes.length);
+    return { ...base, file: { bytes, name, ...(file.mimeType ? { mimeType: file.mimeType } : {}) } };
   } catch (error) {
-    throw toConnectorError(error, ctx);
+    throw fetchFailure(error, ctx, item.id, name);
   }
 }
+
+/** File name extensions of the binary export formats, so the pipeline sees what it gets. */
+const EXTENSIONS: Record<string, string> = { "application/pdf": ".pdf" };
 
 function toBuffer(data: unknown): Buffer {
   if (Buffer.isBuffer(data)) return data;

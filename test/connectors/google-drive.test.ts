@@ -1,7 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConnectorAuthError, ConnectorRateLimitError } from "../../connectors/errors.ts";
+import {
+  ConnectorAuthError,
+  ConnectorRateLimitError,
+  ItemSkippedError,
+  type SkipReason,
+} from "../../connectors/errors.ts";
 import {
   type DriveCarry,
   type DriveCursor,
@@ -14,7 +19,8 @@ import {
 } from "../../connectors/google-drive/settings.ts";
 import { driveCarrySchema } from "../../connectors/google-drive/sync.ts";
 import type { FetchedItem, OAuthSession, PickedItem, SyncContext } from "../../connectors/types.ts";
-import { type FakeGoogle, FORM_MIME, startFakeGoogle } from "../support/fake-google.ts";
+import { extractPdf } from "../../pipeline/extract/pdf.ts";
+import { EXPORT_LIMIT_BYTES, type FakeGoogle, FORM_MIME, startFakeGoogle } from "../support/fake-google.ts";
 
 type Ctx = SyncContext<GoogleDriveConfig, GoogleDriveSecrets>;
 
@@ -31,11 +37,12 @@ afterEach(async () => {
 const REDIRECT_URI = "http://127.0.0.1:8787/v3/connections/oauth/callback";
 
 /** What the engine would hold after the consent flow: tokens from the fake's token endpoint, refreshed through it. */
-async function oauthSession(): Promise<OAuthSession & { refreshes: () => number }> {
+async function oauthSession(scope?: string): Promise<OAuthSession & { refreshes: () => number }> {
   const verifier = randomBytes(32).toString("base64url");
   const code = fake.issueCode({
     redirectUri: REDIRECT_URI,
     codeChallenge: createHash("sha256").update(verifier).digest("base64url"),
+    ...(scope ? { scope } : {}),
   });
   const post = (form: Record<string, string>) =>
     fetch(fake.tokenUrl, {
@@ -111,6 +118,7 @@ class Mirror {
     const listed: string[] = [];
     const deleted: string[] = [];
     const fetched: string[] = [];
+    const skipped: Record<string, SkipReason> = {};
     let carry: unknown;
     let cursor: DriveCursor | null = await googleDriveConnector.initialCursor(ctx, this.carry);
     let pages = 0;
@@ -121,7 +129,15 @@ class Mirror {
       for (const item of page.items) {
         listed.push(item.id);
         if (this.versions.get(item.id) === item.version) continue;
-        const doc = await googleDriveConnector.fetchItem(ctx, item);
+        let doc: FetchedItem | null;
+        try {
+          doc = await googleDriveConnector.fetchItem(ctx, item);
+        } catch (error) {
+          // One item the source will not give: skipped with its reason, an earlier document kept.
+          if (!(error instanceof ItemSkippedError)) throw error;
+          skipped[item.id] = error.reason;
+          continue;
+        }
         fetched.push(item.id);
         if (!doc) continue;
         this.versions.set(item.id, item.version);
@@ -139,7 +155,7 @@ class Mirror {
     expect(carry, "a completed pass hands over its position").toBeDefined();
     // Stored as JSON, and read back with the connector's schema (which must accept what it wrote).
     this.carry = driveCarrySchema.parse(JSON.parse(JSON.stringify(carry)));
-    return { listed, deleted, fetched, pages };
+    return { listed, deleted, fetched, skipped, pages };
   }
 
   ids(): string[] {
@@ -157,6 +173,16 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 const sorted = (ids: string[]) => [...ids].sort();
+
+/** The text the extraction pipeline reads out of a PDF. */
+async function pdfText(bytes: Buffer | undefined): Promise<string> {
+  if (!bytes) throw new Error("no PDF");
+  const result = await extractPdf(
+    { bytes, mimeType: "application/pdf" },
+    { heartbeat: () => {}, signal: new AbortController().signal },
+  );
+  return result.segments.map((segment) => segment.text).join("\n");
+}
 
 /** A My Drive with every kind of file the connector meets. */
 function seedDrive() {
@@ -235,9 +261,8 @@ describe("google-drive connector", () => {
     );
     for (const id of mirror.ids()) expect(mirror.versions.get(id)).toBe(fake.versionOf(id));
     expect(first.pages).toBeGreaterThan(3);
-    expect(ctx.logs.some((l) => l.msg.includes("larger than maxFileBytes") && l.fileId === ids.huge)).toBe(
-      true,
-    );
+    // Over maxFileBytes: listed, and refused by fetchItem so the run counts it.
+    expect(first.skipped).toEqual({ [ids.huge]: "too_large" });
     expect(ctx.heartbeats()).toBeGreaterThan(0);
 
     expect(mirror.docs.get(ids.plan)).toEqual({
@@ -250,12 +275,14 @@ describe("google-drive connector", () => {
         modifiedTime: fake.file(ids.plan).modifiedTime,
       },
     });
-    expect(mirror.docs.get(ids.budget)).toMatchObject({
+    const budget = mirror.docs.get(ids.budget);
+    expect(budget).toMatchObject({
       title: "Budget",
-      text: "item,cost\nlaptop,1200\n",
+      file: { name: "Budget.pdf", mimeType: "application/pdf" },
       url: `https://docs.google.com/spreadsheets/d/${ids.budget}/edit?usp=drivesdk`,
       metadata: { mimeType: "application/vnd.google-apps.spreadsheet" },
     });
+    expect(await pdfText(budget?.file?.bytes)).toMatch(/laptop\s+1200/);
     expect(mirror.docs.get(ids.deck)).toMatchObject({ title: "Kickoff", text: "Welcome\n\nAgenda" });
     const report = mirror.docs.get(ids.report);
     expect(report?.text).toBeUndefined();
@@ -278,7 +305,7 @@ describe("google-drive connector", () => {
     expect(params.some((p) => p.get("alt") === "media")).toBe(true);
     const exports = api.filter((r) => r.path.includes("/export?")).map((r) => new URL(r.path, fake.url));
     expect(exports.map((u) => u.searchParams.get("mimeType")).sort()).toEqual([
-      "text/csv",
+      "application/pdf",
       "text/plain",
       "text/plain",
     ]);
@@ -414,24 +441,23 @@ describe("google-drive connector", () => {
     const sharedNow = fake.addFile({ name: "shared-later.txt", content: "not mine", sharedWithMe: true });
     fake.trashFile(ids.archive);
     fake.deleteFile(ids.report);
-    // Grown past maxFileBytes: no longer synced.
+    // Grown past maxFileBytes: skipped as too_large, the document of the earlier sync kept.
     fake.updateFile(ids.nested, { content: "x".repeat(5000) });
 
     const second = await mirror.sync(ctx);
     expect(mirror.ids()).toEqual(
-      sorted([...before.filter((id) => ![ids.old, ids.report, ids.nested].includes(id)), inFolder]),
+      sorted([...before.filter((id) => ![ids.old, ids.report].includes(id)), inFolder]),
     );
     expect(mirror.ids()).not.toContain(sharedNow);
-    expect(ctx.logs.some((l) => l.msg.includes("larger than maxFileBytes") && l.fileId === ids.nested)).toBe(
-      true,
-    );
+    expect(second.skipped).toEqual({ [ids.nested]: "too_large" });
+    expect(mirror.docs.get(ids.nested)?.file?.bytes.toString()).toBe("# Deep");
     expect(sorted(second.fetched)).toEqual(sorted([ids.notes, inFolder]));
     expect(mirror.docs.get(ids.notes)).toMatchObject({
       title: "notes-v2.txt",
       file: { name: "notes-v2.txt" },
     });
     expect(mirror.docs.get(inFolder)).toMatchObject({ text: "fresh", filepath: "/My Drive/New/" });
-    expect(second.deleted).toEqual(expect.arrayContaining([ids.old, ids.report, ids.nested, sharedNow]));
+    expect(second.deleted).toEqual(expect.arrayContaining([ids.old, ids.report, sharedNow]));
   });
 
   it("pages through the changes feed with small pages", async () => {
@@ -550,6 +576,29 @@ describe("google-drive connector", () => {
     expect(ctx.session.refreshes()).toBe(5);
   });
 
+  it("stops with ConnectorAuthError when the grant lacks Drive access, but not for one refused file", async () => {
+    const file = fake.addFile({ name: "a.txt", content: "A" });
+    // Granular consent lets the user untick the Drive scope: the grant as a whole is of no use.
+    const ctx = { ...(await contextFor({ syncScope: "full" })), oauth: await oauthSession("openid email") };
+    const cursor = await googleDriveConnector.initialCursor(ctx);
+    expect(await rejection(googleDriveConnector.listPage(ctx, cursor))).toBeInstanceOf(ConnectorAuthError);
+    expect(await rejection(googleDriveConnector.fetchItem(ctx, { id: file, version: "1" }))).toBeInstanceOf(
+      ConnectorAuthError,
+    );
+    expect(fake.requests.filter((r) => r.path.startsWith("/drive/")).map((r) => r.status)).toEqual([
+      403, 403,
+    ]);
+    // The same status for one file's content is that file's problem only.
+    fake.refuseContent(file, "insufficientFilePermissions");
+    const granted = await contextFor({ syncScope: "full" });
+    expect(
+      await rejection(googleDriveConnector.fetchItem(granted, { id: file, version: "1" })),
+    ).toMatchObject({
+      name: "ItemSkippedError",
+      reason: "no_permission",
+    });
+  });
+
   it("turns 429 and 403 rate limits into ConnectorRateLimitError with Retry-After, and resumes", async () => {
     const ids = seedDrive();
     const ctx = await contextFor({ syncScope: "full", pageSize: 50 });
@@ -615,12 +664,104 @@ describe("google-drive connector", () => {
     ]);
   });
 
-  it("fetches a file gone since it was listed as absent, and verifies the connection", async () => {
+  it("exports every tab of a Google Sheet, where CSV would have kept only the first", async () => {
+    const sheet = fake.addSheet("Household", [
+      { title: "Groceries", csv: "item,price\nbread,2\n" },
+      { title: "Repairs", csv: 'job,cost\n"boiler service, annual",180\n' },
+    ]);
+    // What Drive documents and the fake does: CSV is the first sheet only.
+    const token = await (await oauthSession()).accessToken();
+    const csv = await fetch(`${fake.url}/drive/v3/files/${sheet}/export?mimeType=text/csv`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(await csv.text()).toBe("item,price\nbread,2\n");
+
+    const ctx = await contextFor({ syncScope: "full" });
+    const mirror = new Mirror();
+    await mirror.sync(ctx);
+    const doc = mirror.docs.get(sheet);
+    expect(doc?.file).toMatchObject({ name: "Household.pdf", mimeType: "application/pdf" });
+    const text = await pdfText(doc?.file?.bytes);
+    expect(text).toContain("bread");
+    expect(text).toContain("boiler service, annual");
+  });
+
+  it("skips one file Google will not give with its reason, and syncs the others", async () => {
+    const ok = fake.addFile({ name: "ok.txt", content: "Readable." });
+    const big = fake.addDoc("Big export", "word ".repeat(Math.ceil(EXPORT_LIMIT_BYTES / 5) + 10));
+    const locked = fake.addFile({ name: "locked.txt", content: "Viewers may not download." });
+    fake.refuseContent(locked, "insufficientFilePermissions");
+    const abusive = fake.addFile({ name: "flagged.exe", mimeType: "application/octet-stream", content: "x" });
+    fake.refuseContent(abusive, "cannotDownloadAbusiveFile");
+    const racing = fake.addFile({ name: "racing.txt", content: "Deleted while the sync ran." });
+    fake.deleteAfterListing(racing);
+
+    // One file per page: the racing file is fetched before the changes feed reports it deleted.
+    const ctx = await contextFor({ syncScope: "full", pageSize: 1 });
+    const mirror = new Mirror();
+    const run = await mirror.sync(ctx);
+    expect(run.deleted).toContain(racing);
+    expect(run.skipped).toEqual({
+      [big]: "export_limit",
+      [locked]: "no_permission",
+      [abusive]: "no_permission",
+      [racing]: "not_found",
+    });
+    expect(mirror.ids()).toEqual([ok]);
+    // Google's own bodies came back (403 with the documented reasons, 404 for the racing one).
+    const refusals = fake.requests.filter((r) => r.status === 403).map((r) => r.path.split("?")[0]);
+    expect(refusals.sort()).toEqual(
+      [`/drive/v3/files/${abusive}`, `/drive/v3/files/${big}/export`, `/drive/v3/files/${locked}`].sort(),
+    );
+    // The token was never doubted: no refresh for a per-file refusal.
+    expect(ctx.session.refreshes()).toBe(0);
+  });
+
+  it("leaves shared drives out: Drive lists their files only to apps that ask for all drives", async () => {
+    const mine = fake.addFile({ name: "mine.txt", content: "In My Drive." });
+    const team = fake.addSharedDrive("Team");
+    const teamFile = fake.addFile({ name: "team.txt", content: "In a shared drive.", parent: team });
+    const ctx = await contextFor({ syncScope: "full" });
+    const mirror = new Mirror();
+    await mirror.sync(ctx);
+    fake.updateFile(teamFile, { content: "Changed in the shared drive." });
+    const second = await mirror.sync(ctx);
+    expect(mirror.ids()).toEqual([mine]);
+    expect(second.listed).toEqual([]);
+    // The exclusion is the connector's choice: it never asks for other drives' items.
+    const listings = fake.requests
+      .map((r) => new URL(r.path, fake.url))
+      .filter((u) => u.pathname === "/drive/v3/files" || u.pathname === "/drive/v3/changes");
+    expect(listings.some((u) => u.searchParams.has("includeItemsFromAllDrives"))).toBe(false);
+
+    // The fake honours the parameters as documented: both flags, or the shared drive stays out of sight.
+    const token = await ctx.session.accessToken();
+    const names = async (query: string) => {
+      const res = await fetch(`${fake.url}/drive/v3/files?${query}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      return ((await res.json()) as { files: { name: string }[] }).files.map((f) => f.name).sort();
+    };
+    expect(await names("supportsAllDrives=true")).toEqual(["mine.txt"]);
+    expect(await names("includeItemsFromAllDrives=true")).toEqual(["mine.txt"]);
+    expect(await names("supportsAllDrives=true&includeItemsFromAllDrives=true&corpora=allDrives")).toEqual([
+      "mine.txt",
+      "team.txt",
+    ]);
+  });
+
+  it("skips a file gone since it was listed as not_found, and verifies the connection", async () => {
     const ids = seedDrive();
     const ctx = await contextFor({ syncScope: "full" });
     await googleDriveConnector.verify?.(ctx);
     fake.deleteFile(ids.notes);
-    expect(await googleDriveConnector.fetchItem(ctx, { id: ids.notes, version: "1" })).toBeNull();
+    expect(
+      await rejection(googleDriveConnector.fetchItem(ctx, { id: ids.notes, version: "1" })),
+    ).toMatchObject({
+      name: "ItemSkippedError",
+      reason: "not_found",
+    });
+    // Trashed: the changes feed reports it deleted, so the fetch has nothing to say.
     fake.trashFile(ids.plan);
     expect(await googleDriveConnector.fetchItem(ctx, { id: ids.plan, version: "1" })).toBeNull();
     // Before the consent flow there are no tokens: nothing to verify, but a sync cannot run.

@@ -7,7 +7,7 @@ import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { connectionProbe } from "../support/connections.ts";
-import { type FakeGoogle, startFakeGoogle } from "../support/fake-google.ts";
+import { EXPORT_LIMIT_BYTES, type FakeGoogle, startFakeGoogle } from "../support/fake-google.ts";
 import { caller } from "../support/http.ts";
 import { repoRoot } from "../support/processes.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
@@ -16,6 +16,18 @@ import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../
 // the authLink's consent page (a local server answering as Google) returns to our callback, the picker
 // opens, a folder is ticked and saved, and the sync takes only that folder's files. Then the Drive
 // changes API carries edits and deletions, an expired token is refreshed, and a revoked one stops it.
+/** Items a run did not sync: `failed`, plus `skipped` (a number, or counts by reason) where the run has it. */
+function notSynced(counts: Record<string, unknown>): number {
+  const skipped = counts.skipped;
+  const skippedTotal =
+    typeof skipped === "number"
+      ? skipped
+      : skipped && typeof skipped === "object"
+        ? Object.values(skipped).reduce<number>((sum, n) => sum + (typeof n === "number" ? n : 0), 0)
+        : 0;
+  return Number(counts.failed ?? 0) + skippedTotal;
+}
+
 describe("Google Drive with the hosted picker", () => {
   let service: TestService;
   let google: FakeGoogle;
@@ -149,6 +161,43 @@ describe("Google Drive with the hosted picker", () => {
     expect(await titles()).toEqual(["garden-plan.txt", "seeds.txt"]);
   });
 
+  it("syncs every tab of a Sheet, and skips files Google will not give while the rest sync", async () => {
+    const before = (await connection()).lastSync.id;
+    google.addSheet(
+      "Household",
+      [
+        { title: "Groceries", csv: "item,price\nbread,2\n" },
+        { title: "Repairs", csv: "job,cost\nboiler service by the plumber,180\n" },
+      ],
+      ids.projects,
+    );
+    // Past Drive's 10 MB export limit: 403 exportSizeLimitExceeded.
+    google.addDoc("Minutes archive", "minutes ".repeat(Math.ceil(EXPORT_LIMIT_BYTES / 8) + 10), ids.projects);
+    const locked = google.addFile({
+      name: "locked.txt",
+      content: "Viewers may not download this.",
+      parent: ids.projects,
+    });
+    google.refuseContent(locked, "insufficientFilePermissions");
+    // Deleted for good between the listing and the fetch: 404.
+    const racing = google.addFile({ name: "racing.txt", content: "Soon gone.", parent: ids.projects });
+    google.deleteAfterListing(racing);
+    await client.connections.import("google-drive", {});
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({ status: "done", counts: { added: 1 } });
+    // Counted as failed until the engine counts ItemSkippedError as skipped; either way, all three show.
+    expect(notSynced(run.counts)).toBe(3);
+    expect((await connection()).status).toBe("active");
+    expect(await titles()).toEqual(["Household", "garden-plan.txt", "seeds.txt"]);
+    await waitFor(async () => {
+      const docs = await client.connections.listDocuments("google-drive", { containerTags: ["home"] });
+      return docs.every((d) => d.status === "done") ? true : undefined;
+    }, "documents processed");
+    // The second tab, which a CSV export would have dropped, is searchable.
+    const found = await client.search.documents({ q: "boiler service plumber", containerTags: ["home"] });
+    expect(found.results[0]?.title).toBe("Household");
+  });
+
   it("refreshes an expired token, and stops with auth_expired when access is revoked", async () => {
     let before = (await connection()).lastSync.id;
     google.expireAccessTokens();
@@ -168,6 +217,6 @@ describe("Google Drive with the hosted picker", () => {
     run = await syncAfter(before);
     expect(run).toMatchObject({ status: "auth_expired" });
     expect((await connection()).status).toBe("auth_expired");
-    expect(await titles()).toEqual(["garden-plan.txt", "seeds.txt", "tools.txt"]);
+    expect(await titles()).toEqual(["Household", "garden-plan.txt", "seeds.txt", "tools.txt"]);
   });
 });

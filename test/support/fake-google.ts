@@ -11,8 +11,14 @@
 //   changes.getStartPageToken and changes.list (numeric page tokens into a change log that keeps each
 //   file's latest change; `removed` for permanently deleted files; trashing or deleting a folder changes
 //   its descendants too). `fields` projections are applied as Google does (only what was asked for).
+//   Sheets hold several tabs: CSV and TSV exports carry the first only, PDF every one.
+// - Shared drives: their items are reached only with supportsAllDrives=true, and listed (files.list,
+//   changes.list) only with includeItemsFromAllDrives=true as well.
 // - Errors in Google's JSON error format: 401 authError, 404 notFound, 403 fileNotDownloadable /
-//   fileNotExportable, 400 invalid, 429 rateLimitExceeded (or 403 userRateLimitExceeded) with Retry-After.
+//   fileNotExportable, 403 exportSizeLimitExceeded past 10 MiB of export, per-file 403s
+//   (insufficientFilePermissions, cannotDownloadAbusiveFile), 403 insufficientPermissions for a token
+//   granted without a Drive scope, 400 invalid, 429 rateLimitExceeded (or 403 userRateLimitExceeded) with
+//   Retry-After.
 // Content lives in memory; tests add, change, move, trash and delete files between syncs.
 
 import { createHash, randomBytes } from "node:crypto";
@@ -27,11 +33,31 @@ export const SLIDES_MIME = "application/vnd.google-apps.presentation";
 export const SHORTCUT_MIME = "application/vnd.google-apps.shortcut";
 export const FORM_MIME = "application/vnd.google-apps.form";
 
+// The export formats of https://developers.google.com/drive/api/guides/ref-export-formats that this fake
+// can produce (Google offers more: .docx, .xlsx, .odt...; asking for those here is a 400).
 const EXPORTS: Record<string, string[]> = {
   [DOC_MIME]: ["text/plain", "text/html", "text/markdown"],
-  [SHEET_MIME]: ["text/csv", "text/tab-separated-values"],
+  [SHEET_MIME]: ["text/csv", "text/tab-separated-values", "application/pdf"],
   [SLIDES_MIME]: ["text/plain"],
 };
+
+/**
+ * "Exported content is limited to 10MB" (https://developers.google.com/drive/api/guides/manage-downloads,
+ * files.export reference); past it Drive answers 403 exportSizeLimitExceeded.
+ */
+export const EXPORT_LIMIT_BYTES = 10 * 1024 * 1024;
+
+/** One tab of a Google Sheet: its name and its cells as CSV. */
+export interface FakeSheet {
+  title: string;
+  csv: string;
+}
+
+/**
+ * Per-file 403s of https://developers.google.com/drive/api/guides/handle-errors: the account sees the file
+ * but may not have its content (download disabled for viewers, or flagged as abusive).
+ */
+export type FileRefusal = "insufficientFilePermissions" | "cannotDownloadAbusiveFile";
 
 export interface FakeFileInput {
   name: string;
@@ -58,6 +84,14 @@ export interface FakeDriveFile {
   ownedByMe: boolean;
   content: Buffer;
   shortcutTarget?: string;
+  /** Google Sheets: every tab, in order. */
+  sheets?: FakeSheet[];
+  /** Downloads and exports of this file answer 403 with this reason. */
+  refusal?: FileRefusal;
+  /** Deleted for good as soon as a listing has shown it (a deletion racing a sync). */
+  deleteWhenListed?: boolean;
+  /** In a shared drive (addSharedDrive): the drive's id. */
+  driveId?: string;
 }
 
 export interface FakeRequest {
@@ -113,7 +147,8 @@ export interface FakeGoogle {
   addFolder(name: string, parent?: string): string;
   addFile(input: FakeFileInput): string;
   addDoc(name: string, text: string, parent?: string): string;
-  addSheet(name: string, csv: string, parent?: string): string;
+  /** A Google Sheet: one tab of CSV, or several named tabs. */
+  addSheet(name: string, csv: string | FakeSheet[], parent?: string): string;
   addSlides(name: string, text: string, parent?: string): string;
   addShortcut(name: string, targetId: string, parent?: string): string;
   updateFile(id: string, change: { content?: string | Buffer; name?: string }): void;
@@ -122,6 +157,12 @@ export interface FakeGoogle {
   trashFile(id: string): void;
   /** Gone for good (with everything inside, for a folder): changes report `removed`. */
   deleteFile(id: string): void;
+  /** Downloads and exports of the file answer 403 with this reason from now on (its metadata still lists). */
+  refuseContent(id: string, reason: FileRefusal): void;
+  /** The file is deleted for good right after the next listing (files.list or changes.list) that shows it. */
+  deleteAfterListing(id: string): void;
+  /** A shared drive the account is a member of; its id is also its root folder's, to use as a parent. */
+  addSharedDrive(name: string): string;
   file(id: string): FakeDriveFile;
   /** The file's `version` as the API shows it. */
   versionOf(id: string): string;
@@ -149,12 +190,17 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
   const clientSecret = `GOCSPX-${randomToken(28)}`;
   const codes = new Map<string, Code>();
   const refreshTokens = new Map<string, string>();
-  const accessTokens = new Set<string>();
+  /** Access token → the scopes it was granted (space-separated). */
+  const accessTokens = new Map<string, string>();
   const injections: RateLimitInjection[] = [];
   const tokenGrants = { authorization_code: 0, refresh_token: 0 };
   let revoked = false;
 
   const files = new Map<string, FakeDriveFile>();
+  /** Shared drives by id (each also a root folder in `files`). */
+  const drives = new Map<string, string>();
+  /** Ids of shared-drive items deleted for good: their tombstones stay out of the user's change log too. */
+  const removedFromDrive = new Set<string>();
   const changes: Change[] = [];
   const latestChange = new Map<string, number>();
   let nextChangeId = 1000;
@@ -295,6 +341,21 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         { "www-authenticate": 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
       );
     }
+    // A grant without any Drive scope (the user unticked it on Google's granular consent screen): every
+    // Drive call is refused with the body quoted in googleapis/google-api-php-client#2307.
+    const granted = (accessTokens.get(presented) ?? "").split(" ");
+    if (!granted.some((scope) => scope.startsWith("https://www.googleapis.com/auth/drive"))) {
+      return send(
+        req,
+        res,
+        403,
+        apiError(
+          403,
+          "Insufficient Permission: Request had insufficient authentication scopes.",
+          "insufficientPermissions",
+        ),
+      );
+    }
     const injection = injections[0];
     if (injection) {
       injection.times = (injection.times ?? 1) - 1;
@@ -334,7 +395,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
 
     if (segments[0] === "files" && segments.length === 1) return listFiles(req, res, query);
     if (segments[0] === "files" && segments.length === 2) {
-      const file = lookup(segments[1] ?? "");
+      const file = lookup(segments[1] ?? "", query);
       if (!file) return notFound(req, res, segments[1] ?? "");
       if (query.get("alt") === "media") {
         if (file.mimeType.startsWith("application/vnd.google-apps.")) {
@@ -350,12 +411,13 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
             ),
           );
         }
+        if (file.refusal) return refused(req, res, file);
         return raw(req, res, 200, file.content, { "content-type": file.mimeType });
       }
       return send(req, res, 200, project(fileJson(file), fields, DEFAULT_FILE_FIELDS));
     }
     if (segments[0] === "files" && segments.length === 3 && segments[2] === "export") {
-      const file = lookup(segments[1] ?? "");
+      const file = lookup(segments[1] ?? "", query);
       if (!file) return notFound(req, res, segments[1] ?? "");
       const mimeType = query.get("mimeType");
       if (!mimeType) {
@@ -383,11 +445,19 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       if (!formats.includes(mimeType)) {
         return send(req, res, 400, apiError(400, "The requested conversion is not supported.", "badRequest"));
       }
-      let text = file.content.toString("utf8");
-      // Docs exported as text start with a byte order mark and end lines with CRLF.
-      if (file.mimeType === DOC_MIME && mimeType === "text/plain")
-        text = `\ufeff${text.replace(/\r?\n/g, "\r\n")}`;
-      return raw(req, res, 200, Buffer.from(text, "utf8"), { "content-type": `${mimeType}; charset=utf-8` });
+      if (file.refusal) return refused(req, res, file);
+      const exported = exportOf(file, mimeType);
+      if (exported.length > EXPORT_LIMIT_BYTES) {
+        // The body Google sends, as quoted in https://github.com/googleapis/google-api-ruby-client/issues/906.
+        return send(
+          req,
+          res,
+          403,
+          apiError(403, "This file is too large to be exported.", "exportSizeLimitExceeded"),
+        );
+      }
+      const type = mimeType.startsWith("text/") ? `${mimeType}; charset=utf-8` : mimeType;
+      return raw(req, res, 200, exported, { "content-type": type });
     }
     if (segments[0] === "changes" && segments[1] === "startPageToken" && segments.length === 2) {
       return send(
@@ -401,8 +471,68 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     return send(req, res, 404, apiError(404, "Not Found", "notFound"));
   }
 
-  function lookup(id: string): FakeDriveFile | undefined {
-    return files.get(id === "root" ? rootId : id);
+  /** A Google file's export in one of the formats of EXPORTS. */
+  function exportOf(file: FakeDriveFile, mimeType: string): Buffer {
+    if (file.mimeType === SHEET_MIME) {
+      const sheets = file.sheets ?? [{ title: "Sheet1", csv: file.content.toString("utf8") }];
+      // "Comma Separated Values (first-sheet only)", likewise TSV; PDF prints every sheet
+      // (https://developers.google.com/drive/api/guides/ref-export-formats).
+      const first = sheets[0]?.csv ?? "";
+      if (mimeType === "text/csv") return Buffer.from(first, "utf8");
+      if (mimeType === "text/tab-separated-values")
+        return Buffer.from(
+          parseCsv(first)
+            .map((row) => row.join("\t"))
+            .join("\n"),
+          "utf8",
+        );
+      return pdfOf(sheets.map((sheet) => parseCsv(sheet.csv).map((row) => row.join("  "))));
+    }
+    let text = file.content.toString("utf8");
+    // Docs exported as text start with a byte order mark and end lines with CRLF.
+    if (file.mimeType === DOC_MIME && mimeType === "text/plain")
+      text = `\ufeff${text.replace(/\r?\n/g, "\r\n")}`;
+    return Buffer.from(text, "utf8");
+  }
+
+  /** The per-file 403 bodies of https://developers.google.com/drive/api/guides/handle-errors. */
+  function refused(req: IncomingMessage, res: ServerResponse, file: FakeDriveFile) {
+    const message =
+      file.refusal === "cannotDownloadAbusiveFile"
+        ? "This file has been identified as malware or spam and cannot be downloaded."
+        : `The user does not have sufficient permissions for file ${file.id}.`;
+    return send(
+      req,
+      res,
+      403,
+      apiError(403, message, file.refusal ?? "insufficientFilePermissions", {
+        ...(file.refusal === "cannotDownloadAbusiveFile"
+          ? { location: "acknowledgeAbuse", locationType: "parameter" }
+          : {}),
+      }),
+    );
+  }
+
+  /** Files a listing showed that were set to go right after (deleteAfterListing). */
+  function dropListed(listed: (FakeDriveFile | undefined)[]) {
+    for (const file of listed) if (file?.deleteWhenListed && files.has(file.id)) removeForGood(file.id);
+  }
+
+  function removeForGood(id: string) {
+    const file = fileOf(id);
+    tick();
+    for (const f of [file, ...(file.mimeType === FOLDER_MIME ? descendants(id) : [])]) {
+      if (f.driveId) removedFromDrive.add(f.id);
+      files.delete(f.id);
+      record(f.id);
+    }
+  }
+
+  /** A file by id, as files.get finds it: a shared drive's items only for apps that support them. */
+  function lookup(id: string, query: URLSearchParams): FakeDriveFile | undefined {
+    const file = files.get(id === "root" ? rootId : id);
+    if (file?.driveId && !seesSharedDrives(query, false)) return undefined;
+    return file;
   }
 
   function notFound(req: IncomingMessage, res: ServerResponse, id: string) {
@@ -451,7 +581,10 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         return invalid(req, res, "q");
       }
     }
-    let list = [...files.values()].filter((f) => f.id !== rootId && filter(f));
+    const shared = seesSharedDrives(query, true);
+    let list = [...files.values()].filter(
+      (f) => f.id !== rootId && (shared || !f.driveId) && !drives.has(f.id) && filter(f),
+    );
     const orderBy = query.get("orderBy");
     if (orderBy) list = sortFiles(list, orderBy);
     let offset = 0;
@@ -473,6 +606,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       incompleteSearch: false,
       files: page.map(fileJson),
     };
+    dropListed(page);
     return send(req, res, 200, project(body, query.get("fields"), DEFAULT_LIST_FIELDS));
   }
 
@@ -495,7 +629,13 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     if (pageSize === null) return invalid(req, res, "pageSize");
     const includeRemoved = query.get("includeRemoved") !== "false";
     // Each file appears once, with its latest change.
-    const pending = changes.filter((c) => c.id >= from && latestChange.get(c.fileId) === c.id);
+    const shared = seesSharedDrives(query, true);
+    const pending = changes.filter(
+      (c) =>
+        c.id >= from &&
+        latestChange.get(c.fileId) === c.id &&
+        (shared || (!files.get(c.fileId)?.driveId && !removedFromDrive.has(c.fileId))),
+    );
     const page = pending.slice(0, pageSize);
     const following = pending[pageSize];
     const body = {
@@ -515,6 +655,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         })
         .filter((c) => includeRemoved || !c.removed),
     };
+    dropListed(page.map((change) => files.get(change.fileId)));
     return send(req, res, 200, project(body, query.get("fields"), DEFAULT_CHANGE_FIELDS));
   }
 
@@ -537,6 +678,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       modifiedTime: file.modifiedTime,
       modifiedByMeTime: file.modifiedTime,
       ownedByMe: file.ownedByMe,
+      ...(file.driveId ? { driveId: file.driveId } : {}),
       shared: !file.ownedByMe,
       capabilities: { canDownload: true, canEdit: file.ownedByMe },
     };
@@ -678,6 +820,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     const parent = input.sharedWithMe ? undefined : (input.parent ?? rootId);
     if (parent !== undefined && files.get(parent)?.mimeType !== FOLDER_MIME)
       throw new Error(`fake google: no folder ${parent}`);
+    const driveId = parent === undefined ? undefined : files.get(parent)?.driveId;
     const id = `1${randomToken(32)}`;
     const now = tick();
     files.set(id, {
@@ -694,9 +837,23 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       content:
         typeof input.content === "string" ? Buffer.from(input.content) : (input.content ?? Buffer.alloc(0)),
       ...(input.shortcutTarget ? { shortcutTarget: input.shortcutTarget } : {}),
+      // Files in a shared drive belong to the drive, not to the account.
+      ...(driveId ? { driveId, ownedByMe: false } : {}),
     });
     record(id);
     return id;
+  }
+
+  /**
+   * Whether a request sees a shared drive's items. Per
+   * https://developers.google.com/drive/api/guides/enable-shareddrives an app must send
+   * supportsAllDrives=true to reach them at all, and files.list and changes.list return them only with
+   * includeItemsFromAllDrives=true as well ("Whether both My Drive and shared drive items should be
+   * included in results"; the default is false).
+   */
+  function seesSharedDrives(query: URLSearchParams, listing: boolean): boolean {
+    const supports = query.get("supportsAllDrives") === "true";
+    return listing ? supports && query.get("includeItemsFromAllDrives") === "true" : supports;
   }
 
   function fileOf(id: string): FakeDriveFile {
@@ -758,7 +915,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       }
       const refresh = `1//0${randomToken(100)}`;
       refreshTokens.set(refresh, code.scope);
-      const access = newAccessToken();
+      const access = newAccessToken(code.scope);
       tokenGrants.authorization_code++;
       return send(
         req,
@@ -783,7 +940,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         req,
         res,
         200,
-        { access_token: newAccessToken(), expires_in: 3599, scope, token_type: "Bearer" },
+        { access_token: newAccessToken(scope), expires_in: 3599, scope, token_type: "Bearer" },
         noStore,
       );
     }
@@ -813,9 +970,9 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     return raw(req, res, 302, Buffer.alloc(0), { location: location.href });
   }
 
-  function newAccessToken(): string {
+  function newAccessToken(scope: string): string {
     const access = `ya29.${randomToken(120)}`;
-    accessTokens.add(access);
+    accessTokens.set(access, scope);
     return access;
   }
 
@@ -854,8 +1011,23 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     addFile: (input) => create({ ...input, mimeType: input.mimeType ?? "text/plain" }),
     addDoc: (name, text, parent) =>
       create({ name, mimeType: DOC_MIME, content: text, ...(parent ? { parent } : {}) }),
-    addSheet: (name, csv, parent) =>
-      create({ name, mimeType: SHEET_MIME, content: csv, ...(parent ? { parent } : {}) }),
+    addSheet(name, csv, parent) {
+      const sheets = typeof csv === "string" ? [{ title: "Sheet1", csv }] : csv;
+      const id = create({
+        name,
+        mimeType: SHEET_MIME,
+        content: sheets[0]?.csv ?? "",
+        ...(parent ? { parent } : {}),
+      });
+      fileOf(id).sheets = sheets.map((sheet) => ({ ...sheet }));
+      return id;
+    },
+    refuseContent(id, reason) {
+      fileOf(id).refusal = reason;
+    },
+    deleteAfterListing(id) {
+      fileOf(id).deleteWhenListed = true;
+    },
     addSlides: (name, text, parent) =>
       create({ name, mimeType: SLIDES_MIME, content: text, ...(parent ? { parent } : {}) }),
     addShortcut: (name, targetId, parent) =>
@@ -889,13 +1061,26 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         record(f.id);
       }
     },
-    deleteFile(id) {
-      const file = fileOf(id);
-      tick();
-      for (const f of [file, ...(file.mimeType === FOLDER_MIME ? descendants(id) : [])]) {
-        files.delete(f.id);
-        record(f.id);
-      }
+    deleteFile: removeForGood,
+    addSharedDrive(name) {
+      const id = `0A${randomToken(8)}Uk9PVA`;
+      const now = tick();
+      drives.set(id, name);
+      files.set(id, {
+        id,
+        name,
+        mimeType: FOLDER_MIME,
+        parents: [],
+        trashed: false,
+        explicitlyTrashed: false,
+        createdTime: now,
+        modifiedTime: now,
+        version: nextVersion++,
+        ownedByMe: false,
+        content: Buffer.alloc(0),
+        driveId: id,
+      });
+      return id;
     },
     file: fileOf,
     versionOf: (id) => String(fileOf(id).version),
@@ -1085,4 +1270,74 @@ function randomDigits(length: number): string {
   let out = "";
   while (out.length < length) out += String(randomBytes(1)[0] ?? 0).padStart(3, "0");
   return out.slice(0, length);
+}
+
+/** RFC 4180 CSV: quoted fields with doubled quotes, commas and line breaks inside quotes. */
+function parseCsv(csv: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = "";
+  let quoted = false;
+  for (let i = 0; i < csv.length; i++) {
+    const c = csv[i] as string;
+    if (quoted) {
+      if (c === '"' && csv[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ",") {
+      row.push(field);
+      field = "";
+    } else if (c === "\n" || c === "\r") {
+      if (c === "\r" && csv[i + 1] === "\n") i++;
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = "";
+    } else field += c;
+  }
+  if (field !== "" || row.length) {
+    row.push(field);
+    rows.push(row);
+  }
+  return rows;
+}
+
+/**
+ * A PDF with one page per sheet (longer sheets run on over more pages), each row a line of Helvetica text:
+ * what a spreadsheet's PDF export is to a text extractor. Latin-1 text only.
+ */
+function pdfOf(sheets: string[][]): Buffer {
+  const LINES_PER_PAGE = 60;
+  const pages: string[][] = [];
+  for (const lines of sheets) {
+    for (let at = 0; at < Math.max(1, lines.length); at += LINES_PER_PAGE)
+      pages.push(lines.slice(at, at + LINES_PER_PAGE));
+  }
+  const objects: string[] = [];
+  const pageIds = pages.map((_, i) => 4 + i * 2);
+  objects[1] = "<< /Type /Catalog /Pages 2 0 R >>";
+  objects[2] = `<< /Type /Pages /Kids [${pageIds.map((id) => `${id} 0 R`).join(" ")}] /Count ${pages.length} >>`;
+  objects[3] = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>";
+  pages.forEach((lines, i) => {
+    const quoteText = (text: string) => text.replace(/[\\()]/g, (c) => `\\${c}`);
+    const stream = `BT /F1 10 Tf 14 TL 40 800 Td ${lines.map((line) => `(${quoteText(line)}) Tj T*`).join(" ")} ET`;
+    const id = pageIds[i] as number;
+    objects[id] =
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> /Contents ${id + 1} 0 R >>`;
+    objects[id + 1] = `<< /Length ${Buffer.byteLength(stream, "latin1")} >>\nstream\n${stream}\nendstream`;
+  });
+  let out = "%PDF-1.4\n";
+  const offsets: number[] = [];
+  for (let n = 1; n < objects.length; n++) {
+    offsets[n] = Buffer.byteLength(out, "latin1");
+    out += `${n} 0 obj\n${objects[n]}\nendobj\n`;
+  }
+  const xref = Buffer.byteLength(out, "latin1");
+  out += `xref\n0 ${objects.length}\n0000000000 65535 f \n`;
+  for (let n = 1; n < objects.length; n++) out += `${String(offsets[n]).padStart(10, "0")} 00000 n \n`;
+  out += `trailer\n<< /Size ${objects.length} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, "latin1");
 }
