@@ -101,6 +101,8 @@ export interface FakeDataSourceInput {
 export interface FakeRequest {
   method: string;
   path: string;
+  /** The query string, with its `?` ("" when none). */
+  query: string;
   status: number;
   body?: unknown;
   /** The Notion-Version header sent. */
@@ -125,8 +127,16 @@ export interface FakeNotion {
   expireAccessTokens(): void;
   /** The user removed the integration: refresh answers 400 invalid_grant and every API call 401. */
   revoke(): void;
-  /** The next API call(s) answer 429 with Retry-After. */
-  rateLimitNext(options?: { retryAfterSeconds?: number; retryAfterDate?: Date; times?: number }): void;
+  /**
+   * The next API call(s) answer 429 with Retry-After: `times` of them (default 1), after letting `after`
+   * calls through (default 0).
+   */
+  rateLimitNext(options?: {
+    retryAfterSeconds?: number;
+    retryAfterDate?: Date;
+    times?: number;
+    after?: number;
+  }): void;
   /** Whether search also returns pages in the trash (with in_trash: true), as a lagging index can. */
   setSearchReturnsTrashed(value: boolean): void;
   /** Search stops after this many results of a query, reporting request_status incomplete; null: no limit. */
@@ -266,7 +276,7 @@ export async function startFakeNotion(
   let grants: Grant[] = [];
   const validAccess = new Set<string>();
   let revoked = false;
-  let rateLimit: { times: number; retryAfter: string } | null = null;
+  let rateLimit: { after: number; times: number; retryAfter: string } | null = null;
   let searchReturnsTrashed = false;
   let searchResultLimit: number | null = null;
   let pinned: number | null = null;
@@ -643,6 +653,7 @@ export async function startFakeNotion(
       requests.push({
         method,
         path,
+        query: parsed.search,
         status,
         body,
         ...(typeof version === "string" ? { notionVersion: version } : {}),
@@ -795,7 +806,11 @@ export async function startFakeNotion(
     query: URLSearchParams,
     body: Record<string, unknown>,
   ): Record<string, unknown> {
-    if (rateLimit && rateLimit.times > 0) {
+    // Notion answers an exceeded limit with 429, code rate_limited and a Retry-After header in whole
+    // seconds (https://developers.notion.com/reference/request-limits,
+    // https://developers.notion.com/reference/status-codes).
+    if (rateLimit && rateLimit.after > 0) rateLimit.after--;
+    else if (rateLimit && rateLimit.times > 0) {
       rateLimit.times--;
       const retryAfter = rateLimit.retryAfter;
       if (rateLimit.times === 0) rateLimit = null;
@@ -1104,7 +1119,7 @@ export async function startFakeNotion(
       const retryAfter = options.retryAfterDate
         ? options.retryAfterDate.toUTCString()
         : String(options.retryAfterSeconds ?? 30);
-      rateLimit = { times: options.times ?? 1, retryAfter };
+      rateLimit = { after: options.after ?? 0, times: options.times ?? 1, retryAfter };
     },
     setSearchReturnsTrashed(value) {
       searchReturnsTrashed = value;
