@@ -20,6 +20,7 @@ import {
   FAKE_NOTION_VERSION,
   type FakeBlock,
   type FakeNotion,
+  type FakeRichText,
   startFakeNotion,
 } from "../support/fake-notion.ts";
 
@@ -480,6 +481,70 @@ describe("notion connector", () => {
         rowCount: 2,
       },
     });
+  });
+
+  it("reads property values past Notion's 25 references through the property item endpoint", async () => {
+    const { dataSourceId } = fake.addDataSource({
+      title: "Meetings",
+      columns: { Notes: "rich_text", Attendees: "people", Related: "relation", Room: "select" },
+    });
+    const people = Array.from({ length: 30 }, (_, i) => `Person ${i + 1}`);
+    const notes: FakeRichText[] = ["Present: "];
+    for (const name of people) notes.push({ mention: "user", name }, " ");
+    const title: FakeRichText[] = ["Sync with "];
+    for (let i = 1; i <= 27; i++) title.push({ mention: "page", name: `Team ${i}` }, " ");
+    const targets = Array.from({ length: 30 }, (_, i) => fake.addPage({ title: `Target ${i}` }));
+    const row = fake.addPage({
+      title,
+      parent: { dataSourceId },
+      properties: {
+        Notes: { rich_text: notes },
+        Attendees: { people },
+        Related: { relation: targets },
+        Room: { select: "Blue" },
+      },
+    });
+    const small = fake.addPage({
+      title: "Small",
+      parent: { dataSourceId },
+      properties: { Attendees: { people: ["Ada"] } },
+    });
+
+    // What Retrieve a page gives: each value cut at 25 references, a relation saying it has more.
+    const ctx = await connected({ pageSize: 10 });
+    const { items } = await runPass(ctx);
+    const token = await (ctx.oauth as OAuthSession).accessToken();
+    const raw = (await (
+      await fetch(`${fake.url}/v1/pages/${row}`, {
+        headers: { authorization: `Bearer ${token}`, "notion-version": FAKE_NOTION_VERSION },
+      })
+    ).json()) as { properties: Record<string, Record<string, unknown>> };
+    const mentions = (runs: unknown) =>
+      (runs as { type: string }[]).filter((r) => r.type === "mention").length;
+    expect(mentions(raw.properties.Notes?.rich_text)).toBe(25);
+    expect(mentions(raw.properties.Name?.title)).toBe(25);
+    expect(raw.properties.Attendees?.people).toHaveLength(25);
+    expect(raw.properties.Related).toMatchObject({ has_more: true });
+    expect(raw.properties.Related?.relation).toHaveLength(25);
+
+    fake.requests.length = 0;
+    const fetched = await fetchById(ctx, items, `page/${row}`);
+    expect(fetched?.title).toBe(
+      `Sync with ${Array.from({ length: 27 }, (_, i) => `Team ${i + 1}`).join(" ")}`,
+    );
+    expect(fetched?.text).toContain(`Attendees: ${people.join(", ")}`);
+    expect(fetched?.text).toContain(`Notes: Present: ${people.map((p) => `@${p}`).join(" ")}`);
+    expect(fetched?.text).toContain("Room: Blue");
+    // Title, notes and attendees each paged through (30 or more references, 10 a page); the relation is
+    // not rendered, so it is not fetched.
+    const propertyCalls = fake.requests.filter((r) => r.path.includes("/properties/"));
+    expect(propertyCalls.every((r) => r.status === 200)).toBe(true);
+    expect(new Set(propertyCalls.map((r) => r.path)).size).toBe(3);
+    expect(propertyCalls.length).toBeGreaterThanOrEqual(9);
+
+    fake.requests.length = 0;
+    expect((await fetchById(ctx, items, `page/${small}`))?.text).toContain("Attendees: Ada");
+    expect(fake.requests.filter((r) => r.path.includes("/properties/"))).toEqual([]);
   });
 
   it("pages through search, block children and database queries with small page sizes", async () => {

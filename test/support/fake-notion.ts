@@ -11,14 +11,16 @@
 //   `{object: "error", status, code, message, request_id}`: 401 unauthorized, 404 object_not_found,
 //   429 rate_limited with Retry-After, 400 validation_error.
 // - POST /v1/search (filter, sort by last_edited_time, start_cursor/page_size/has_more/next_cursor),
-//   GET /v1/pages/{id}, GET /v1/blocks/{id}/children (paginated; next_cursor is the next block's id, as on
-//   Notion), GET /v1/data_sources/{id}, POST /v1/data_sources/{id}/query.
+//   GET /v1/pages/{id} (properties cut at 25 references, as Notion does), GET
+//   /v1/pages/{id}/properties/{property id} (the full value, paginated), GET /v1/blocks/{id}/children
+//   (paginated; next_cursor is the next block's id, as on Notion), GET /v1/data_sources/{id}, POST
+//   /v1/data_sources/{id}/query.
 // - Times are rounded down to the minute, as Notion does; the fake clock advances one minute per change
 //   unless a test pins it with setTime.
 //
 // Content lives in memory; tests add, edit and trash pages between passes.
 
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -35,7 +37,9 @@ export type FakeRichText =
       code?: boolean;
       href?: string;
     }
-  | { equation: string };
+  | { equation: string }
+  /** An inline mention of a person or a page, shown as its name. */
+  | { mention: "user" | "page"; name: string };
 
 type Rich = string | FakeRichText[];
 
@@ -72,14 +76,19 @@ export type FakePropertyValue =
   | { select: string | null }
   | { status: string | null }
   | { multi_select: string[] }
-  | { rich_text: string }
+  | { rich_text: Rich }
+  /** People by name. */
+  | { people: string[] }
+  /** Related page ids. */
+  | { relation: string[] }
   | { number: number | null }
   | { checkbox: boolean }
   | { date: string | null }
   | { url: string | null };
 
 export interface FakePageInput {
-  title: string;
+  /** The title; runs may hold mentions (a title is rich text). */
+  title: Rich;
   /** Where the page lives: the workspace (default), under a page, or a row of a data source. */
   parent?: { pageId: string } | { dataSourceId: string };
   blocks?: FakeBlock[];
@@ -171,7 +180,9 @@ interface Block {
 
 interface Page {
   id: string;
+  /** Plain text of the title (what search matches and child_page blocks show). */
   title: string;
+  titleRuns: Rich;
   parent:
     | { type: "workspace"; workspace: true }
     | { type: "page_id"; page_id: string }
@@ -220,6 +231,11 @@ const BASE_TIME = Date.parse("2024-03-01T09:00:00.000Z");
 
 const bare = (id: string) => id.replace(/-/g, "").toLowerCase();
 
+/** A column's id: short and opaque like Notion's, and stable when the name is. */
+function propertyId(name: string): string {
+  return createHash("sha256").update(name).digest("base64url").slice(0, 6);
+}
+
 function minute(at: number): string {
   return new Date(Math.floor(at / 60_000) * 60_000).toISOString();
 }
@@ -227,6 +243,21 @@ function minute(at: number): string {
 function richText(value: Rich): Record<string, unknown>[] {
   const runs = typeof value === "string" ? (value ? [value] : []) : value;
   return runs.map((run) => {
+    if (typeof run !== "string" && "mention" in run) {
+      // https://developers.notion.com/reference/rich-text#mention
+      const id = bare(createHash("sha256").update(run.name).digest("hex")).slice(0, 32);
+      const uuid = `${id.slice(0, 8)}-${id.slice(8, 12)}-${id.slice(12, 16)}-${id.slice(16, 20)}-${id.slice(20)}`;
+      return {
+        type: "mention",
+        mention:
+          run.mention === "user"
+            ? { type: "user", user: { object: "user", id: uuid } }
+            : { type: "page", page: { id: uuid } },
+        annotations: annotations({}),
+        plain_text: run.mention === "user" ? `@${run.name}` : run.name,
+        href: run.mention === "page" ? `https://www.notion.so/${id}` : null,
+      };
+    }
     if (typeof run !== "string" && "equation" in run) {
       return {
         type: "equation",
@@ -245,6 +276,29 @@ function richText(value: Rich): Record<string, unknown>[] {
       href: r.href ?? null,
     };
   });
+}
+
+function plain(value: Rich): string {
+  const runs = typeof value === "string" ? [value] : value;
+  return runs
+    .map((run) =>
+      typeof run === "string" ? run : "text" in run ? run.text : "equation" in run ? run.equation : run.name,
+    )
+    .join("");
+}
+
+/**
+ * What Retrieve a page shows of a property that refers to pages or people: "Page properties are limited to
+ * up to 25 references per page property"; the rest only through Retrieve a page property item
+ * (https://developers.notion.com/reference/retrieve-a-page,
+ * https://developers.notion.com/reference/page-property-values). Rich text keeps its text and its first 25
+ * mentions.
+ */
+export const PAGE_REFERENCE_LIMIT = 25;
+
+function truncatedRuns(items: Record<string, unknown>[]): Record<string, unknown>[] {
+  let mentions = 0;
+  return items.filter((item) => item.type !== "mention" || ++mentions <= PAGE_REFERENCE_LIMIT);
 }
 
 function annotations(r: { bold?: boolean; italic?: boolean; strikethrough?: boolean; code?: boolean }) {
@@ -463,9 +517,9 @@ export async function startFakeNotion(
       for (const [name, type] of Object.entries(ds?.columns ?? {})) {
         properties[name] = propertyJson(name, type, page.properties[name]);
       }
-      properties[ds?.titleProperty ?? "Name"] = { id: "title", type: "title", title: richText(page.title) };
+      properties[ds?.titleProperty ?? "Name"] = titleJson(page);
     } else {
-      properties.title = { id: "title", type: "title", title: richText(page.title) };
+      properties.title = titleJson(page);
     }
     return {
       object: "page",
@@ -486,12 +540,38 @@ export async function startFakeNotion(
     };
   }
 
+  function titleJson(page: Page): Record<string, unknown> {
+    return { id: "title", type: "title", title: truncatedRuns(richText(page.titleRuns)) };
+  }
+
+  function personJson(name: string): Record<string, unknown> {
+    const id = bare(createHash("sha256").update(`person ${name}`).digest("hex"));
+    return {
+      object: "user",
+      id: `${id.slice(0, 8)}-${id.slice(8, 12)}-${id.slice(12, 16)}-${id.slice(16, 20)}-${id.slice(20, 32)}`,
+      name,
+      avatar_url: null,
+      type: "person",
+      person: { email: `${name.toLowerCase().replace(/[^a-z0-9]+/g, ".")}@example.com` },
+    };
+  }
+
+  /** A property's full value as Retrieve a page property item pages through it; undefined: not paginated. */
+  function propertyItems(page: Page, name: string, type: string): Record<string, unknown>[] | undefined {
+    const v = (page.properties[name] ?? {}) as Record<string, unknown>;
+    if (type === "title") return richText(page.titleRuns);
+    if (type === "rich_text") return richText((v.rich_text as Rich) ?? "");
+    if (type === "people") return ((v.people as string[]) ?? []).map(personJson);
+    if (type === "relation") return ((v.relation as string[]) ?? []).map((id) => ({ id }));
+    return undefined;
+  }
+
   function propertyJson(
     name: string,
     type: string,
     value: FakePropertyValue | undefined,
   ): Record<string, unknown> {
-    const id = encodeURIComponent(name.slice(0, 4));
+    const id = propertyId(name);
     const v = (value ?? {}) as Record<string, unknown>;
     const option = (optionName: unknown) =>
       typeof optionName === "string"
@@ -504,7 +584,24 @@ export async function startFakeNotion(
       case "multi_select":
         return { id, type, multi_select: ((v.multi_select as string[]) ?? []).map(option) };
       case "rich_text":
-        return { id, type, rich_text: richText((v.rich_text as string) ?? "") };
+        return { id, type, rich_text: truncatedRuns(richText((v.rich_text as Rich) ?? "")) };
+      case "people":
+        return {
+          id,
+          type,
+          people: ((v.people as string[]) ?? []).slice(0, PAGE_REFERENCE_LIMIT).map(personJson),
+        };
+      case "relation": {
+        // "If a relation has more than 25 references, then the has_more value for the relation in the
+        // response object is true" (https://developers.notion.com/reference/page-property-values#relation).
+        const ids = (v.relation as string[]) ?? [];
+        return {
+          id,
+          type,
+          relation: ids.slice(0, PAGE_REFERENCE_LIMIT).map((page) => ({ id: page })),
+          has_more: ids.length > PAGE_REFERENCE_LIMIT,
+        };
+      }
       case "number":
         return { id, type, number: (v.number as number | null) ?? null };
       case "checkbox":
@@ -537,7 +634,7 @@ export async function startFakeNotion(
     };
     for (const [name, type] of Object.entries(ds.columns)) {
       properties[name] = {
-        id: encodeURIComponent(name.slice(0, 4)),
+        id: propertyId(name),
         name,
         description: null,
         type,
@@ -847,6 +944,8 @@ export async function startFakeNotion(
       if (!page) throw notFound("page", pageId);
       return pageJson(page);
     }
+    const property = method === "GET" ? path.match(/^\/v1\/pages\/([^/]+)\/properties\/([^/]+)$/) : null;
+    if (property) return pageProperty(decodeURIComponent(property[1] ?? ""), property[2] ?? "", query);
     const id = route("GET", /^\/v1\/blocks\/([^/]+)\/children$/);
     if (id !== undefined) {
       const ids = childIds(id);
@@ -891,6 +990,54 @@ export async function startFakeNotion(
       };
     }
     throw new HttpProblem(400, "invalid_request_url", "Invalid request URL.");
+  }
+
+  /**
+   * GET /v1/pages/{page_id}/properties/{property_id}: title, rich_text, people and relation as a paginated
+   * list of property_item objects, one reference or rich text run each; other types as one property_item
+   * (https://developers.notion.com/reference/retrieve-a-page-property,
+   * https://developers.notion.com/reference/property-item-object). The SDK puts the id in the path as the
+   * page object gave it (already URL-encoded).
+   */
+  function pageProperty(
+    pageId: string,
+    rawPropertyId: string,
+    query: URLSearchParams,
+  ): Record<string, unknown> {
+    const page = pageById(pageId);
+    if (!page) throw notFound("page", pageId);
+    const wanted = decodeURIComponent(rawPropertyId);
+    const properties = pageJson(page).properties as Record<string, { id: string; type: string }>;
+    const found = Object.entries(properties).find(([, p]) => decodeURIComponent(p.id) === wanted);
+    if (!found) throw new HttpProblem(404, "object_not_found", `Could not find property with ID: ${wanted}.`);
+    const [name, value] = found;
+    const all = propertyItems(page, name, value.type);
+    if (!all) return { ...value, object: "property_item" };
+    const n = pageSize(query.get("page_size"));
+    const cursor = query.get("start_cursor");
+    const from = cursor ? Number.parseInt(Buffer.from(cursor, "base64url").toString("utf8"), 10) : 0;
+    if (!Number.isInteger(from) || from < 0 || from > all.length) {
+      throw new HttpProblem(400, "validation_error", "start_cursor provided is invalid.");
+    }
+    const next = from + n < all.length ? Buffer.from(String(from + n)).toString("base64url") : null;
+    return {
+      object: "list",
+      results: all.slice(from, from + n).map((item) => ({
+        object: "property_item",
+        id: value.id,
+        type: value.type,
+        [value.type]: item,
+      })),
+      next_cursor: next,
+      has_more: next !== null,
+      type: "property_item",
+      property_item: {
+        id: value.id,
+        next_url: next ? `${url}/v1/pages/${page.id}/properties/${value.id}?start_cursor=${next}` : null,
+        type: value.type,
+        [value.type]: {},
+      },
+    };
   }
 
   function notFound(kind: string, id: string): HttpProblem {
@@ -1054,7 +1201,8 @@ export async function startFakeNotion(
     }
     const page: Page = {
       id,
-      title: input.title,
+      title: plain(input.title),
+      titleRuns: input.title,
       parent,
       properties: input.properties ?? {},
       content: [],
@@ -1134,7 +1282,10 @@ export async function startFakeNotion(
     editPage(id, patch) {
       const page = mustPage(id);
       const time = now();
-      if (patch.title !== undefined) page.title = patch.title;
+      if (patch.title !== undefined) {
+        page.title = plain(patch.title);
+        page.titleRuns = patch.title;
+      }
       if (patch.properties !== undefined) page.properties = { ...page.properties, ...patch.properties };
       if (patch.blocks !== undefined) {
         // Sub-pages stay where they are; the rest of the content is replaced.
