@@ -685,6 +685,35 @@ describe("notion connector", () => {
     expect(second.next).toBeNull();
   });
 
+  it("meets a search that leaves out pages below the shared roots and shows new ones late, as documented", async () => {
+    const root = fake.addPage({ title: "Wiki" });
+    const children = Array.from({ length: 12 }, (_, i) =>
+      fake.addPage({ title: `Topic ${i + 1}`, parent: { pageId: root } }),
+    );
+    fake.setSearchIndexing({ delaySearches: 2, dropFraction: 0.25, seed: 7 });
+    const late = fake.addPage({ title: "Fresh", parent: { pageId: root } });
+    const ctx = await connected({ includeDatabases: false });
+
+    const passes: Set<string>[] = [];
+    for (let i = 0; i < 4; i++) passes.push(new Set((await runPass(ctx)).versions.keys()));
+    // The root, shared directly, is in every pass.
+    for (const pass of passes) expect(pass.has(`page/${root}`)).toBe(true);
+    // A new page is not in the index for the first two searches, then it is (when not dropped).
+    expect(passes[0]?.has(`page/${late}`)).toBe(false);
+    expect(passes[1]?.has(`page/${late}`)).toBe(false);
+    expect(passes.slice(2).some((pass) => pass.has(`page/${late}`))).toBe(true);
+    // Each pass misses some pages that are there all along, and not always the same ones.
+    const missed = passes.map((pass) => children.filter((id) => !pass.has(`page/${id}`)));
+    expect(missed.every((m) => m.length > 0 && m.length < children.length)).toBe(true);
+    expect(new Set(missed.map((m) => m.join())).size).toBeGreaterThan(1);
+    // A connection that trusted one pass would lose pages that still exist; together the passes hold them all.
+    const seen = new Set(passes.flatMap((pass) => [...pass]));
+    for (const id of children) expect(seen.has(`page/${id}`)).toBe(true);
+
+    fake.setSearchIndexing(null);
+    expect((await runPass(ctx)).versions.size).toBe(children.length + 2);
+  });
+
   it("starts a phase over when Notion no longer takes its search cursor", async () => {
     const a = fake.addPage({ title: "A" });
     const b = fake.addPage({ title: "B" });

@@ -146,6 +146,31 @@ describe("Notion connections through OAuth and the sync engine", () => {
     expect(soup.results[0]?.title).toBe("Recipes");
   });
 
+  it("syncs a new sub-page once Notion's search has indexed it", async () => {
+    // Search indexing is not immediate (developers.notion.com/reference/search-optimizations-and-limitations):
+    // the new page is missing from the first pass's search and shows in the next one.
+    notion.setSearchIndexing({ delaySearches: 2 });
+    notion.addPage({
+      title: "Harbour",
+      parent: { pageId: ids.recipes as string },
+      blocks: [{ type: "paragraph", text: "The harbour master keeps the crane keys." }],
+    });
+    later();
+    let before = (await connection()).lastSync.id;
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    const first = await syncAfter(before);
+    expect(first).toMatchObject({ status: "done", counts: { added: 0, failed: 0 } });
+    expect((await processed()).map((d) => d.title)).not.toContain("Harbour");
+
+    before = (await connection()).lastSync.id;
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    const second = await syncAfter(before);
+    expect(second).toMatchObject({ status: "done", counts: { added: 1, failed: 0 } });
+    expect((await processed()).map((d) => d.title).sort()).toEqual(["Boats", "Harbour", "Recipes"]);
+    expect((await connection()).status).toBe("active");
+    notion.setSearchIndexing(null);
+  });
+
   it("refreshes an expired access token and carries on", async () => {
     const before = (await connection()).lastSync.id;
     notion.expireAccessTokens();
@@ -167,7 +192,7 @@ describe("Notion connections through OAuth and the sync engine", () => {
     const run = await syncAfter(before);
     expect(run).toMatchObject({ status: "auth_expired", errorCode: "auth_expired" });
     expect((await connection()).status).toBe("auth_expired");
-    expect(await client.connections.listDocuments("notion", { containerTags: ["wiki"] })).toHaveLength(3);
+    expect(await client.connections.listDocuments("notion", { containerTags: ["wiki"] })).toHaveLength(4);
   });
 
   it("refuses an unknown state and a provider error on the callback", async () => {

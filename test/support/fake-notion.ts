@@ -148,6 +148,13 @@ export interface FakeNotion {
   }): void;
   /** Whether search also returns pages in the trash (with in_trash: true), as a lagging index can. */
   setSearchReturnsTrashed(value: boolean): void;
+  /**
+   * Search as Notion documents it beyond its guarantees: pages and databases below the shared roots show
+   * only from the `delaySearches`-th search after they were created, and each search leaves out each of
+   * them with probability `dropFraction` (a seeded RNG, so a test sees the same drops every run). Roots
+   * (workspace-level pages and databases, the ones shared directly) are always returned. null: off.
+   */
+  setSearchIndexing(options: { delaySearches?: number; dropFraction?: number; seed?: number } | null): void;
   /** Search stops after this many results of a query, reporting request_status incomplete; null: no limit. */
   setSearchResultLimit(limit: number | null): void;
   /** Pins the clock for the next changes (rounded down to the minute); null: back to the ticking clock. */
@@ -194,6 +201,8 @@ interface Page {
   inTrash: boolean;
   /** Search order among equal times: creation order. */
   seq: number;
+  /** The search count from which search's index holds it. */
+  indexedFrom: number;
 }
 
 interface DataSource {
@@ -208,6 +217,7 @@ interface DataSource {
   lastEditedTime: string;
   inTrash: boolean;
   seq: number;
+  indexedFrom: number;
 }
 
 interface Grant {
@@ -278,6 +288,18 @@ function richText(value: Rich): Record<string, unknown>[] {
   });
 }
 
+/** mulberry32: a small seeded RNG, so the fake's random drops are the same on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 function plain(value: Rich): string {
   const runs = typeof value === "string" ? [value] : value;
   return runs
@@ -333,6 +355,9 @@ export async function startFakeNotion(
   let rateLimit: { after: number; times: number; retryAfter: string } | null = null;
   let searchReturnsTrashed = false;
   let searchResultLimit: number | null = null;
+  let indexing: { delaySearches: number; dropFraction: number; random: () => number } | null = null;
+  /** Search requests answered so far. */
+  let searches = 0;
   let pinned: number | null = null;
   let ticks = 0;
   let seq = 0;
@@ -1110,6 +1135,8 @@ export async function startFakeNotion(
       json: () => Record<string, unknown>;
       title: string;
       trashed: boolean;
+      /** Below a shared root: subject to indexing delay and drops. */
+      indexed: { from: number } | null;
     };
     const hits: Hit[] = [];
     if (!filter || filter.value === "page") {
@@ -1120,6 +1147,7 @@ export async function startFakeNotion(
           json: () => pageJson(page),
           title: page.title,
           trashed: page.inTrash,
+          indexed: page.parent.type === "workspace" ? null : { from: page.indexedFrom },
         });
       }
     }
@@ -1131,10 +1159,19 @@ export async function startFakeNotion(
           json: () => dataSourceJson(ds),
           title: ds.title,
           trashed: ds.inTrash,
+          indexed: ds.parentPageId ? { from: ds.indexedFrom } : null,
         });
       }
     }
+    const round = searches++;
+    // "Search is not guaranteed to return everything, and the index may change as your integration
+    // iterates"; "Search indexing is not immediate"; pages and databases "directly shared with an
+    // integration are guaranteed to be returned"
+    // (https://developers.notion.com/reference/search-optimizations-and-limitations).
+    const shown = (h: Hit) =>
+      !indexing || !h.indexed || (round >= h.indexed.from && indexing.random() >= indexing.dropFraction);
     const ordered = hits
+      .filter(shown)
       .filter((h) => searchReturnsTrashed || !h.trashed)
       .filter((h) => !query || h.title.toLowerCase().includes(query))
       .sort((a, b) => {
@@ -1210,6 +1247,7 @@ export async function startFakeNotion(
       lastEditedTime: time,
       inTrash: false,
       seq: ++seq,
+      indexedFrom: searches + (indexing?.delaySearches ?? 0),
     };
     pages.set(id, page);
     page.content = buildBlocks(input.blocks ?? [], { type: "page_id", page_id: id }, time);
@@ -1272,6 +1310,15 @@ export async function startFakeNotion(
     setSearchReturnsTrashed(value) {
       searchReturnsTrashed = value;
     },
+    setSearchIndexing(options) {
+      indexing = options
+        ? {
+            delaySearches: options.delaySearches ?? 0,
+            dropFraction: options.dropFraction ?? 0,
+            random: seeded(options.seed ?? 1),
+          }
+        : null;
+    },
     setSearchResultLimit(limit) {
       searchResultLimit = limit;
     },
@@ -1319,6 +1366,7 @@ export async function startFakeNotion(
         lastEditedTime: time,
         inTrash: false,
         seq: ++seq,
+        indexedFrom: searches + (indexing?.delaySearches ?? 0),
       };
       dataSources.set(ds.id, ds);
       if (ds.parentPageId) {
