@@ -171,6 +171,33 @@ describe("Notion connections through OAuth and the sync engine", () => {
     notion.setSearchIndexing(null);
   });
 
+  it("waits out a 429 in the middle of a page without reading its blocks again", async () => {
+    notion.editPage(ids.recipes as string, {
+      blocks: [
+        { type: "heading_2", text: "Soups" },
+        { type: "bulleted_list_item", text: "Fish soup", children: [{ type: "paragraph", text: "saffron" }] },
+        { type: "bulleted_list_item", text: "Leek soup", children: [{ type: "paragraph", text: "butter" }] },
+      ],
+    });
+    later();
+    const before = (await connection()).lastSync.id;
+    const from = notion.requests.length;
+    // The page search, the page, its blocks and the first nested item's go through; the second's gets 429.
+    notion.rateLimitNext({ after: 4, retryAfterSeconds: 1 });
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({ status: "done", counts: { updated: 1, failed: 0 } });
+    const during = notion.requests.slice(from).filter((r) => !r.path.startsWith("/v1/oauth"));
+    expect(during.filter((r) => r.status === 429)).toHaveLength(1);
+    const reads = during
+      .filter((r) => r.status === 200)
+      .map((r) => `${r.method} ${r.path}${r.query} ${JSON.stringify(r.body ?? null)}`);
+    expect(reads.filter((r) => r.includes("/children")).length).toBeGreaterThan(1);
+    expect(new Set(reads).size).toBe(reads.length);
+    const soup = await client.search.documents({ q: "leek soup butter", containerTags: ["wiki"] });
+    expect(soup.results[0]?.title).toBe("Recipes");
+  });
+
   it("refreshes an expired access token and carries on", async () => {
     const before = (await connection()).lastSync.id;
     notion.expireAccessTokens();
