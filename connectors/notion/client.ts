@@ -1,18 +1,33 @@
 // The @notionhq/client a sync uses, and how Notion's failures become the connector errors the engine acts
 // on. Every request carries the connection's access token; a 401 gets one refresh through the engine's
-// OAuth session and one retry, after which the token counts as refused (ConnectorAuthError). The client's
-// own retries are off: a 429 goes back to the engine at once as ConnectorRateLimitError, which waits as
-// long as Notion's Retry-After asks.
+// OAuth session and one retry, after which the token counts as refused (ConnectorAuthError).
+//
+// Requests keep to Notion's budget of about three a second per integration token (budget.ts). A 429 is
+// retried here, for the one request that got it, after the Retry-After Notion sent: a page's block walk
+// then goes on where it was instead of starting over in a new activity attempt. Only a wait longer than
+// Notion's per-connection window (or a 429 that persists) goes back to the engine as
+// ConnectorRateLimitError, whose next attempt waits as long as Notion asked. The SDK's own retries stay
+// off so that a request is never retried twice over.
 
 import { APIErrorCode, Client, isNotionClientError, type Logger, LogLevel } from "@notionhq/client";
 import { ConnectorAuthError, ConnectorRateLimitError, retryAfterHeaderMs } from "../errors.ts";
 import type { SyncContext } from "../types.ts";
+import { budgetFor, pause } from "./budget.ts";
 import type { NotionConfig, NotionSecrets } from "./settings.ts";
 
 export type NotionContext = SyncContext<NotionConfig, NotionSecrets>;
 
 /** How long to wait when Notion rate-limits without a usable Retry-After. */
 export const DEFAULT_RETRY_AFTER_MS = 30_000;
+
+/**
+ * The longest Retry-After waited out inside the connector. Notion's per-connection limit asks for at most
+ * 60 s ("the time until the window resets"); a longer wait (the workspace-wide limit) is the engine's.
+ * https://developers.notion.com/reference/request-limits
+ */
+export const MAX_INLINE_WAIT_MS = 60_000;
+/** A request answered 429 this many times in a row goes back to the engine. */
+export const MAX_INLINE_RETRIES = 3;
 
 /** The status and headers of a failed call, whatever the SDK made of it. */
 function failure(
@@ -105,9 +120,11 @@ export class NotionApi {
       auth: token,
       baseUrl: this.baseUrl,
       fetch: this.fetch,
-      // Rate limits and failures go back to the engine, which waits and retries with the whole activity.
+      // 429s are retried by this.fetch, under the token's budget; other failures go to the engine.
       retry: false,
-      timeoutMs: this.ctx.network.timeoutMs,
+      // this.fetch applies the network timeout to each attempt; the SDK's would also cut the waits for
+      // the budget and for Retry-After short (setTimeout's largest delay: no timeout of its own).
+      timeoutMs: 2 ** 31 - 1,
       logLevel: LogLevel.WARN,
       logger: this.logger,
     });
@@ -125,16 +142,46 @@ export class NotionApi {
     url: string,
     init: { body?: string | FormData; headers?: Record<string, string>; method?: string } = {},
   ): Promise<Response> => {
-    this.ctx.heartbeat();
-    const signal = AbortSignal.any([this.ctx.signal, AbortSignal.timeout(this.ctx.network.timeoutMs)]);
-    const response = await fetch(url, {
-      method: init.method,
-      headers: init.headers,
-      body: init.body,
-      signal,
-    });
-    const date = Date.parse(response.headers.get("date") ?? "");
-    if (Number.isFinite(date)) this.serverTime = date;
-    return response;
+    const token = bearer(init.headers);
+    const budget = token ? budgetFor(token) : undefined;
+    for (let attempt = 0; ; attempt++) {
+      // A queue longer than Notion's window (a long Retry-After another sync got, many syncs on one
+      // token): the engine waits, as for a 429 of our own.
+      const queued = budget?.delay(Date.now()) ?? 0;
+      if (queued > MAX_INLINE_WAIT_MS) {
+        throw new ConnectorRateLimitError("Notion rate limit: this token's request budget is spent", queued);
+      }
+      const wait = budget?.reserve(Date.now()) ?? 0;
+      if (wait > 0) await pause(wait, this.ctx.signal, this.ctx.heartbeat);
+      this.ctx.heartbeat();
+      const signal = AbortSignal.any([this.ctx.signal, AbortSignal.timeout(this.ctx.network.timeoutMs)]);
+      const response = await fetch(url, {
+        method: init.method,
+        headers: init.headers,
+        body: init.body,
+        signal,
+      });
+      const date = Date.parse(response.headers.get("date") ?? "");
+      if (Number.isFinite(date)) this.serverTime = date;
+      if (response.status !== 429) return response;
+      // Notion always sends Retry-After with a 429; without one, back off 1 s, 2 s, 4 s.
+      const asked = retryAfterMs(response.headers.get("retry-after") ?? undefined) ?? 1000 * 2 ** attempt;
+      // Other syncs with this token wait too: the limit is the token's, not this request's.
+      budget?.pauseUntil(Date.now() + asked);
+      if (attempt >= MAX_INLINE_RETRIES || asked > MAX_INLINE_WAIT_MS) return response;
+      await response.body?.cancel();
+      this.ctx.log.info(
+        { provider: "notion", waitMs: asked, attempt: attempt + 1 },
+        "notion: rate limited; retrying the request after Retry-After",
+      );
+      await pause(asked, this.ctx.signal, this.ctx.heartbeat);
+    }
   };
+}
+
+function bearer(headers: Record<string, string> | undefined): string | undefined {
+  for (const [key, value] of Object.entries(headers ?? {})) {
+    if (key.toLowerCase() === "authorization" && value.startsWith("Bearer ")) return value.slice(7);
+  }
+  return undefined;
 }

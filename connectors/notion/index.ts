@@ -18,6 +18,12 @@
  * metadata: `lastEditedTime`, `parentType` (workspace, page_id, data_source_id, block_id...), `notionId`,
  * `objectType` (page | data_source), and `rowCount` for databases.
  *
+ * Row properties are complete: a title, text or people value that reaches the 25 references a page object
+ * shows is read again through the property item endpoint. Listing relies on Notion's search, which is not
+ * guaranteed complete and indexes new pages with a delay; pages shared directly are always returned.
+ * Requests keep to about three a second per integration token across the worker's connections, and a
+ * 429 asking for at most a minute is waited out for that one request.
+ *
  * Settings (`includeDatabases`, `pageSize`): see settings.ts.
  *
  * Credentials: OAuth only (public integration). The engine runs the consent flow and keeps the tokens;

@@ -51,6 +51,8 @@ export type NotionCursor = z.infer<typeof notionCursorSchema>;
 export const SETTLE_MS = 2 * 60_000;
 /** Nesting deeper than this is not followed (Notion's editor does not go near it). */
 const MAX_DEPTH = 25;
+/** Retrieve a page gives at most this many references (mentions, people) per property value. */
+const PAGE_REFERENCE_LIMIT = 25;
 /** A database document names at most this many rows. */
 export const MAX_DATABASE_ROWS = 2000;
 /** Blocks whose children are documents of their own (or not readable as children). */
@@ -175,8 +177,9 @@ async function retrieve<T>(api: NotionApi, run: (client: Client) => Promise<T>):
 async function fetchPage(ctx: NotionContext, api: NotionApi, id: string): Promise<FetchedItem | null> {
   const page = await retrieve(api, (client) => client.pages.retrieve({ page_id: id }));
   if (!page || !isFullPage(page) || gone(page)) return null;
-  const title = pageTitle(page.properties) || "Untitled";
-  const properties = isRow(page) ? propertiesToText(page.properties) : "";
+  const values = await fullProperties(ctx, api, page);
+  const title = pageTitle(values) || "Untitled";
+  const properties = isRow(page) ? propertiesToText(values) : "";
   const body = blocksToMarkdown(await children(ctx, api, page.id, 0));
   const text = [`# ${title}`, properties, body].filter(Boolean).join("\n\n");
   return {
@@ -190,6 +193,56 @@ async function fetchPage(ctx: NotionContext, api: NotionApi, id: string): Promis
       objectType: "page",
     },
   };
+}
+
+/**
+ * A page's properties with every value we render complete. Retrieve a page gives at most 25 references per
+ * property (mentions in a title or text, people) and says to page through the rest with Retrieve a page
+ * property item (https://developers.notion.com/reference/retrieve-a-page, "Limits";
+ * https://developers.notion.com/reference/retrieve-a-page-property). Only values that reach the limit are
+ * fetched again, so a page costs one extra request only when something may be cut. Relations are not
+ * rendered (they hold page ids only), so their `has_more` is not followed.
+ */
+async function fullProperties(
+  ctx: NotionContext,
+  api: NotionApi,
+  page: PageObjectResponse,
+): Promise<Record<string, unknown>> {
+  const values: Record<string, unknown> = { ...page.properties };
+  for (const [name, value] of Object.entries(page.properties)) {
+    if (!mayBeCut(value)) continue;
+    const items: unknown[] = [];
+    let start: string | undefined;
+    do {
+      const from = start;
+      const response = await retrieve(api, (client) =>
+        client.pages.properties.retrieve({
+          page_id: page.id,
+          property_id: value.id,
+          page_size: ctx.config.pageSize,
+          ...(from ? { start_cursor: from } : {}),
+        }),
+      );
+      // The page went while we read it: what Retrieve a page gave is all there is.
+      if (response?.object !== "list") break;
+      for (const item of response.results) {
+        if (item.type === value.type) items.push((item as Record<string, unknown>)[value.type]);
+      }
+      start = response.has_more ? (response.next_cursor ?? undefined) : undefined;
+      if (!start) values[name] = { ...value, [value.type]: items };
+    } while (start);
+  }
+  return values;
+}
+
+/** Whether a property value in a page object may have been cut at Notion's 25 references. */
+function mayBeCut(value: PageObjectResponse["properties"][string]): boolean {
+  if (value.type === "people") return value.people.length >= PAGE_REFERENCE_LIMIT;
+  if (value.type === "title" || value.type === "rich_text") {
+    const runs = value.type === "title" ? value.title : value.rich_text;
+    return runs.filter((run) => run.type === "mention").length >= PAGE_REFERENCE_LIMIT;
+  }
+  return false;
 }
 
 /** A block's children, and theirs, in order. A block deleted while we read is read as empty. */

@@ -6,6 +6,8 @@ import {
   blocksToMarkdown,
   richTextToMarkdown,
 } from "../../connectors/notion/blocks-to-text.ts";
+import { budgetFor, RequestBudget } from "../../connectors/notion/budget.ts";
+import { MAX_INLINE_RETRIES } from "../../connectors/notion/client.ts";
 import { type NotionCursor, notionConnector, notionOAuth } from "../../connectors/notion/index.ts";
 import {
   type NotionConfig,
@@ -14,7 +16,13 @@ import {
 } from "../../connectors/notion/settings.ts";
 import { addRow, editVersion, SETTLE_MS } from "../../connectors/notion/sync.ts";
 import type { OAuthSession, SourceItem, SyncContext } from "../../connectors/types.ts";
-import { FAKE_NOTION_VERSION, type FakeNotion, startFakeNotion } from "../support/fake-notion.ts";
+import {
+  FAKE_NOTION_VERSION,
+  type FakeBlock,
+  type FakeNotion,
+  type FakeRichText,
+  startFakeNotion,
+} from "../support/fake-notion.ts";
 
 type Ctx = SyncContext<NotionConfig, NotionSecrets> & { heartbeats: () => number };
 
@@ -475,6 +483,70 @@ describe("notion connector", () => {
     });
   });
 
+  it("reads property values past Notion's 25 references through the property item endpoint", async () => {
+    const { dataSourceId } = fake.addDataSource({
+      title: "Meetings",
+      columns: { Notes: "rich_text", Attendees: "people", Related: "relation", Room: "select" },
+    });
+    const people = Array.from({ length: 30 }, (_, i) => `Person ${i + 1}`);
+    const notes: FakeRichText[] = ["Present: "];
+    for (const name of people) notes.push({ mention: "user", name }, " ");
+    const title: FakeRichText[] = ["Sync with "];
+    for (let i = 1; i <= 27; i++) title.push({ mention: "page", name: `Team ${i}` }, " ");
+    const targets = Array.from({ length: 30 }, (_, i) => fake.addPage({ title: `Target ${i}` }));
+    const row = fake.addPage({
+      title,
+      parent: { dataSourceId },
+      properties: {
+        Notes: { rich_text: notes },
+        Attendees: { people },
+        Related: { relation: targets },
+        Room: { select: "Blue" },
+      },
+    });
+    const small = fake.addPage({
+      title: "Small",
+      parent: { dataSourceId },
+      properties: { Attendees: { people: ["Ada"] } },
+    });
+
+    // What Retrieve a page gives: each value cut at 25 references, a relation saying it has more.
+    const ctx = await connected({ pageSize: 10 });
+    const { items } = await runPass(ctx);
+    const token = await (ctx.oauth as OAuthSession).accessToken();
+    const raw = (await (
+      await fetch(`${fake.url}/v1/pages/${row}`, {
+        headers: { authorization: `Bearer ${token}`, "notion-version": FAKE_NOTION_VERSION },
+      })
+    ).json()) as { properties: Record<string, Record<string, unknown>> };
+    const mentions = (runs: unknown) =>
+      (runs as { type: string }[]).filter((r) => r.type === "mention").length;
+    expect(mentions(raw.properties.Notes?.rich_text)).toBe(25);
+    expect(mentions(raw.properties.Name?.title)).toBe(25);
+    expect(raw.properties.Attendees?.people).toHaveLength(25);
+    expect(raw.properties.Related).toMatchObject({ has_more: true });
+    expect(raw.properties.Related?.relation).toHaveLength(25);
+
+    fake.requests.length = 0;
+    const fetched = await fetchById(ctx, items, `page/${row}`);
+    expect(fetched?.title).toBe(
+      `Sync with ${Array.from({ length: 27 }, (_, i) => `Team ${i + 1}`).join(" ")}`,
+    );
+    expect(fetched?.text).toContain(`Attendees: ${people.join(", ")}`);
+    expect(fetched?.text).toContain(`Notes: Present: ${people.map((p) => `@${p}`).join(" ")}`);
+    expect(fetched?.text).toContain("Room: Blue");
+    // Title, notes and attendees each paged through (30 or more references, 10 a page); the relation is
+    // not rendered, so it is not fetched.
+    const propertyCalls = fake.requests.filter((r) => r.path.includes("/properties/"));
+    expect(propertyCalls.every((r) => r.status === 200)).toBe(true);
+    expect(new Set(propertyCalls.map((r) => r.path)).size).toBe(3);
+    expect(propertyCalls.length).toBeGreaterThanOrEqual(9);
+
+    fake.requests.length = 0;
+    expect((await fetchById(ctx, items, `page/${small}`))?.text).toContain("Attendees: Ada");
+    expect(fake.requests.filter((r) => r.path.includes("/properties/"))).toEqual([]);
+  });
+
   it("pages through search, block children and database queries with small page sizes", async () => {
     const ids: string[] = [];
     for (let i = 1; i <= 7; i++) ids.push(fake.addPage({ title: `Note ${i}` }));
@@ -613,6 +685,35 @@ describe("notion connector", () => {
     expect(second.next).toBeNull();
   });
 
+  it("meets a search that leaves out pages below the shared roots and shows new ones late, as documented", async () => {
+    const root = fake.addPage({ title: "Wiki" });
+    const children = Array.from({ length: 12 }, (_, i) =>
+      fake.addPage({ title: `Topic ${i + 1}`, parent: { pageId: root } }),
+    );
+    fake.setSearchIndexing({ delaySearches: 2, dropFraction: 0.25, seed: 7 });
+    const late = fake.addPage({ title: "Fresh", parent: { pageId: root } });
+    const ctx = await connected({ includeDatabases: false });
+
+    const passes: Set<string>[] = [];
+    for (let i = 0; i < 4; i++) passes.push(new Set((await runPass(ctx)).versions.keys()));
+    // The root, shared directly, is in every pass.
+    for (const pass of passes) expect(pass.has(`page/${root}`)).toBe(true);
+    // A new page is not in the index for the first two searches, then it is (when not dropped).
+    expect(passes[0]?.has(`page/${late}`)).toBe(false);
+    expect(passes[1]?.has(`page/${late}`)).toBe(false);
+    expect(passes.slice(2).some((pass) => pass.has(`page/${late}`))).toBe(true);
+    // Each pass misses some pages that are there all along, and not always the same ones.
+    const missed = passes.map((pass) => children.filter((id) => !pass.has(`page/${id}`)));
+    expect(missed.every((m) => m.length > 0 && m.length < children.length)).toBe(true);
+    expect(new Set(missed.map((m) => m.join())).size).toBeGreaterThan(1);
+    // A connection that trusted one pass would lose pages that still exist; together the passes hold them all.
+    const seen = new Set(passes.flatMap((pass) => [...pass]));
+    for (const id of children) expect(seen.has(`page/${id}`)).toBe(true);
+
+    fake.setSearchIndexing(null);
+    expect((await runPass(ctx)).versions.size).toBe(children.length + 2);
+  });
+
   it("starts a phase over when Notion no longer takes its search cursor", async () => {
     const a = fake.addPage({ title: "A" });
     const b = fake.addPage({ title: "B" });
@@ -679,25 +780,76 @@ describe("notion connector", () => {
     expect(oauth.refreshes()).toBe(1);
   });
 
-  it("turns 429 into ConnectorRateLimitError with Retry-After, without retrying on its own", async () => {
+  it("waits out a 429 for the one request and goes on with the block walk where it was", async () => {
+    const blocks: FakeBlock[] = [];
+    for (let i = 1; i <= 6; i++) {
+      blocks.push({
+        type: "bulleted_list_item",
+        text: `Item ${i}`,
+        children: [{ type: "paragraph", text: `Note ${i}` }],
+      });
+    }
+    const page = fake.addPage({ title: "Long", blocks });
+    const ctx = await connected({ pageSize: 2 });
+    const item = { id: `page/${page}`, version: "x" };
+    const clean = await notionConnector.fetchItem(ctx, item);
+    const reads = () =>
+      fake.requests
+        .filter((r) => r.status === 200 && r.path.startsWith("/v1/") && !r.path.startsWith("/v1/oauth"))
+        .map((r) => `${r.method} ${r.path} ${r.query}`);
+    const read = reads();
+    fake.requests.length = 0;
+
+    // The page, then three pages of top-level blocks, then the nested ones: 429 on the fifth request.
+    fake.rateLimitNext({ after: 4, retryAfterSeconds: 1 });
+    const again = await notionConnector.fetchItem(ctx, item);
+    expect(again).toEqual(clean);
+    expect(fake.requests.map((r) => r.status).filter((s) => s === 429)).toHaveLength(1);
+    const limited = fake.requests.findIndex((r) => r.status === 429);
+    // The request that got 429 is sent again once, and nothing read before it is read twice.
+    expect(`${fake.requests[limited + 1]?.method} ${fake.requests[limited + 1]?.path}`).toBe(
+      `${fake.requests[limited]?.method} ${fake.requests[limited]?.path}`,
+    );
+    expect(reads()).toEqual(read);
+  });
+
+  it("hands a long or persistent 429 to the engine as ConnectorRateLimitError with Retry-After", async () => {
     const page = fake.addPage({ title: "Doc" });
-    const ctx = await connected();
-    fake.rateLimitNext({ retryAfterSeconds: 7 });
+    // Longer than Notion's per-connection window: the engine waits, not the activity.
+    const oauth = await oauthSession();
+    const ctx = contextFor({}, oauth);
+    fake.rateLimitNext({ retryAfterSeconds: 120 });
     const limited = await rejection(notionConnector.listPage(ctx, await notionConnector.initialCursor(ctx)));
     expect(limited).toBeInstanceOf(ConnectorRateLimitError);
-    expect((limited as ConnectorRateLimitError).retryAfterMs).toBe(7000);
-    // One 429, no retries by the client: the engine waits and retries the activity.
+    expect((limited as ConnectorRateLimitError).retryAfterMs).toBe(120_000);
     expect(fake.requests.filter((r) => r.path === "/v1/search").map((r) => r.status)).toEqual([429]);
+    // Another connection with the same token waits too, without spending a request on it.
+    const sibling = contextFor({}, oauth);
+    const waiting = await rejection(notionConnector.fetchItem(sibling, { id: `page/${page}`, version: "x" }));
+    expect(waiting).toBeInstanceOf(ConnectorRateLimitError);
+    expect((waiting as ConnectorRateLimitError).retryAfterMs).toBeGreaterThan(60_000);
+    expect(fake.requests.filter((r) => r.path.startsWith("/v1/pages"))).toEqual([]);
 
+    const dated = await connected();
     fake.rateLimitNext({ retryAfterDate: new Date(Date.now() + 90_000) });
-    const duringFetch = await rejection(notionConnector.fetchItem(ctx, { id: `page/${page}`, version: "x" }));
+    const duringFetch = await rejection(
+      notionConnector.fetchItem(dated, { id: `page/${page}`, version: "x" }),
+    );
     expect(duringFetch).toBeInstanceOf(ConnectorRateLimitError);
     expect((duringFetch as ConnectorRateLimitError).retryAfterMs).toBeGreaterThan(80_000);
     expect((duringFetch as ConnectorRateLimitError).retryAfterMs).toBeLessThanOrEqual(90_000);
+
+    // A short Retry-After that keeps coming back: retried MAX_INLINE_RETRIES times, then the engine's.
+    const persistent = await connected();
+    fake.requests.length = 0;
+    fake.rateLimitNext({ retryAfterSeconds: 1, times: MAX_INLINE_RETRIES + 1 });
+    const item = { id: `page/${page}`, version: "x" };
+    const refused = await rejection(notionConnector.fetchItem(persistent, item));
+    expect(refused).toBeInstanceOf(ConnectorRateLimitError);
+    expect((refused as ConnectorRateLimitError).retryAfterMs).toBe(1000);
+    expect(fake.requests.map((r) => r.status)).toEqual(Array(MAX_INLINE_RETRIES + 1).fill(429));
     // After the wait the same call goes through.
-    expect(await notionConnector.fetchItem(ctx, { id: `page/${page}`, version: "x" })).toMatchObject({
-      title: "Doc",
-    });
+    expect(await notionConnector.fetchItem(persistent, item)).toMatchObject({ title: "Doc" });
   });
 
   it("stops when the activity is cancelled", async () => {
@@ -778,5 +930,30 @@ describe("notion text conversion", () => {
       item("unsupported_future_block", "future text"),
     ]);
     expect(text).toBe("> Quoted\n>\n> - point\n\n## Toggle heading\n\ninside\n\n> Note\n\nfuture text");
+  });
+});
+
+describe("notion request budget", () => {
+  it("lets a burst through, then spaces requests to three a second", () => {
+    const budget = new RequestBudget(3, 10);
+    const waits = Array.from({ length: 13 }, () => budget.reserve(1_000_000));
+    expect(waits.slice(0, 10)).toEqual(Array(10).fill(0));
+    expect(waits.slice(10).map(Math.round)).toEqual([333, 667, 1000]);
+    // A quiet second gives three requests back.
+    const later = 1_000_000 + 1000 + 1000;
+    expect([budget.reserve(later), budget.reserve(later), budget.reserve(later)]).toEqual([0, 0, 0]);
+    expect(Math.round(budget.reserve(later))).toBe(333);
+  });
+
+  it("holds every request with the token until Retry-After has passed, with no burst right after", () => {
+    const budget = new RequestBudget(3, 10);
+    budget.pauseUntil(5000);
+    expect(budget.reserve(0)).toBe(5000);
+    expect(Math.round(budget.reserve(0))).toBe(5333);
+  });
+
+  it("is one budget per token in the process, shared by the connections that use it", () => {
+    expect(budgetFor("ntn_shared")).toBe(budgetFor("ntn_shared"));
+    expect(budgetFor("ntn_shared")).not.toBe(budgetFor("ntn_other"));
   });
 });

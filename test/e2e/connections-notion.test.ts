@@ -146,6 +146,58 @@ describe("Notion connections through OAuth and the sync engine", () => {
     expect(soup.results[0]?.title).toBe("Recipes");
   });
 
+  it("syncs a new sub-page once Notion's search has indexed it", async () => {
+    // Search indexing is not immediate (developers.notion.com/reference/search-optimizations-and-limitations):
+    // the new page is missing from the first pass's search and shows in the next one.
+    notion.setSearchIndexing({ delaySearches: 2 });
+    notion.addPage({
+      title: "Harbour",
+      parent: { pageId: ids.recipes as string },
+      blocks: [{ type: "paragraph", text: "The harbour master keeps the crane keys." }],
+    });
+    later();
+    let before = (await connection()).lastSync.id;
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    const first = await syncAfter(before);
+    expect(first).toMatchObject({ status: "done", counts: { added: 0, failed: 0 } });
+    expect((await processed()).map((d) => d.title)).not.toContain("Harbour");
+
+    before = (await connection()).lastSync.id;
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    const second = await syncAfter(before);
+    expect(second).toMatchObject({ status: "done", counts: { added: 1, failed: 0 } });
+    expect((await processed()).map((d) => d.title).sort()).toEqual(["Boats", "Harbour", "Recipes"]);
+    expect((await connection()).status).toBe("active");
+    notion.setSearchIndexing(null);
+  });
+
+  it("waits out a 429 in the middle of a page without reading its blocks again", async () => {
+    notion.editPage(ids.recipes as string, {
+      blocks: [
+        { type: "heading_2", text: "Soups" },
+        { type: "bulleted_list_item", text: "Fish soup", children: [{ type: "paragraph", text: "saffron" }] },
+        { type: "bulleted_list_item", text: "Leek soup", children: [{ type: "paragraph", text: "butter" }] },
+      ],
+    });
+    later();
+    const before = (await connection()).lastSync.id;
+    const from = notion.requests.length;
+    // The page search, the page, its blocks and the first nested item's go through; the second's gets 429.
+    notion.rateLimitNext({ after: 4, retryAfterSeconds: 1 });
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({ status: "done", counts: { updated: 1, failed: 0 } });
+    const during = notion.requests.slice(from).filter((r) => !r.path.startsWith("/v1/oauth"));
+    expect(during.filter((r) => r.status === 429)).toHaveLength(1);
+    const reads = during
+      .filter((r) => r.status === 200)
+      .map((r) => `${r.method} ${r.path}${r.query} ${JSON.stringify(r.body ?? null)}`);
+    expect(reads.filter((r) => r.includes("/children")).length).toBeGreaterThan(1);
+    expect(new Set(reads).size).toBe(reads.length);
+    const soup = await client.search.documents({ q: "leek soup butter", containerTags: ["wiki"] });
+    expect(soup.results[0]?.title).toBe("Recipes");
+  });
+
   it("refreshes an expired access token and carries on", async () => {
     const before = (await connection()).lastSync.id;
     notion.expireAccessTokens();
@@ -167,7 +219,7 @@ describe("Notion connections through OAuth and the sync engine", () => {
     const run = await syncAfter(before);
     expect(run).toMatchObject({ status: "auth_expired", errorCode: "auth_expired" });
     expect((await connection()).status).toBe("auth_expired");
-    expect(await client.connections.listDocuments("notion", { containerTags: ["wiki"] })).toHaveLength(3);
+    expect(await client.connections.listDocuments("notion", { containerTags: ["wiki"] })).toHaveLength(4);
   });
 
   it("refuses an unknown state and a provider error on the callback", async () => {

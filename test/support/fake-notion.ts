@@ -11,14 +11,16 @@
 //   `{object: "error", status, code, message, request_id}`: 401 unauthorized, 404 object_not_found,
 //   429 rate_limited with Retry-After, 400 validation_error.
 // - POST /v1/search (filter, sort by last_edited_time, start_cursor/page_size/has_more/next_cursor),
-//   GET /v1/pages/{id}, GET /v1/blocks/{id}/children (paginated; next_cursor is the next block's id, as on
-//   Notion), GET /v1/data_sources/{id}, POST /v1/data_sources/{id}/query.
+//   GET /v1/pages/{id} (properties cut at 25 references, as Notion does), GET
+//   /v1/pages/{id}/properties/{property id} (the full value, paginated), GET /v1/blocks/{id}/children
+//   (paginated; next_cursor is the next block's id, as on Notion), GET /v1/data_sources/{id}, POST
+//   /v1/data_sources/{id}/query.
 // - Times are rounded down to the minute, as Notion does; the fake clock advances one minute per change
 //   unless a test pins it with setTime.
 //
 // Content lives in memory; tests add, edit and trash pages between passes.
 
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -35,7 +37,9 @@ export type FakeRichText =
       code?: boolean;
       href?: string;
     }
-  | { equation: string };
+  | { equation: string }
+  /** An inline mention of a person or a page, shown as its name. */
+  | { mention: "user" | "page"; name: string };
 
 type Rich = string | FakeRichText[];
 
@@ -72,14 +76,19 @@ export type FakePropertyValue =
   | { select: string | null }
   | { status: string | null }
   | { multi_select: string[] }
-  | { rich_text: string }
+  | { rich_text: Rich }
+  /** People by name. */
+  | { people: string[] }
+  /** Related page ids. */
+  | { relation: string[] }
   | { number: number | null }
   | { checkbox: boolean }
   | { date: string | null }
   | { url: string | null };
 
 export interface FakePageInput {
-  title: string;
+  /** The title; runs may hold mentions (a title is rich text). */
+  title: Rich;
   /** Where the page lives: the workspace (default), under a page, or a row of a data source. */
   parent?: { pageId: string } | { dataSourceId: string };
   blocks?: FakeBlock[];
@@ -101,6 +110,8 @@ export interface FakeDataSourceInput {
 export interface FakeRequest {
   method: string;
   path: string;
+  /** The query string, with its `?` ("" when none). */
+  query: string;
   status: number;
   body?: unknown;
   /** The Notion-Version header sent. */
@@ -125,10 +136,25 @@ export interface FakeNotion {
   expireAccessTokens(): void;
   /** The user removed the integration: refresh answers 400 invalid_grant and every API call 401. */
   revoke(): void;
-  /** The next API call(s) answer 429 with Retry-After. */
-  rateLimitNext(options?: { retryAfterSeconds?: number; retryAfterDate?: Date; times?: number }): void;
+  /**
+   * The next API call(s) answer 429 with Retry-After: `times` of them (default 1), after letting `after`
+   * calls through (default 0).
+   */
+  rateLimitNext(options?: {
+    retryAfterSeconds?: number;
+    retryAfterDate?: Date;
+    times?: number;
+    after?: number;
+  }): void;
   /** Whether search also returns pages in the trash (with in_trash: true), as a lagging index can. */
   setSearchReturnsTrashed(value: boolean): void;
+  /**
+   * Search as Notion documents it beyond its guarantees: pages and databases below the shared roots show
+   * only from the `delaySearches`-th search after they were created, and each search leaves out each of
+   * them with probability `dropFraction` (a seeded RNG, so a test sees the same drops every run). Roots
+   * (workspace-level pages and databases, the ones shared directly) are always returned. null: off.
+   */
+  setSearchIndexing(options: { delaySearches?: number; dropFraction?: number; seed?: number } | null): void;
   /** Search stops after this many results of a query, reporting request_status incomplete; null: no limit. */
   setSearchResultLimit(limit: number | null): void;
   /** Pins the clock for the next changes (rounded down to the minute); null: back to the ticking clock. */
@@ -161,7 +187,9 @@ interface Block {
 
 interface Page {
   id: string;
+  /** Plain text of the title (what search matches and child_page blocks show). */
   title: string;
+  titleRuns: Rich;
   parent:
     | { type: "workspace"; workspace: true }
     | { type: "page_id"; page_id: string }
@@ -173,6 +201,8 @@ interface Page {
   inTrash: boolean;
   /** Search order among equal times: creation order. */
   seq: number;
+  /** The search count from which search's index holds it. */
+  indexedFrom: number;
 }
 
 interface DataSource {
@@ -187,6 +217,7 @@ interface DataSource {
   lastEditedTime: string;
   inTrash: boolean;
   seq: number;
+  indexedFrom: number;
 }
 
 interface Grant {
@@ -210,6 +241,11 @@ const BASE_TIME = Date.parse("2024-03-01T09:00:00.000Z");
 
 const bare = (id: string) => id.replace(/-/g, "").toLowerCase();
 
+/** A column's id: short and opaque like Notion's, and stable when the name is. */
+function propertyId(name: string): string {
+  return createHash("sha256").update(name).digest("base64url").slice(0, 6);
+}
+
 function minute(at: number): string {
   return new Date(Math.floor(at / 60_000) * 60_000).toISOString();
 }
@@ -217,6 +253,21 @@ function minute(at: number): string {
 function richText(value: Rich): Record<string, unknown>[] {
   const runs = typeof value === "string" ? (value ? [value] : []) : value;
   return runs.map((run) => {
+    if (typeof run !== "string" && "mention" in run) {
+      // https://developers.notion.com/reference/rich-text#mention
+      const id = bare(createHash("sha256").update(run.name).digest("hex")).slice(0, 32);
+      const uuid = `${id.slice(0, 8)}-${id.slice(8, 12)}-${id.slice(12, 16)}-${id.slice(16, 20)}-${id.slice(20)}`;
+      return {
+        type: "mention",
+        mention:
+          run.mention === "user"
+            ? { type: "user", user: { object: "user", id: uuid } }
+            : { type: "page", page: { id: uuid } },
+        annotations: annotations({}),
+        plain_text: run.mention === "user" ? `@${run.name}` : run.name,
+        href: run.mention === "page" ? `https://www.notion.so/${id}` : null,
+      };
+    }
     if (typeof run !== "string" && "equation" in run) {
       return {
         type: "equation",
@@ -235,6 +286,41 @@ function richText(value: Rich): Record<string, unknown>[] {
       href: r.href ?? null,
     };
   });
+}
+
+/** mulberry32: a small seeded RNG, so the fake's random drops are the same on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function plain(value: Rich): string {
+  const runs = typeof value === "string" ? [value] : value;
+  return runs
+    .map((run) =>
+      typeof run === "string" ? run : "text" in run ? run.text : "equation" in run ? run.equation : run.name,
+    )
+    .join("");
+}
+
+/**
+ * What Retrieve a page shows of a property that refers to pages or people: "Page properties are limited to
+ * up to 25 references per page property"; the rest only through Retrieve a page property item
+ * (https://developers.notion.com/reference/retrieve-a-page,
+ * https://developers.notion.com/reference/page-property-values). Rich text keeps its text and its first 25
+ * mentions.
+ */
+export const PAGE_REFERENCE_LIMIT = 25;
+
+function truncatedRuns(items: Record<string, unknown>[]): Record<string, unknown>[] {
+  let mentions = 0;
+  return items.filter((item) => item.type !== "mention" || ++mentions <= PAGE_REFERENCE_LIMIT);
 }
 
 function annotations(r: { bold?: boolean; italic?: boolean; strikethrough?: boolean; code?: boolean }) {
@@ -266,9 +352,12 @@ export async function startFakeNotion(
   let grants: Grant[] = [];
   const validAccess = new Set<string>();
   let revoked = false;
-  let rateLimit: { times: number; retryAfter: string } | null = null;
+  let rateLimit: { after: number; times: number; retryAfter: string } | null = null;
   let searchReturnsTrashed = false;
   let searchResultLimit: number | null = null;
+  let indexing: { delaySearches: number; dropFraction: number; random: () => number } | null = null;
+  /** Search requests answered so far. */
+  let searches = 0;
   let pinned: number | null = null;
   let ticks = 0;
   let seq = 0;
@@ -453,9 +542,9 @@ export async function startFakeNotion(
       for (const [name, type] of Object.entries(ds?.columns ?? {})) {
         properties[name] = propertyJson(name, type, page.properties[name]);
       }
-      properties[ds?.titleProperty ?? "Name"] = { id: "title", type: "title", title: richText(page.title) };
+      properties[ds?.titleProperty ?? "Name"] = titleJson(page);
     } else {
-      properties.title = { id: "title", type: "title", title: richText(page.title) };
+      properties.title = titleJson(page);
     }
     return {
       object: "page",
@@ -476,12 +565,38 @@ export async function startFakeNotion(
     };
   }
 
+  function titleJson(page: Page): Record<string, unknown> {
+    return { id: "title", type: "title", title: truncatedRuns(richText(page.titleRuns)) };
+  }
+
+  function personJson(name: string): Record<string, unknown> {
+    const id = bare(createHash("sha256").update(`person ${name}`).digest("hex"));
+    return {
+      object: "user",
+      id: `${id.slice(0, 8)}-${id.slice(8, 12)}-${id.slice(12, 16)}-${id.slice(16, 20)}-${id.slice(20, 32)}`,
+      name,
+      avatar_url: null,
+      type: "person",
+      person: { email: `${name.toLowerCase().replace(/[^a-z0-9]+/g, ".")}@example.com` },
+    };
+  }
+
+  /** A property's full value as Retrieve a page property item pages through it; undefined: not paginated. */
+  function propertyItems(page: Page, name: string, type: string): Record<string, unknown>[] | undefined {
+    const v = (page.properties[name] ?? {}) as Record<string, unknown>;
+    if (type === "title") return richText(page.titleRuns);
+    if (type === "rich_text") return richText((v.rich_text as Rich) ?? "");
+    if (type === "people") return ((v.people as string[]) ?? []).map(personJson);
+    if (type === "relation") return ((v.relation as string[]) ?? []).map((id) => ({ id }));
+    return undefined;
+  }
+
   function propertyJson(
     name: string,
     type: string,
     value: FakePropertyValue | undefined,
   ): Record<string, unknown> {
-    const id = encodeURIComponent(name.slice(0, 4));
+    const id = propertyId(name);
     const v = (value ?? {}) as Record<string, unknown>;
     const option = (optionName: unknown) =>
       typeof optionName === "string"
@@ -494,7 +609,24 @@ export async function startFakeNotion(
       case "multi_select":
         return { id, type, multi_select: ((v.multi_select as string[]) ?? []).map(option) };
       case "rich_text":
-        return { id, type, rich_text: richText((v.rich_text as string) ?? "") };
+        return { id, type, rich_text: truncatedRuns(richText((v.rich_text as Rich) ?? "")) };
+      case "people":
+        return {
+          id,
+          type,
+          people: ((v.people as string[]) ?? []).slice(0, PAGE_REFERENCE_LIMIT).map(personJson),
+        };
+      case "relation": {
+        // "If a relation has more than 25 references, then the has_more value for the relation in the
+        // response object is true" (https://developers.notion.com/reference/page-property-values#relation).
+        const ids = (v.relation as string[]) ?? [];
+        return {
+          id,
+          type,
+          relation: ids.slice(0, PAGE_REFERENCE_LIMIT).map((page) => ({ id: page })),
+          has_more: ids.length > PAGE_REFERENCE_LIMIT,
+        };
+      }
       case "number":
         return { id, type, number: (v.number as number | null) ?? null };
       case "checkbox":
@@ -527,7 +659,7 @@ export async function startFakeNotion(
     };
     for (const [name, type] of Object.entries(ds.columns)) {
       properties[name] = {
-        id: encodeURIComponent(name.slice(0, 4)),
+        id: propertyId(name),
         name,
         description: null,
         type,
@@ -643,6 +775,7 @@ export async function startFakeNotion(
       requests.push({
         method,
         path,
+        query: parsed.search,
         status,
         body,
         ...(typeof version === "string" ? { notionVersion: version } : {}),
@@ -795,7 +928,11 @@ export async function startFakeNotion(
     query: URLSearchParams,
     body: Record<string, unknown>,
   ): Record<string, unknown> {
-    if (rateLimit && rateLimit.times > 0) {
+    // Notion answers an exceeded limit with 429, code rate_limited and a Retry-After header in whole
+    // seconds (https://developers.notion.com/reference/request-limits,
+    // https://developers.notion.com/reference/status-codes).
+    if (rateLimit && rateLimit.after > 0) rateLimit.after--;
+    else if (rateLimit && rateLimit.times > 0) {
       rateLimit.times--;
       const retryAfter = rateLimit.retryAfter;
       if (rateLimit.times === 0) rateLimit = null;
@@ -832,6 +969,8 @@ export async function startFakeNotion(
       if (!page) throw notFound("page", pageId);
       return pageJson(page);
     }
+    const property = method === "GET" ? path.match(/^\/v1\/pages\/([^/]+)\/properties\/([^/]+)$/) : null;
+    if (property) return pageProperty(decodeURIComponent(property[1] ?? ""), property[2] ?? "", query);
     const id = route("GET", /^\/v1\/blocks\/([^/]+)\/children$/);
     if (id !== undefined) {
       const ids = childIds(id);
@@ -876,6 +1015,54 @@ export async function startFakeNotion(
       };
     }
     throw new HttpProblem(400, "invalid_request_url", "Invalid request URL.");
+  }
+
+  /**
+   * GET /v1/pages/{page_id}/properties/{property_id}: title, rich_text, people and relation as a paginated
+   * list of property_item objects, one reference or rich text run each; other types as one property_item
+   * (https://developers.notion.com/reference/retrieve-a-page-property,
+   * https://developers.notion.com/reference/property-item-object). The SDK puts the id in the path as the
+   * page object gave it (already URL-encoded).
+   */
+  function pageProperty(
+    pageId: string,
+    rawPropertyId: string,
+    query: URLSearchParams,
+  ): Record<string, unknown> {
+    const page = pageById(pageId);
+    if (!page) throw notFound("page", pageId);
+    const wanted = decodeURIComponent(rawPropertyId);
+    const properties = pageJson(page).properties as Record<string, { id: string; type: string }>;
+    const found = Object.entries(properties).find(([, p]) => decodeURIComponent(p.id) === wanted);
+    if (!found) throw new HttpProblem(404, "object_not_found", `Could not find property with ID: ${wanted}.`);
+    const [name, value] = found;
+    const all = propertyItems(page, name, value.type);
+    if (!all) return { ...value, object: "property_item" };
+    const n = pageSize(query.get("page_size"));
+    const cursor = query.get("start_cursor");
+    const from = cursor ? Number.parseInt(Buffer.from(cursor, "base64url").toString("utf8"), 10) : 0;
+    if (!Number.isInteger(from) || from < 0 || from > all.length) {
+      throw new HttpProblem(400, "validation_error", "start_cursor provided is invalid.");
+    }
+    const next = from + n < all.length ? Buffer.from(String(from + n)).toString("base64url") : null;
+    return {
+      object: "list",
+      results: all.slice(from, from + n).map((item) => ({
+        object: "property_item",
+        id: value.id,
+        type: value.type,
+        [value.type]: item,
+      })),
+      next_cursor: next,
+      has_more: next !== null,
+      type: "property_item",
+      property_item: {
+        id: value.id,
+        next_url: next ? `${url}/v1/pages/${page.id}/properties/${value.id}?start_cursor=${next}` : null,
+        type: value.type,
+        [value.type]: {},
+      },
+    };
   }
 
   function notFound(kind: string, id: string): HttpProblem {
@@ -948,6 +1135,8 @@ export async function startFakeNotion(
       json: () => Record<string, unknown>;
       title: string;
       trashed: boolean;
+      /** Below a shared root: subject to indexing delay and drops. */
+      indexed: { from: number } | null;
     };
     const hits: Hit[] = [];
     if (!filter || filter.value === "page") {
@@ -958,6 +1147,7 @@ export async function startFakeNotion(
           json: () => pageJson(page),
           title: page.title,
           trashed: page.inTrash,
+          indexed: page.parent.type === "workspace" ? null : { from: page.indexedFrom },
         });
       }
     }
@@ -969,10 +1159,19 @@ export async function startFakeNotion(
           json: () => dataSourceJson(ds),
           title: ds.title,
           trashed: ds.inTrash,
+          indexed: ds.parentPageId ? { from: ds.indexedFrom } : null,
         });
       }
     }
+    const round = searches++;
+    // "Search is not guaranteed to return everything, and the index may change as your integration
+    // iterates"; "Search indexing is not immediate"; pages and databases "directly shared with an
+    // integration are guaranteed to be returned"
+    // (https://developers.notion.com/reference/search-optimizations-and-limitations).
+    const shown = (h: Hit) =>
+      !indexing || !h.indexed || (round >= h.indexed.from && indexing.random() >= indexing.dropFraction);
     const ordered = hits
+      .filter(shown)
       .filter((h) => searchReturnsTrashed || !h.trashed)
       .filter((h) => !query || h.title.toLowerCase().includes(query))
       .sort((a, b) => {
@@ -1039,7 +1238,8 @@ export async function startFakeNotion(
     }
     const page: Page = {
       id,
-      title: input.title,
+      title: plain(input.title),
+      titleRuns: input.title,
       parent,
       properties: input.properties ?? {},
       content: [],
@@ -1047,6 +1247,7 @@ export async function startFakeNotion(
       lastEditedTime: time,
       inTrash: false,
       seq: ++seq,
+      indexedFrom: searches + (indexing?.delaySearches ?? 0),
     };
     pages.set(id, page);
     page.content = buildBlocks(input.blocks ?? [], { type: "page_id", page_id: id }, time);
@@ -1104,10 +1305,19 @@ export async function startFakeNotion(
       const retryAfter = options.retryAfterDate
         ? options.retryAfterDate.toUTCString()
         : String(options.retryAfterSeconds ?? 30);
-      rateLimit = { times: options.times ?? 1, retryAfter };
+      rateLimit = { after: options.after ?? 0, times: options.times ?? 1, retryAfter };
     },
     setSearchReturnsTrashed(value) {
       searchReturnsTrashed = value;
+    },
+    setSearchIndexing(options) {
+      indexing = options
+        ? {
+            delaySearches: options.delaySearches ?? 0,
+            dropFraction: options.dropFraction ?? 0,
+            random: seeded(options.seed ?? 1),
+          }
+        : null;
     },
     setSearchResultLimit(limit) {
       searchResultLimit = limit;
@@ -1119,7 +1329,10 @@ export async function startFakeNotion(
     editPage(id, patch) {
       const page = mustPage(id);
       const time = now();
-      if (patch.title !== undefined) page.title = patch.title;
+      if (patch.title !== undefined) {
+        page.title = plain(patch.title);
+        page.titleRuns = patch.title;
+      }
       if (patch.properties !== undefined) page.properties = { ...page.properties, ...patch.properties };
       if (patch.blocks !== undefined) {
         // Sub-pages stay where they are; the rest of the content is replaced.
@@ -1153,6 +1366,7 @@ export async function startFakeNotion(
         lastEditedTime: time,
         inTrash: false,
         seq: ++seq,
+        indexedFrom: searches + (indexing?.delaySearches ?? 0),
       };
       dataSources.set(ds.id, ds);
       if (ds.parentPageId) {
