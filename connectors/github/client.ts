@@ -268,10 +268,32 @@ export function toConnectorError(error: unknown, ctx: GithubContext): unknown {
   if (http.status === 403 || http.status === 429) {
     const wait = rateLimitWaitMs(http);
     if (wait !== undefined) return new ConnectorRateLimitError(`GitHub rate limit: ${http.message}`, wait);
-    // Missing scopes, SAML SSO not authorized for the token, a fine-grained token without this permission.
-    if (http.status === 403) return new ConnectorAuthError(`GitHub denied access: ${http.message}`);
+    // A 403 that is not a rate limit concerns what was asked for, not the token as a whole (SAML SSO not
+    // authorized for one organization, a fine-grained token without one permission, an organization's IP
+    // allow list). Syncs handle it per repository or item before this; elsewhere (verify, resources) it is
+    // a setting to fix, never a reason to mark the connection expired.
+    if (http.status === 403) return new ConnectorConfigError(`GitHub denied access: ${http.message}`);
   }
   return error;
+}
+
+export type AccessReason = "no_permission" | "not_found";
+
+/**
+ * Why GitHub will not give one repository or item, or undefined when the failure is something else (a
+ * rate limit, a refused token, a server error). 403 without rate-limit headers: SAML enforcement, a
+ * fine-grained token's permissions or an IP allow list; 404: gone, or hidden from this token (GitHub
+ * answers 404 rather than 403 for private resources a token cannot see); 451: blocked for legal reasons.
+ */
+export function accessProblem(error: unknown): { reason: AccessReason; detail: string } | undefined {
+  const http = httpError(error);
+  if (!http) return undefined;
+  if (http.status === 404 || http.status === 410)
+    return { reason: "not_found", detail: `${http.status}: ${http.message}` };
+  if (http.status === 451) return { reason: "no_permission", detail: `451: ${http.message}` };
+  if (http.status === 403 && rateLimitWaitMs(http) === undefined)
+    return { reason: "no_permission", detail: `403: ${http.message}` };
+  return undefined;
 }
 
 /** rel → URL from a Link header. */

@@ -169,6 +169,46 @@ describe("GitHub connections through the sync engine", () => {
     expect((await call("GET", `/v3/connections/${created.id}`)).status).toBe(404);
   });
 
+  it("keeps syncing the other repositories when GitHub refuses one, and keeps the refused one's documents", async () => {
+    github.addRepository("sso-org/wiki");
+    github.setFile("sso-org/wiki", "README.md", "# Wiki\nThe badge printer sits on the second floor.");
+    github.addIssue("sso-org/wiki", { title: "Badge printer jams", body: "It jams every Monday." });
+    github.addRepository("acme/notes");
+    github.setFile("acme/notes", "README.md", "# Notes\nMeeting notes of the week.");
+    const created = await client.connections.create("github", {
+      containerTag: "acme-sso",
+      metadata: { baseUrl: github.url, token: github.token },
+    });
+    const probe = connectionProbe(call, () => created.id);
+    const first = await probe.syncAfter(undefined);
+    // A repository that does not exist (or that the token cannot see) is among the chosen ones.
+    await client.connections.configure(created.id, {
+      resources: [{ full_name: "sso-org/wiki" }, { full_name: "acme/vanished" }, { full_name: "acme/notes" }],
+    });
+    const synced = await probe.syncAfter(first.id);
+    expect(synced).toMatchObject({ status: "done", counts: { added: 3, failed: 0 } });
+    const tagged = async () =>
+      (await client.connections.listDocuments("github", { containerTags: ["acme-sso"] }))
+        .map((d) => d.title)
+        .sort();
+    const before = await tagged();
+    expect(before).toEqual(["Badge printer jams", "README.md", "README.md"]);
+
+    // The organization turns on SAML enforcement: its repository answers 403 to the token.
+    github.refuse("sso-org", "saml");
+    github.setFile("acme/notes", "README.md", "# Notes\nMeeting notes of this week and the next.");
+    await client.connections.import("github", { containerTags: ["acme-sso"] });
+    const run = await probe.syncAfter(synced.id);
+    expect(run).toMatchObject({ status: "done", counts: { updated: 1, deleted: 0, failed: 0 } });
+    expect(github.requests.some((r) => r.path.startsWith("/repos/sso-org/wiki") && r.status === 403)).toBe(
+      true,
+    );
+    expect((await probe.connection()).status).toBe("active");
+    // The wiki's documents were not listed this pass, and are kept all the same.
+    expect(await tagged()).toEqual(before);
+    github.refuse("sso-org", null);
+  });
+
   it("stops with auth_expired when the token is revoked, and pauses the schedule", async () => {
     const before = (await lastSync())?.id;
     github.revokeToken();

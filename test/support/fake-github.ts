@@ -43,6 +43,18 @@ export interface RateLimitInjection {
   times?: number;
 }
 
+/**
+ * Why GitHub refuses a repository's resources to a token that is otherwise valid:
+ * - "saml": the organization enforces SAML SSO and the token was not authorized for it (every repository
+ *   of that owner answers 403);
+ * - a list of fine-grained permissions: a fine-grained token granted only these on the repository (the
+ *   repository itself, metadata, always answers; the other parts answer 403);
+ * - "hidden": the token cannot see the repository at all, which GitHub answers with 404 as if it did not
+ *   exist.
+ */
+export type FakeRefusal = "saml" | "hidden" | FineGrainedPermission[];
+export type FineGrainedPermission = "contents" | "issues" | "pull_requests";
+
 export interface FakeRequest {
   method: string;
   path: string;
@@ -74,6 +86,8 @@ export interface FakeGitHub {
   rateLimitNext(injection?: RateLimitInjection): void;
   /** From now on every token is refused with 401, as after the user revoked the app's access. */
   revokeToken(): void;
+  /** Refuses a repository (owner/name), or with "saml" every repository of an owner; null lifts it. */
+  refuse(target: string, refusal: FakeRefusal | null): void;
   /** Recursive tree listings with more entries than this come back cut off with `truncated: true`. */
   setTreeTruncation(limit: number | null): void;
   stop(): Promise<void>;
@@ -133,6 +147,8 @@ export const OAUTH_CLIENT_SECRET = "fake-github-client-secret";
 export async function startFakeGitHub(options: { token?: string; login?: string } = {}): Promise<FakeGitHub> {
   const token = options.token ?? "ghp_fake0000000000000000000000000000000001";
   let revoked = false;
+  /** Lower-cased owner or owner/name → refusal. */
+  const refusals = new Map<string, FakeRefusal>();
   let nextCode = 1;
   const issuedCodes = new Map<string, string>();
   const login = options.login ?? "octocat";
@@ -615,6 +631,7 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     if (!repo) return notFound(req, res);
     const full = `${repo.owner}/${repo.name}`;
     const [, , , section, ...rest] = segments;
+    if (refused(req, res, repo, section, rest)) return;
 
     if (section === undefined) return ok(req, res, repoJson(repo));
 
@@ -774,6 +791,80 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     return notFound(req, res);
   }
 
+  /**
+   * Answers a refused request (true) as GitHub documents it, or lets it through (false).
+   * - SAML: 403 "Resource protected by organization SAML enforcement..." with an `X-GitHub-SSO` header
+   *   naming where to authorize the token ("Authorizing a personal access token for use with SAML single
+   *   sign-on": https://docs.github.com/en/enterprise-cloud@latest/authentication/authenticating-with-saml-single-sign-on/authorizing-a-personal-access-token-for-use-with-saml-single-sign-on;
+   *   the REST v3 docs' "Authenticating for SAML SSO": "Visit the URL specified in X-GitHub-SSO"; the
+   *   message as users report it: https://github.com/octokit/octokit.rb/discussions/1504).
+   * - A fine-grained token without a permission: 403 "Resource not accessible by personal access token"
+   *   with `X-Accepted-GitHub-Permissions` naming the permission the endpoint needs
+   *   (https://docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api#insufficient-permission-errors,
+   *   https://github.blog/changelog/2023-08-10-x-accepted-github-permissions-header-for-fine-grained-permission-actors/);
+   *   the repository itself needs only metadata, which every fine-grained token has
+   *   (https://docs.github.com/en/rest/overview/permissions-required-for-fine-grained-personal-access-tokens).
+   * - A repository the token cannot see: 404, as if it did not exist
+   *   (https://docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api#404-not-found-for-an-existing-resource).
+   */
+  function refused(
+    req: IncomingMessage,
+    res: ServerResponse,
+    repo: Repository,
+    section: string | undefined,
+    rest: string[],
+  ): boolean {
+    if (refusals.get(repo.owner.toLowerCase()) === "saml") {
+      send(
+        req,
+        res,
+        403,
+        {
+          message:
+            "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.",
+          documentation_url:
+            "https://docs.github.com/articles/authenticating-to-a-github-organization-with-saml-single-sign-on/",
+          status: "403",
+        },
+        {
+          "x-github-sso": `required; url=https://github.com/orgs/${repo.owner}/sso?authorization_request=AZSCKtL4U8yX1H3sCQIVnVgmjmon5fWxks5YrqhJzaGV2JIbmF0aW9uX3JlcXVlc3TOAAHjiM0B`,
+        },
+      );
+      return true;
+    }
+    const refusal = refusals.get(`${repo.owner}/${repo.name}`.toLowerCase());
+    if (refusal === undefined || refusal === "saml") return false;
+    if (refusal === "hidden") {
+      notFound(req, res);
+      return true;
+    }
+    const needed: FineGrainedPermission | undefined =
+      section === "git" || section === "contents"
+        ? "contents"
+        : section === "pulls"
+          ? "pull_requests"
+          : section === "issues"
+            ? "issues"
+            : undefined;
+    if (needed === undefined || refusal.includes(needed)) return false;
+    // Issues and their comments are also readable with pull_requests when they belong to a pull request.
+    if (needed === "issues" && refusal.includes("pull_requests") && rest.length > 0) {
+      if (repo.issues.get(Number(rest[0]))?.pull) return false;
+    }
+    send(
+      req,
+      res,
+      403,
+      {
+        message: "Resource not accessible by personal access token",
+        documentation_url: "https://docs.github.com/rest",
+        status: "403",
+      },
+      { "x-accepted-github-permissions": `${needed}=read` },
+    );
+    return true;
+  }
+
   function addConversation(fullName: string, input: FakePullInput, pull: boolean): number {
     const repo = repoOf(fullName);
     const now = touch(repo);
@@ -804,6 +895,10 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     requests,
     revokeToken() {
       revoked = true;
+    },
+    refuse(target, refusal) {
+      if (refusal === null) refusals.delete(target.toLowerCase());
+      else refusals.set(target.toLowerCase(), refusal);
     },
     addRepository(fullName, opts = {}) {
       const [owner, name] = fullName.split("/");
