@@ -192,9 +192,19 @@ export function githubClient(ctx: GithubContext): Octokit {
   });
   octokit.hook.after("request", () => ctx.heartbeat());
   if (!ctx.secrets.token && oauth) {
-    // A connection made through the OAuth consent: the engine holds (and would refresh) the token.
-    octokit.hook.before("request", async (options) => {
+    // A connection made through the OAuth consent: the engine holds the token. A GitHub App's user token
+    // expires after eight hours and comes with a refresh token; a 401 is answered by one refresh and one
+    // retry, so only a token that a refresh cannot renew reaches the engine as refused (the refresh then
+    // throws ConnectorAuthError itself). https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/refreshing-user-access-tokens
+    octokit.hook.wrap("request", async (request, options) => {
       options.headers.authorization = `token ${await oauth.accessToken()}`;
+      try {
+        return await request(options);
+      } catch (error) {
+        if (httpStatus(error) !== 401) throw error;
+        options.headers.authorization = `token ${await oauth.refresh()}`;
+        return request(options);
+      }
     });
   }
   return octokit;

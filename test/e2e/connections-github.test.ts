@@ -209,6 +209,48 @@ describe("GitHub connections through the sync engine", () => {
     github.refuse("sso-org", null);
   });
 
+  it("renews an expired GitHub App user token, and stops with auth_expired once GitHub refuses the refresh", async () => {
+    // A GitHub App with expiring user tokens: eight-hour access tokens and a refresh token.
+    github.setExpiringUserTokens(true);
+    const created = await client.connections.create("github", {
+      containerTag: "acme-app",
+      metadata: { baseUrl: github.url },
+    });
+    const consent = await fetch(created.authLink, { redirect: "manual" });
+    await fetch(consent.headers.get("location") as string, { redirect: "manual" });
+    const probe = connectionProbe(call, () => created.id);
+    const first = await probe.syncAfter(undefined);
+    await client.connections.configure(created.id, { resources: [{ full_name: REPO }] });
+    const synced = await probe.syncAfter(first.id);
+    expect(synced).toMatchObject({ status: "done", counts: { failed: 0 } });
+    expect(synced.counts.added).toBeGreaterThan(0);
+
+    // Eight hours later: GitHub answers 401 to the access token; one refresh renews it.
+    github.expireUserTokens();
+    const asked = github.tokenRequests.length;
+    await client.connections.import("github", { containerTags: ["acme-app"] });
+    const renewed = await probe.syncAfter(synced.id);
+    expect(renewed).toMatchObject({ status: "done", counts: { failed: 0, deleted: 0 } });
+    expect(github.tokenRequests.slice(asked)).toEqual([{ grantType: "refresh_token" }]);
+    expect((await probe.connection()).status).toBe("active");
+
+    // The refresh token expired too: GitHub answers 200 {"error":"bad_refresh_token"}. That is a refusal,
+    // not a failure to retry: the run ends auth_expired after that one request and the schedule pauses.
+    github.expireUserTokens({ refreshTokens: true });
+    const refusedAt = github.tokenRequests.length;
+    await client.connections.import("github", { containerTags: ["acme-app"] });
+    const refused = await probe.syncAfter(renewed.id);
+    expect(refused).toMatchObject({ status: "auth_expired", errorCode: "auth_expired" });
+    expect(refused.error).toContain("bad_refresh_token");
+    expect((await probe.connection()).status).toBe("auth_expired");
+    expect(github.tokenRequests.slice(refusedAt)).toEqual([
+      { grantType: "refresh_token", error: "bad_refresh_token" },
+    ]);
+    const schedule = await temporal.schedule.getHandle(`sync-schedule/${created.id}`).describe();
+    expect(schedule.state.paused).toBe(true);
+    github.setExpiringUserTokens(false);
+  });
+
   it("stops with auth_expired when the token is revoked, and pauses the schedule", async () => {
     const before = (await lastSync())?.id;
     github.revokeToken();

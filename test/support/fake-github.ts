@@ -86,6 +86,19 @@ export interface FakeGitHub {
   rateLimitNext(injection?: RateLimitInjection): void;
   /** From now on every token is refused with 401, as after the user revoked the app's access. */
   revokeToken(): void;
+  /**
+   * How the token endpoint issues user tokens from now on: false (an OAuth app: one token that does not
+   * expire, the fake's `token`), true (a GitHub App with expiring user tokens: a `ghu_` access token for
+   * eight hours and a `ghr_` refresh token).
+   */
+  setExpiringUserTokens(expiring: boolean): void;
+  /**
+   * The user access tokens issued so far stop working (401), as eight hours after they were issued; with
+   * `refreshTokens`, their refresh tokens too (expired after six months, or revoked).
+   */
+  expireUserTokens(options?: { refreshTokens?: boolean }): void;
+  /** Requests to the OAuth token endpoint, in order: the grant type and the error answered, if any. */
+  tokenRequests: { grantType: string; error?: string }[];
   /** Refuses a repository (owner/name), or with "saml" every repository of an owner; null lifts it. */
   refuse(target: string, refusal: FakeRefusal | null): void;
   /** Recursive tree listings with more entries than this come back cut off with `truncated: true`. */
@@ -147,6 +160,12 @@ export const OAUTH_CLIENT_SECRET = "fake-github-client-secret";
 export async function startFakeGitHub(options: { token?: string; login?: string } = {}): Promise<FakeGitHub> {
   const token = options.token ?? "ghp_fake0000000000000000000000000000000001";
   let revoked = false;
+  let expiringUserTokens = false;
+  /** Expiring user tokens issued and still valid; refresh token → the access token it came with. */
+  const userTokens = new Set<string>();
+  const refreshTokens = new Map<string, string>();
+  let nextUserToken = 1;
+  const tokenRequests: { grantType: string; error?: string }[] = [];
   /** Lower-cased owner or owner/name → refusal. */
   const refusals = new Map<string, FakeRefusal>();
   let nextCode = 1;
@@ -515,29 +534,11 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
       return;
     }
     if (oauthUrl.pathname === "/login/oauth/access_token" && req.method === "POST") {
-      const form = new URLSearchParams(requestBody);
-      const redirect = issuedCodes.get(form.get("code") ?? "");
-      issuedCodes.delete(form.get("code") ?? "");
-      const ok =
-        redirect !== undefined &&
-        redirect === form.get("redirect_uri") &&
-        form.get("client_id") === OAUTH_CLIENT_ID &&
-        form.get("client_secret") === OAUTH_CLIENT_SECRET;
-      // GitHub answers 200 with an error field for a bad code.
-      res
-        .writeHead(ok ? 200 : 400, { "content-type": "application/json" })
-        .end(
-          JSON.stringify(
-            ok
-              ? { access_token: token, token_type: "bearer", scope: "repo" }
-              : { error: "bad_verification_code" },
-          ),
-        );
-      return;
+      return tokenEndpoint(res, new URLSearchParams(requestBody));
     }
     const auth = req.headers.authorization ?? "";
     const presented = auth.match(/^(?:token|bearer)\s+(.+)$/i)?.[1];
-    if (revoked || presented !== token) {
+    if (revoked || presented === undefined || (presented !== token && !userTokens.has(presented))) {
       send(req, res, 401, {
         message: "Bad credentials",
         documentation_url: "https://docs.github.com/rest",
@@ -792,6 +793,82 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
   }
 
   /**
+   * The documented OAuth token endpoint. Errors come back with status 200 and an `error` field, not a 4xx
+   * ("Troubleshooting OAuth app access token request errors":
+   * https://docs.github.com/en/apps/oauth-apps/maintaining-oauth-apps/troubleshooting-oauth-app-access-token-request-errors).
+   * A GitHub App with expiring user tokens answers an access token valid eight hours and a refresh token
+   * valid six months; using a refresh token retires it and the access token issued with it
+   * ("Refreshing user access tokens":
+   * https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/refreshing-user-access-tokens).
+   */
+  function tokenEndpoint(res: ServerResponse, form: URLSearchParams) {
+    const grantType = form.get("grant_type") ?? "authorization_code";
+    const answer = (body: Record<string, unknown>) => {
+      tokenRequests.push({
+        grantType,
+        ...(typeof body.error === "string" ? { error: body.error } : {}),
+      });
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(body));
+    };
+    if (form.get("client_id") !== OAUTH_CLIENT_ID || form.get("client_secret") !== OAUTH_CLIENT_SECRET) {
+      return answer({
+        error: "incorrect_client_credentials",
+        error_description: "The client_id and/or client_secret passed are incorrect.",
+        error_uri:
+          "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#incorrect-client-credentials",
+      });
+    }
+    if (grantType === "refresh_token") {
+      const presented = form.get("refresh_token") ?? "";
+      const access = refreshTokens.get(presented);
+      if (access === undefined) {
+        return answer({
+          error: "bad_refresh_token",
+          error_description: "The refresh token passed is incorrect or expired.",
+          error_uri:
+            "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors#bad-refresh-token",
+        });
+      }
+      refreshTokens.delete(presented);
+      userTokens.delete(access);
+      return answer(issueUserToken());
+    }
+    const code = form.get("code") ?? "";
+    const redirect = issuedCodes.get(code);
+    issuedCodes.delete(code);
+    if (redirect === undefined || redirect !== form.get("redirect_uri")) {
+      return answer({
+        error: redirect === undefined ? "bad_verification_code" : "redirect_uri_mismatch",
+        error_description:
+          redirect === undefined
+            ? "The code passed is incorrect or expired."
+            : "The redirect_uri MUST match the registered callback URL for this application.",
+        error_uri: `https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#${redirect === undefined ? "bad-verification-code" : "redirect-uri-mismatch"}`,
+      });
+    }
+    return answer(
+      expiringUserTokens ? issueUserToken() : { access_token: token, token_type: "bearer", scope: "repo" },
+    );
+  }
+
+  function issueUserToken() {
+    const n = String(nextUserToken++).padStart(36, "0");
+    const access = `ghu_${n}`;
+    const refresh = `ghr_${n}`;
+    userTokens.add(access);
+    refreshTokens.set(refresh, access);
+    // GitHub Apps' user tokens carry no scopes: the app's permissions apply, so `scope` is empty.
+    return {
+      access_token: access,
+      expires_in: 28800,
+      refresh_token: refresh,
+      refresh_token_expires_in: 15811200,
+      scope: "",
+      token_type: "bearer",
+    };
+  }
+
+  /**
    * Answers a refused request (true) as GitHub documents it, or lets it through (false).
    * - SAML: 403 "Resource protected by organization SAML enforcement..." with an `X-GitHub-SSO` header
    *   naming where to authorize the token ("Authorizing a personal access token for use with SAML single
@@ -893,8 +970,16 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     url,
     token,
     requests,
+    tokenRequests,
     revokeToken() {
       revoked = true;
+    },
+    setExpiringUserTokens(expiring) {
+      expiringUserTokens = expiring;
+    },
+    expireUserTokens(opts = {}) {
+      userTokens.clear();
+      if (opts.refreshTokens) refreshTokens.clear();
     },
     refuse(target, refusal) {
       if (refusal === null) refusals.delete(target.toLowerCase());
