@@ -282,14 +282,62 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     gravatar_id: "",
     url: `${url}/users/${name}`,
     html_url: `https://github.com/${name}`,
+    followers_url: `${url}/users/${name}/followers`,
+    following_url: `${url}/users/${name}/following{/other_user}`,
+    gists_url: `${url}/users/${name}/gists{/gist_id}`,
+    starred_url: `${url}/users/${name}/starred{/owner}{/repo}`,
+    subscriptions_url: `${url}/users/${name}/subscriptions`,
+    organizations_url: `${url}/users/${name}/orgs`,
     repos_url: `${url}/users/${name}/repos`,
+    events_url: `${url}/users/${name}/events{/privacy}`,
+    received_events_url: `${url}/users/${name}/received_events`,
     type: "User",
     site_admin: false,
   });
 
+  /** The URL templates of a repository, as the get-repository recording lists them. */
+  const repoUrlTemplates = (api: string) =>
+    Object.fromEntries(
+      Object.entries({
+        forks_url: "/forks",
+        keys_url: "/keys{/key_id}",
+        collaborators_url: "/collaborators{/collaborator}",
+        teams_url: "/teams",
+        hooks_url: "/hooks",
+        issue_events_url: "/issues/events{/number}",
+        events_url: "/events",
+        assignees_url: "/assignees{/user}",
+        branches_url: "/branches{/branch}",
+        tags_url: "/tags",
+        blobs_url: "/git/blobs{/sha}",
+        git_tags_url: "/git/tags{/sha}",
+        git_refs_url: "/git/refs{/sha}",
+        statuses_url: "/statuses/{sha}",
+        languages_url: "/languages",
+        stargazers_url: "/stargazers",
+        contributors_url: "/contributors",
+        subscribers_url: "/subscribers",
+        subscription_url: "/subscription",
+        commits_url: "/commits{/sha}",
+        git_commits_url: "/git/commits{/sha}",
+        comments_url: "/comments{/number}",
+        issue_comment_url: "/issues/comments{/number}",
+        compare_url: "/compare/{base}...{head}",
+        merges_url: "/merges",
+        archive_url: "/{archive_format}{/ref}",
+        downloads_url: "/downloads",
+        milestones_url: "/milestones{/number}",
+        notifications_url: "/notifications{?since,all,participating}",
+        labels_url: "/labels{/name}",
+        releases_url: "/releases{/id}",
+        deployments_url: "/deployments",
+      }).map(([key, suffix]) => [key, `${api}${suffix}`]),
+    );
+
   const repoJson = (repo: Repository) => {
     const full = `${repo.owner}/${repo.name}`;
     const api = `${url}/repos/${full}`;
+    const openIssues = [...repo.issues.values()].filter((i) => i.state === "open").length;
     return {
       id: repo.id,
       node_id: "MDEwOlJlcG9zaXRvcnkx",
@@ -305,20 +353,51 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
       pulls_url: `${api}/pulls{/number}`,
       trees_url: `${api}/git/trees{/sha}`,
       contents_url: `${api}/contents/{+path}`,
+      ...repoUrlTemplates(api),
       created_at: repo.createdAt,
       updated_at: repo.updatedAt,
       pushed_at: repo.pushedAt,
       git_url: `git://github.com/${full}.git`,
+      ssh_url: `git@github.com:${full}.git`,
       clone_url: `https://github.com/${full}.git`,
+      svn_url: `https://github.com/${full}`,
+      homepage: null,
       size: 0,
+      stargazers_count: 0,
+      watchers_count: 0,
       language: null,
       has_issues: repo.hasIssues,
+      has_projects: true,
+      has_downloads: true,
+      has_wiki: true,
+      has_pages: false,
+      forks_count: 0,
+      mirror_url: null,
       archived: false,
       disabled: false,
-      open_issues_count: [...repo.issues.values()].filter((i) => i.state === "open").length,
+      open_issues_count: openIssues,
+      license: null,
+      allow_forking: true,
+      is_template: false,
+      web_commit_signoff_required: false,
+      topics: [],
       visibility: repo.private ? "private" : "public",
+      forks: 0,
+      open_issues: openIssues,
+      watchers: 0,
       default_branch: repo.defaultBranch,
       permissions: { admin: true, maintain: true, push: true, triage: true, pull: true },
+      temp_clone_token: "",
+      allow_squash_merge: true,
+      allow_merge_commit: true,
+      allow_rebase_merge: true,
+      allow_auto_merge: false,
+      delete_branch_on_merge: false,
+      allow_update_branch: false,
+      use_squash_pr_title_as_default: false,
+      // Only GET /repos/{owner}/{repo} (a "full repository") has these; listings leave them out.
+      network_count: 0,
+      subscribers_count: 0,
     };
   };
 
@@ -372,6 +451,18 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
           }
         : {}),
       body: issue.body,
+      reactions: {
+        url: `${api}/reactions`,
+        total_count: 0,
+        "+1": 0,
+        "-1": 0,
+        laugh: 0,
+        hooray: 0,
+        confused: 0,
+        heart: 0,
+        rocket: 0,
+        eyes: 0,
+      },
       timeline_url: `${api}/timeline`,
       performed_via_github_app: null,
       state_reason: issue.state === "closed" ? "completed" : null,
@@ -624,7 +715,12 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
         .sort((a, b) =>
           `${a.owner}/${a.name}`.toLowerCase().localeCompare(`${b.owner}/${b.name}`.toLowerCase()),
         )
-        .map(repoJson);
+        .map((repo) => {
+          // A listing holds "repository" objects, without the counts only a full repository has
+          // (https://docs.github.com/en/rest/repos/repos#list-repositories-for-the-authenticated-user).
+          const { network_count: _, subscribers_count: __, ...listed } = repoJson(repo);
+          return listed;
+        });
       return paginated(req, res, query, all);
     }
     if (segments[0] !== "repos" || segments.length < 3) return notFound(req, res);
