@@ -143,7 +143,7 @@ async function listFiles(
     } catch (error) {
       const problem = accessProblem(error);
       if (!problem) throw error;
-      return unlisted(ctx, ref, problem, [`${ref.repository}/`], nextRepository(cursor), cursor);
+      return unlisted(ctx, ref, problem, [`${ref.repository}/`], nextRepository, cursor);
     }
     const known = cursor.previous?.treeEtags[ref.repository];
     let read: Awaited<ReturnType<typeof readTree>>;
@@ -152,7 +152,7 @@ async function listFiles(
     } catch (error) {
       const problem = accessProblem(error);
       if (!problem) throw error;
-      return unlisted(ctx, ref, problem, [`${ref.repository}/blob/`], afterFiles(ctx, cursor), cursor);
+      return unlisted(ctx, ref, problem, [`${ref.repository}/blob/`], (c) => afterFiles(ctx, c), cursor);
     }
     if (read === "not-modified") {
       // Same tree as at the last complete pass: every file listed then is still there, unchanged.
@@ -185,7 +185,7 @@ async function listFiles(
     } catch (error) {
       const problem = accessProblem(error);
       if (!problem) throw error;
-      return unlisted(ctx, ref, problem, [`${ref.repository}/blob/`], afterFiles(ctx, cursor), cursor);
+      return unlisted(ctx, ref, problem, [`${ref.repository}/blob/`], (c) => afterFiles(ctx, c), cursor);
     }
     tree = read === "not-modified" ? null : read;
   }
@@ -249,7 +249,7 @@ async function listIssues(
     }
     const problem = accessProblem(error);
     if (!problem) throw error;
-    return unlisted(ctx, ref, problem, conversationPrefixes(ref), nextRepository(cursor), cursor);
+    return unlisted(ctx, ref, problem, conversationPrefixes(ref), nextRepository, cursor);
   }
   const items: SourceItem[] = [];
   for (const issue of response.data) {
@@ -299,7 +299,7 @@ async function listPulls(
   } catch (error) {
     const problem = accessProblem(error);
     if (!problem) throw error;
-    return unlisted(ctx, ref, problem, [`${ref.repository}/pull/`], nextRepository(cursor), cursor);
+    return unlisted(ctx, ref, problem, [`${ref.repository}/pull/`], nextRepository, cursor);
   }
   const items = response.data.map((pull) => ({
     id: `${ref.repository}/pull/${pull.number}`,
@@ -315,22 +315,28 @@ const conversationPrefixes = (ref: RepoRef) => [`${ref.repository}/issues/`, `${
  * A part of one repository GitHub would not list this pass (403 from SAML enforcement, a fine-grained
  * token's permissions or an IP allow list; 404 when it is gone or hidden from the token): the pass goes on
  * with the rest, and the ids under `prefixes` are reported unchanged so the engine keeps the documents it
- * made of them instead of sweeping them as vanished. Nothing is learnt for the next pass, which lists
- * this part in full again.
+ * made of them instead of sweeping them as vanished. What earlier pages of that part taught (its tree
+ * ETag, its issues' listing time) is forgotten, so the next pass lists it in full rather than trusting a
+ * 304 or a `since` for pages this pass never saw.
  */
 function unlisted(
   ctx: GithubContext,
   ref: RepoRef,
   problem: { reason: AccessReason; detail: string },
   prefixes: string[],
-  next: GithubCursor | null,
+  advance: (cursor: GithubCursor) => GithubCursor | null,
   cursor: GithubCursor,
 ): RepoPage {
   ctx.log.warn(
     { repository: ref.repository, phase: cursor.phase, reason: problem.reason, detail: problem.detail },
     `github: could not list ${prefixes.join(", ")} (${problem.detail}); its documents are kept`,
   );
-  return { items: [], unchanged: prefixes, next, learnt: next ? undefined : cursor.learnt };
+  const learnt = learn(cursor, (carry) => {
+    if (cursor.phase === "files") delete carry.treeEtags[ref.repository];
+    else delete carry.issuesListedAt[ref.repository];
+  });
+  const next = advance({ ...cursor, learnt });
+  return { items: [], unchanged: prefixes, next, learnt };
 }
 
 function afterFiles(ctx: GithubContext, cursor: GithubCursor): GithubCursor | null {

@@ -13,6 +13,7 @@ import {
   githubConfigSchema,
   githubSecretsSchema,
 } from "../../connectors/github/settings.ts";
+import type { GithubCarry } from "../../connectors/github/sync.ts";
 import type { SourceItem, SyncContext } from "../../connectors/types.ts";
 import { type FakeGitHub, startFakeGitHub } from "../support/fake-github.ts";
 
@@ -627,6 +628,40 @@ describe("github connector when GitHub refuses one repository or item", () => {
     ).toMatchObject({ name: "ItemSkippedError", reason: "no_permission" });
     fake.refuse("acme", null);
     expect((await fetchById(ctx, open.items, "acme/docs/blob/README.md"))?.title).toBe("README.md");
+  });
+
+  it("forgets what the pages before a refusal taught, so the next pass lists that part in full", async () => {
+    fake.addRepository("sso-org/wiki");
+    for (const n of [1, 2, 3]) fake.setFile("sso-org/wiki", `page-${n}.md`, `page ${n}`);
+    for (const n of [1, 2, 3]) fake.addIssue("sso-org/wiki", { title: `issue ${n}` });
+    const ctx = contextFor({ repositories: "sso-org/wiki", filesPerPage: 2, issuesPerPage: 2 });
+    const complete = async (first: GithubCursor | null, refuseAfter: "files" | "issues" | null) => {
+      let cursor = first;
+      let carry: unknown;
+      let refused = false;
+      while (cursor) {
+        const page = await githubConnector.listPage(ctx, cursor);
+        carry = page.carry ?? carry;
+        // The organization turns on SAML enforcement after the first page of that phase.
+        if (!refused && cursor.phase === refuseAfter) {
+          fake.refuse("sso-org", "saml");
+          refused = true;
+        }
+        cursor = page.next;
+      }
+      fake.refuse("sso-org", null);
+      return carry as GithubCarry;
+    };
+    const whole = await complete(await githubConnector.initialCursor(ctx), null);
+    expect(Object.keys(whole.treeEtags)).toEqual(["sso-org/wiki"]);
+    expect(Object.keys(whole.issuesListedAt)).toEqual(["sso-org/wiki"]);
+
+    // Without a carried ETag, so the tree is listed page by page rather than answered 304.
+    const filesCut = await complete(await githubConnector.initialCursor(ctx), "files");
+    expect(filesCut.treeEtags).toEqual({});
+    const issuesCut = await complete(await githubConnector.initialCursor(ctx, whole), "issues");
+    expect(issuesCut.issuesListedAt).toEqual({});
+    expect(Object.keys(issuesCut.treeEtags)).toEqual(["sso-org/wiki"]);
   });
 
   it("tells a rate limit and a refused token apart from a refused repository", async () => {
