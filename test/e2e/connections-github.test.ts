@@ -169,6 +169,26 @@ describe("GitHub connections through the sync engine", () => {
     expect((await call("GET", `/v3/connections/${created.id}`)).status).toBe(404);
   });
 
+  it("refuses a consent whose code GitHub rejects with 200 and an error field", async () => {
+    const created = await client.connections.create("github", {
+      containerTag: "acme-bad-code",
+      metadata: { baseUrl: github.url },
+    });
+    const consent = await fetch(created.authLink, { redirect: "manual" });
+    const back = new URL(consent.headers.get("location") as string);
+    back.searchParams.set("code", "code_never_issued");
+    const landing = await fetch(back, { redirect: "manual" });
+    // GitHub answered 200 {"error":"bad_verification_code"}: a refusal shown to the user, not a 500.
+    expect(landing.status).toBe(400);
+    expect(await landing.text()).toContain("bad_verification_code");
+    expect(github.tokenRequests.at(-1)).toEqual({
+      grantType: "authorization_code",
+      error: "bad_verification_code",
+    });
+    expect((await call("GET", `/v3/connections/${created.id}`)).json.status).toBe("pending");
+    await client.connections.deleteByID(created.id);
+  });
+
   it("keeps syncing the other repositories when GitHub refuses one, and keeps the refused one's documents", async () => {
     github.addRepository("sso-org/wiki");
     github.setFile("sso-org/wiki", "README.md", "# Wiki\nThe badge printer sits on the second floor.");
