@@ -169,9 +169,16 @@ async function tokenRequest(
   });
   const json = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   if (!response.ok || typeof json.access_token !== "string") {
-    const reason = String(json.error_description ?? json.error ?? `HTTP ${response.status}`);
+    const reason =
+      typeof json.error === "string"
+        ? `${json.error}${typeof json.error_description === "string" ? `: ${json.error_description}` : ""}`
+        : String(json.error_description ?? `HTTP ${response.status}`);
     // invalid_grant & co: the grant was revoked or is unknown; 5xx and network errors are worth a retry.
-    if (response.status >= 400 && response.status < 500)
+    // An `error` field below 500 is a refusal whatever the status: GitHub answers its errors
+    // (bad_refresh_token, bad_verification_code...) with 200 (https://docs.github.com/en/apps/oauth-apps/maintaining-oauth-apps/troubleshooting-oauth-app-access-token-request-errors),
+    // and a 200 without a token is never one to retry into.
+    const refused = response.status >= 400 || typeof json.error === "string";
+    if (response.status < 500 && refused)
       throw new ConnectorAuthError(`${connector.provider} refused the token request: ${reason}`);
     throw new Error(`${connector.provider} token endpoint failed: ${reason}`);
   }

@@ -192,9 +192,19 @@ export function githubClient(ctx: GithubContext): Octokit {
   });
   octokit.hook.after("request", () => ctx.heartbeat());
   if (!ctx.secrets.token && oauth) {
-    // A connection made through the OAuth consent: the engine holds (and would refresh) the token.
-    octokit.hook.before("request", async (options) => {
+    // A connection made through the OAuth consent: the engine holds the token. A GitHub App's user token
+    // expires after eight hours and comes with a refresh token; a 401 is answered by one refresh and one
+    // retry, so only a token that a refresh cannot renew reaches the engine as refused (the refresh then
+    // throws ConnectorAuthError itself). https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/refreshing-user-access-tokens
+    octokit.hook.wrap("request", async (request, options) => {
       options.headers.authorization = `token ${await oauth.accessToken()}`;
+      try {
+        return await request(options);
+      } catch (error) {
+        if (httpStatus(error) !== 401) throw error;
+        options.headers.authorization = `token ${await oauth.refresh()}`;
+        return request(options);
+      }
     });
   }
   return octokit;
@@ -268,10 +278,32 @@ export function toConnectorError(error: unknown, ctx: GithubContext): unknown {
   if (http.status === 403 || http.status === 429) {
     const wait = rateLimitWaitMs(http);
     if (wait !== undefined) return new ConnectorRateLimitError(`GitHub rate limit: ${http.message}`, wait);
-    // Missing scopes, SAML SSO not authorized for the token, a fine-grained token without this permission.
-    if (http.status === 403) return new ConnectorAuthError(`GitHub denied access: ${http.message}`);
+    // A 403 that is not a rate limit concerns what was asked for, not the token as a whole (SAML SSO not
+    // authorized for one organization, a fine-grained token without one permission, an organization's IP
+    // allow list). Syncs handle it per repository or item before this; elsewhere (verify, resources) it is
+    // a setting to fix, never a reason to mark the connection expired.
+    if (http.status === 403) return new ConnectorConfigError(`GitHub denied access: ${http.message}`);
   }
   return error;
+}
+
+export type AccessReason = "no_permission" | "not_found";
+
+/**
+ * Why GitHub will not give one repository or item, or undefined when the failure is something else (a
+ * rate limit, a refused token, a server error). 403 without rate-limit headers: SAML enforcement, a
+ * fine-grained token's permissions or an IP allow list; 404: gone, or hidden from this token (GitHub
+ * answers 404 rather than 403 for private resources a token cannot see); 451: blocked for legal reasons.
+ */
+export function accessProblem(error: unknown): { reason: AccessReason; detail: string } | undefined {
+  const http = httpError(error);
+  if (!http) return undefined;
+  if (http.status === 404 || http.status === 410)
+    return { reason: "not_found", detail: `${http.status}: ${http.message}` };
+  if (http.status === 451) return { reason: "no_permission", detail: `451: ${http.message}` };
+  if (http.status === 403 && rateLimitWaitMs(http) === undefined)
+    return { reason: "no_permission", detail: `403: ${http.message}` };
+  return undefined;
 }
 
 /** rel → URL from a Link header. */

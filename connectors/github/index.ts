@@ -47,7 +47,8 @@ export const githubConnector: Connector<GithubConfig, GithubSecrets, GithubCurso
   verify: verifyGithub,
   resources: githubResources,
   configure: configureRepositories,
-  // Used only when no `token` is given at creation (tokens of OAuth apps do not expire).
+  // Used only when no `token` is given at creation. An OAuth app's tokens do not expire; a GitHub App's
+  // user tokens do (eight hours) and come with a refresh token, which the engine uses after a 401.
   oauth: {
     authorizeUrl: "https://github.com/login/oauth/authorize",
     tokenUrl: "https://github.com/login/oauth/access_token",

@@ -12,9 +12,17 @@
 
 import type { Octokit } from "@octokit/rest";
 import { z } from "zod";
-import { ConnectorConfigError } from "../errors.ts";
+import { ConnectorConfigError, ItemSkippedError } from "../errors.ts";
 import type { FetchedItem, ItemMetadata, ListPage, SourceItem } from "../types.ts";
-import { type GithubContext, githubClient, httpStatus, parseLink, toConnectorError } from "./client.ts";
+import {
+  type AccessReason,
+  accessProblem,
+  type GithubContext,
+  githubClient,
+  httpStatus,
+  parseLink,
+  toConnectorError,
+} from "./client.ts";
 import { parseRepositoryList } from "./repositories.ts";
 
 /** State a complete pass hands to the next, per repository. */
@@ -129,9 +137,23 @@ async function listFiles(
   let tree: { sha: string; files: FileEntry[]; etag?: string } | null;
   let etag: string | undefined;
   if (cursor.tree === null) {
-    const { data } = await inRepository(ref, () => octokit.repos.get({ owner: ref.owner, repo: ref.repo }));
+    let defaultBranch: string;
+    try {
+      defaultBranch = (await octokit.repos.get({ owner: ref.owner, repo: ref.repo })).data.default_branch;
+    } catch (error) {
+      const problem = accessProblem(error);
+      if (!problem) throw error;
+      return unlisted(ctx, ref, problem, [`${ref.repository}/`], nextRepository, cursor);
+    }
     const known = cursor.previous?.treeEtags[ref.repository];
-    const read = await readTree(octokit, ref, data.default_branch, known);
+    let read: Awaited<ReturnType<typeof readTree>>;
+    try {
+      read = await readTree(octokit, ref, defaultBranch, known);
+    } catch (error) {
+      const problem = accessProblem(error);
+      if (!problem) throw error;
+      return unlisted(ctx, ref, problem, [`${ref.repository}/blob/`], (c) => afterFiles(ctx, c), cursor);
+    }
     if (read === "not-modified") {
       // Same tree as at the last complete pass: every file listed then is still there, unchanged.
       const next = afterFiles(ctx, {
@@ -154,9 +176,17 @@ async function listFiles(
     tree = read;
     etag = read?.etag;
   } else {
-    // git objects never go away, so a pinned tree that is not found means the repository is gone.
+    // git objects never go away, so a pinned tree that is not found means the repository went away or
+    // out of the token's reach during the pass: its files not listed yet are kept, as for a refused tree.
     const pinned = cursor.tree;
-    const read = await inRepository(ref, () => readTree(octokit, ref, pinned));
+    let read: Awaited<ReturnType<typeof readTree>>;
+    try {
+      read = await readTree(octokit, ref, pinned);
+    } catch (error) {
+      const problem = accessProblem(error);
+      if (!problem) throw error;
+      return unlisted(ctx, ref, problem, [`${ref.repository}/blob/`], (c) => afterFiles(ctx, c), cursor);
+    }
     tree = read === "not-modified" ? null : read;
   }
   if (!tree) return { items: [], next: afterFiles(ctx, cursor) };
@@ -198,26 +228,28 @@ async function listIssues(
   const since = listedBefore ? new Date(Date.parse(listedBefore) - SINCE_MARGIN_MS).toISOString() : undefined;
   let response: Awaited<ReturnType<Octokit["issues"]["listForRepo"]>>;
   try {
-    response = await inRepository(ref, () =>
-      octokit.issues.listForRepo({
-        owner: ref.owner,
-        repo: ref.repo,
-        state: "all",
-        // Oldest first: issues opened during a pass land on later pages instead of shifting earlier ones.
-        sort: "created",
-        direction: "asc",
-        per_page: issuesPerPage,
-        page: cursor.page,
-        ...(since ? { since } : {}),
-      }),
-    );
+    response = await octokit.issues.listForRepo({
+      owner: ref.owner,
+      repo: ref.repo,
+      state: "all",
+      // Oldest first: issues opened during a pass land on later pages instead of shifting earlier ones.
+      sort: "created",
+      direction: "asc",
+      per_page: issuesPerPage,
+      page: cursor.page,
+      ...(since ? { since } : {}),
+    });
   } catch (error) {
-    if (httpStatus(error) !== 410) throw error;
-    // "Issues are disabled for this repo": its pull requests are still there, under /pulls.
-    const next = includePullRequests
-      ? { ...cursor, phase: "pulls" as const, page: 1 }
-      : nextRepository(cursor);
-    return { items: [], next };
+    if (httpStatus(error) === 410) {
+      // "Issues are disabled for this repo": its pull requests are still there, under /pulls.
+      const next = includePullRequests
+        ? { ...cursor, phase: "pulls" as const, page: 1 }
+        : nextRepository(cursor);
+      return { items: [], next };
+    }
+    const problem = accessProblem(error);
+    if (!problem) throw error;
+    return unlisted(ctx, ref, problem, conversationPrefixes(ref), nextRepository, cursor);
   }
   const items: SourceItem[] = [];
   for (const issue of response.data) {
@@ -253,8 +285,9 @@ async function listPulls(
   ref: RepoRef,
   cursor: GithubCursor,
 ): Promise<RepoPage> {
-  const response = await inRepository(ref, () =>
-    octokit.pulls.list({
+  let response: Awaited<ReturnType<Octokit["pulls"]["list"]>>;
+  try {
+    response = await octokit.pulls.list({
       owner: ref.owner,
       repo: ref.repo,
       state: "all",
@@ -262,14 +295,48 @@ async function listPulls(
       direction: "asc",
       per_page: ctx.config.issuesPerPage,
       page: cursor.page,
-    }),
-  );
+    });
+  } catch (error) {
+    const problem = accessProblem(error);
+    if (!problem) throw error;
+    return unlisted(ctx, ref, problem, [`${ref.repository}/pull/`], nextRepository, cursor);
+  }
   const items = response.data.map((pull) => ({
     id: `${ref.repository}/pull/${pull.number}`,
     version: pull.updated_at,
   }));
   const more = Boolean(parseLink(response.headers.link).next);
   return { items, next: more ? { ...cursor, page: cursor.page + 1 } : nextRepository(cursor) };
+}
+
+const conversationPrefixes = (ref: RepoRef) => [`${ref.repository}/issues/`, `${ref.repository}/pull/`];
+
+/**
+ * A part of one repository GitHub would not list this pass (403 from SAML enforcement, a fine-grained
+ * token's permissions or an IP allow list; 404 when it is gone or hidden from the token): the pass goes on
+ * with the rest, and the ids under `prefixes` are reported unchanged so the engine keeps the documents it
+ * made of them instead of sweeping them as vanished. What earlier pages of that part taught (its tree
+ * ETag, its issues' listing time) is forgotten, so the next pass lists it in full rather than trusting a
+ * 304 or a `since` for pages this pass never saw.
+ */
+function unlisted(
+  ctx: GithubContext,
+  ref: RepoRef,
+  problem: { reason: AccessReason; detail: string },
+  prefixes: string[],
+  advance: (cursor: GithubCursor) => GithubCursor | null,
+  cursor: GithubCursor,
+): RepoPage {
+  ctx.log.warn(
+    { repository: ref.repository, phase: cursor.phase, reason: problem.reason, detail: problem.detail },
+    `github: could not list ${prefixes.join(", ")} (${problem.detail}); its documents are kept`,
+  );
+  const learnt = learn(cursor, (carry) => {
+    if (cursor.phase === "files") delete carry.treeEtags[ref.repository];
+    else delete carry.issuesListedAt[ref.repository];
+  });
+  const next = advance({ ...cursor, learnt });
+  return { items: [], unchanged: prefixes, next, learnt };
 }
 
 function afterFiles(ctx: GithubContext, cursor: GithubCursor): GithubCursor | null {
@@ -358,7 +425,7 @@ function splitRepository(repository: string): RepoRef {
   return { repository, owner, repo };
 }
 
-/** Requests scoped to one repository: a 404 there means it is gone or the token cannot see it. */
+/** At creation (verify): a repository that is gone or hidden from the token is a setting to fix at once. */
 async function inRepository<T>(ref: RepoRef, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
@@ -396,9 +463,11 @@ export async function fetchGithubItem(ctx: GithubContext, item: SourceItem): Pro
     if (ref.kind === "blob") return await fetchFile(ctx, octokit, ref);
     return await fetchConversation(octokit, ref);
   } catch (error) {
-    // Deleted since it was listed (or turned off): absent; the next pass will not list it either.
-    const status = httpStatus(error);
-    if (status === 404 || status === 410) return null;
+    if (error instanceof ItemSkippedError) throw error;
+    // One item GitHub will not give (deleted since it was listed, issues turned off, SAML or a
+    // fine-grained permission refusing it): skipped with its reason, the other items go on.
+    const problem = ctx.signal.aborted ? undefined : accessProblem(error);
+    if (problem) throw new ItemSkippedError(problem.reason, `${item.id}: GitHub answered ${problem.detail}`);
     throw toConnectorError(error, ctx);
   }
 }
@@ -415,7 +484,7 @@ async function fetchFile(
     bytes = Buffer.from(data.content ?? "", "base64");
   } else {
     // Over 1 MB the contents API leaves the content out (encoding "none"); the blob API serves up to 100 MB.
-    if (data.size > ctx.config.maxFileBytes) return null;
+    if (data.size > ctx.config.maxFileBytes) throw tooLarge(ref, data.size, ctx.config.maxFileBytes);
     const { data: blob } = await octokit.git.getBlob({
       owner: ref.owner,
       repo: ref.repo,
@@ -423,7 +492,7 @@ async function fetchFile(
     });
     bytes = Buffer.from(blob.content, blob.encoding === "base64" ? "base64" : "utf8");
   }
-  if (bytes.length > ctx.config.maxFileBytes) return null;
+  if (bytes.length > ctx.config.maxFileBytes) throw tooLarge(ref, bytes.length, ctx.config.maxFileBytes);
 
   const slash = ref.path.lastIndexOf("/");
   const dir = slash >= 0 ? `${ref.path.slice(0, slash)}/` : "";
@@ -437,6 +506,14 @@ async function fetchFile(
   if (text !== undefined) return { ...common, text };
   // Not UTF-8 (a Latin-1 .txt, a misnamed binary): the pipeline detects what it is, as for an upload.
   return { ...common, file: { bytes, name: ref.path.slice(slash + 1) } };
+}
+
+/** The file grew past maxFileBytes between the listing (which leaves such files out) and the fetch. */
+function tooLarge(ref: RepoRef & { path: string }, size: number, max: number): ItemSkippedError {
+  return new ItemSkippedError(
+    "too_large",
+    `${ref.repository}/${ref.path}: ${size} bytes, over maxFileBytes ${max}`,
+  );
 }
 
 function decodeUtf8(bytes: Buffer): string | undefined {

@@ -4,6 +4,7 @@ import {
   ConnectorAuthError,
   ConnectorConfigError,
   ConnectorRateLimitError,
+  ItemSkippedError,
 } from "../../connectors/errors.ts";
 import { type GithubCursor, githubConnector } from "../../connectors/github/index.ts";
 import {
@@ -12,6 +13,7 @@ import {
   githubConfigSchema,
   githubSecretsSchema,
 } from "../../connectors/github/settings.ts";
+import type { GithubCarry } from "../../connectors/github/sync.ts";
 import type { SourceItem, SyncContext } from "../../connectors/types.ts";
 import { type FakeGitHub, startFakeGitHub } from "../support/fake-github.ts";
 
@@ -342,12 +344,16 @@ describe("github connector", () => {
     expect(guide?.text).toBe("# Guide\n\nInstall with pnpm.");
     const reopened = await fetchById(ctx, items, `acme/docs/issues/${closed}`);
     expect(reopened?.text).toContain("Reopening the discussion.");
-    // An item deleted after it was listed fetches as absent.
+    // An item deleted after it was listed is skipped as not found; the next pass no longer lists it.
     fake.deleteFile("acme/docs", "docs/guide.md");
+    const gone = await rejection(
+      githubConnector.fetchItem(ctx, { id: "acme/docs/blob/docs/guide.md", version: "x" }),
+    );
+    expect(gone).toBeInstanceOf(ItemSkippedError);
+    expect(gone).toMatchObject({ reason: "not_found" });
     expect(
-      await githubConnector.fetchItem(ctx, { id: "acme/docs/blob/docs/guide.md", version: "x" }),
-    ).toBeNull();
-    expect(await githubConnector.fetchItem(ctx, { id: "acme/docs/issues/999", version: "x" })).toBeNull();
+      await rejection(githubConnector.fetchItem(ctx, { id: "acme/docs/issues/999", version: "x" })),
+    ).toMatchObject({ name: "ItemSkippedError", reason: "not_found" });
   });
 
   it("honours includeIssues, includePullRequests and fileExtensions", async () => {
@@ -466,15 +472,12 @@ describe("github connector", () => {
     expect(page.items.length).toBeGreaterThan(0);
   });
 
-  it("reports a missing repository and a private-network host as ConnectorConfigError", async () => {
+  it("refuses a missing repository at creation, and a private-network host, as ConnectorConfigError", async () => {
     seedDocs();
     const missing = contextFor({ repositories: "acme/docs,acme/gone" });
-    expect(await rejection(githubConnector.verify?.(missing) ?? Promise.resolve())).toBeInstanceOf(
-      ConnectorConfigError,
-    );
-    const error = await rejection(runPass(missing));
-    expect(error).toBeInstanceOf(ConnectorConfigError);
-    expect((error as Error).message).toContain("acme/gone");
+    const refused = await rejection(githubConnector.verify?.(missing) ?? Promise.resolve());
+    expect(refused).toBeInstanceOf(ConnectorConfigError);
+    expect((refused as Error).message).toContain("acme/gone");
 
     const answered = fake.requests.length;
     const literal = contextFor({ repositories: "acme/docs" }, { allowPrivateNetwork: false });
@@ -533,6 +536,146 @@ describe("github connector", () => {
     expect(pages).toBe(1);
     expect(githubConfigSchema.parse({}).baseUrl).toBe("https://api.github.com");
     expect(githubConnector.secretKeys).toEqual(["token"]);
+  });
+});
+
+describe("github connector when GitHub refuses one repository or item", () => {
+  /** One pass, keeping each page's unchanged prefixes, with the log lines it wrote. */
+  async function passWithPrefixes(ctx: Ctx) {
+    const ids: string[] = [];
+    const unchanged: string[] = [];
+    let cursor: GithubCursor | null = await githubConnector.initialCursor(ctx);
+    for (let pages = 0; cursor; pages++) {
+      if (pages > 100) throw new Error("pass does not end");
+      const page = await githubConnector.listPage(ctx, cursor);
+      ids.push(...page.items.map((i) => i.id));
+      unchanged.push(...(page.unchanged ?? []));
+      cursor = page.next;
+    }
+    return { ids: ids.sort(), unchanged };
+  }
+
+  function loggingContext(metadata: Record<string, string | number | boolean>) {
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    return { ctx: { ...contextFor(metadata), log }, lines };
+  }
+
+  it("lists the other repositories and keeps a refused repository's ids (SAML, hidden, gone)", async () => {
+    seedDocs("sso-org/wiki");
+    seedDocs("acme/docs");
+    seedDocs("acme/private");
+    const { ctx, lines } = loggingContext({ repositories: "sso-org/wiki,acme/gone,acme/private,acme/docs" });
+    const open = await passWithPrefixes(ctx);
+    expect(open.unchanged).toEqual(["acme/gone/"]);
+
+    fake.refuse("sso-org", "saml");
+    fake.refuse("acme/private", "hidden");
+    const { ids, unchanged } = await passWithPrefixes(ctx);
+    // The repository that still answers is listed in full; the others are kept, not listed as empty.
+    expect(ids).toEqual(open.ids.filter((id) => id.startsWith("acme/docs/")));
+    expect(unchanged.sort()).toEqual(["acme/gone/", "acme/private/", "sso-org/wiki/"]);
+    expect(fake.requests.some((r) => r.status === 403)).toBe(true);
+    const said = lines.map((l) => String(l.msg)).join("\n");
+    expect(said).toContain("Resource protected by organization SAML enforcement");
+    expect(lines.filter((l) => l.repository === "acme/private")).toEqual([
+      expect.objectContaining({ reason: "not_found" }),
+    ]);
+  });
+
+  it("keeps only the part a fine-grained token may not read, and lists the rest of that repository", async () => {
+    const { bug, pull } = seedDocs("acme/docs");
+    const ctx = contextFor({ repositories: "acme/docs", maxFileBytes: 4096 });
+    const open = await runPass(ctx);
+
+    // A fine-grained token granted issues and pull requests but not contents.
+    fake.refuse("acme/docs", ["issues", "pull_requests"]);
+    const withoutFiles = await passWithPrefixes(ctx);
+    expect(withoutFiles.unchanged).toEqual(["acme/docs/blob/"]);
+    expect(withoutFiles.ids).toEqual([...open.versions.keys()].filter((id) => !id.includes("/blob/")).sort());
+    const readme = await rejection(
+      githubConnector.fetchItem(ctx, { id: "acme/docs/blob/README.md", version: "x" }),
+    );
+    expect(readme).toBeInstanceOf(ItemSkippedError);
+    expect(readme).toMatchObject({ reason: "no_permission" });
+
+    // One granted contents only.
+    fake.refuse("acme/docs", ["contents"]);
+    const withoutConversations = await passWithPrefixes(ctx);
+    expect(withoutConversations.unchanged).toEqual(["acme/docs/issues/", "acme/docs/pull/"]);
+    expect(withoutConversations.ids).toEqual(
+      [...open.versions.keys()].filter((id) => id.includes("/blob/")).sort(),
+    );
+    expect(fake.requests.filter((r) => r.status === 403).map((r) => r.path)).toEqual([
+      expect.stringMatching(/\/git\/trees\//),
+      expect.stringMatching(/\/contents\/README\.md/),
+      expect.stringMatching(/\/issues\?/),
+    ]);
+    const issue = await rejection(
+      githubConnector.fetchItem(ctx, { id: `acme/docs/issues/${bug}`, version: "x" }),
+    );
+    expect(issue).toBeInstanceOf(ItemSkippedError);
+    expect(issue).toMatchObject({ reason: "no_permission" });
+
+    // A pull request's conversation is readable with pull_requests alone.
+    fake.refuse("acme/docs", ["pull_requests"]);
+    expect((await fetchById(ctx, open.items, `acme/docs/pull/${pull}`))?.title).toBe("Fix crash");
+    // SAML enforced on the organization refuses every item of it, as no_permission.
+    fake.refuse("acme/docs", null);
+    fake.refuse("acme", "saml");
+    expect(
+      await rejection(githubConnector.fetchItem(ctx, { id: `acme/docs/pull/${pull}`, version: "x" })),
+    ).toMatchObject({ name: "ItemSkippedError", reason: "no_permission" });
+    fake.refuse("acme", null);
+    expect((await fetchById(ctx, open.items, "acme/docs/blob/README.md"))?.title).toBe("README.md");
+  });
+
+  it("forgets what the pages before a refusal taught, so the next pass lists that part in full", async () => {
+    fake.addRepository("sso-org/wiki");
+    for (const n of [1, 2, 3]) fake.setFile("sso-org/wiki", `page-${n}.md`, `page ${n}`);
+    for (const n of [1, 2, 3]) fake.addIssue("sso-org/wiki", { title: `issue ${n}` });
+    const ctx = contextFor({ repositories: "sso-org/wiki", filesPerPage: 2, issuesPerPage: 2 });
+    const complete = async (first: GithubCursor | null, refuseAfter: "files" | "issues" | null) => {
+      let cursor = first;
+      let carry: unknown;
+      let refused = false;
+      while (cursor) {
+        const page = await githubConnector.listPage(ctx, cursor);
+        carry = page.carry ?? carry;
+        // The organization turns on SAML enforcement after the first page of that phase.
+        if (!refused && cursor.phase === refuseAfter) {
+          fake.refuse("sso-org", "saml");
+          refused = true;
+        }
+        cursor = page.next;
+      }
+      fake.refuse("sso-org", null);
+      return carry as GithubCarry;
+    };
+    const whole = await complete(await githubConnector.initialCursor(ctx), null);
+    expect(Object.keys(whole.treeEtags)).toEqual(["sso-org/wiki"]);
+    expect(Object.keys(whole.issuesListedAt)).toEqual(["sso-org/wiki"]);
+
+    // Without a carried ETag, so the tree is listed page by page rather than answered 304.
+    const filesCut = await complete(await githubConnector.initialCursor(ctx), "files");
+    expect(filesCut.treeEtags).toEqual({});
+    const issuesCut = await complete(await githubConnector.initialCursor(ctx, whole), "issues");
+    expect(issuesCut.issuesListedAt).toEqual({});
+    expect(Object.keys(issuesCut.treeEtags)).toEqual(["sso-org/wiki"]);
+  });
+
+  it("tells a rate limit and a refused token apart from a refused repository", async () => {
+    seedDocs("acme/docs");
+    const ctx = contextFor({ repositories: "acme/docs" });
+    const cursor = await githubConnector.initialCursor(ctx);
+    fake.rateLimitNext({ status: 403, resetInSeconds: 60 });
+    expect(await rejection(githubConnector.listPage(ctx, cursor))).toBeInstanceOf(ConnectorRateLimitError);
+    fake.rateLimitNext({ status: 403, retryAfterSeconds: 5 });
+    expect(
+      await rejection(githubConnector.fetchItem(ctx, { id: "acme/docs/blob/README.md", version: "x" })),
+    ).toBeInstanceOf(ConnectorRateLimitError);
+    fake.revokeToken();
+    expect(await rejection(githubConnector.listPage(ctx, cursor))).toBeInstanceOf(ConnectorAuthError);
   });
 });
 

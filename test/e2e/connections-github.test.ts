@@ -169,6 +169,108 @@ describe("GitHub connections through the sync engine", () => {
     expect((await call("GET", `/v3/connections/${created.id}`)).status).toBe(404);
   });
 
+  it("refuses a consent whose code GitHub rejects with 200 and an error field", async () => {
+    const created = await client.connections.create("github", {
+      containerTag: "acme-bad-code",
+      metadata: { baseUrl: github.url },
+    });
+    const consent = await fetch(created.authLink, { redirect: "manual" });
+    const back = new URL(consent.headers.get("location") as string);
+    back.searchParams.set("code", "code_never_issued");
+    const landing = await fetch(back, { redirect: "manual" });
+    // GitHub answered 200 {"error":"bad_verification_code"}: a refusal shown to the user, not a 500.
+    expect(landing.status).toBe(400);
+    expect(await landing.text()).toContain("bad_verification_code");
+    expect(github.tokenRequests.at(-1)).toEqual({
+      grantType: "authorization_code",
+      error: "bad_verification_code",
+    });
+    expect((await call("GET", `/v3/connections/${created.id}`)).json.status).toBe("pending");
+    await client.connections.deleteByID(created.id);
+  });
+
+  it("keeps syncing the other repositories when GitHub refuses one, and keeps the refused one's documents", async () => {
+    github.addRepository("sso-org/wiki");
+    github.setFile("sso-org/wiki", "README.md", "# Wiki\nThe badge printer sits on the second floor.");
+    github.addIssue("sso-org/wiki", { title: "Badge printer jams", body: "It jams every Monday." });
+    github.addRepository("acme/notes");
+    github.setFile("acme/notes", "README.md", "# Notes\nMeeting notes of the week.");
+    const created = await client.connections.create("github", {
+      containerTag: "acme-sso",
+      metadata: { baseUrl: github.url, token: github.token },
+    });
+    const probe = connectionProbe(call, () => created.id);
+    const first = await probe.syncAfter(undefined);
+    // A repository that does not exist (or that the token cannot see) is among the chosen ones.
+    await client.connections.configure(created.id, {
+      resources: [{ full_name: "sso-org/wiki" }, { full_name: "acme/vanished" }, { full_name: "acme/notes" }],
+    });
+    const synced = await probe.syncAfter(first.id);
+    expect(synced).toMatchObject({ status: "done", counts: { added: 3, failed: 0 } });
+    const tagged = async () =>
+      (await client.connections.listDocuments("github", { containerTags: ["acme-sso"] }))
+        .map((d) => d.title)
+        .sort();
+    const before = await tagged();
+    expect(before).toEqual(["Badge printer jams", "README.md", "README.md"]);
+
+    // The organization turns on SAML enforcement: its repository answers 403 to the token.
+    github.refuse("sso-org", "saml");
+    github.setFile("acme/notes", "README.md", "# Notes\nMeeting notes of this week and the next.");
+    await client.connections.import("github", { containerTags: ["acme-sso"] });
+    const run = await probe.syncAfter(synced.id);
+    expect(run).toMatchObject({ status: "done", counts: { updated: 1, deleted: 0, failed: 0 } });
+    expect(github.requests.some((r) => r.path.startsWith("/repos/sso-org/wiki") && r.status === 403)).toBe(
+      true,
+    );
+    expect((await probe.connection()).status).toBe("active");
+    // The wiki's documents were not listed this pass, and are kept all the same.
+    expect(await tagged()).toEqual(before);
+    github.refuse("sso-org", null);
+  });
+
+  it("renews an expired GitHub App user token, and stops with auth_expired once GitHub refuses the refresh", async () => {
+    // A GitHub App with expiring user tokens: eight-hour access tokens and a refresh token.
+    github.setExpiringUserTokens(true);
+    const created = await client.connections.create("github", {
+      containerTag: "acme-app",
+      metadata: { baseUrl: github.url },
+    });
+    const consent = await fetch(created.authLink, { redirect: "manual" });
+    await fetch(consent.headers.get("location") as string, { redirect: "manual" });
+    const probe = connectionProbe(call, () => created.id);
+    const first = await probe.syncAfter(undefined);
+    await client.connections.configure(created.id, { resources: [{ full_name: REPO }] });
+    const synced = await probe.syncAfter(first.id);
+    expect(synced).toMatchObject({ status: "done", counts: { failed: 0 } });
+    expect(synced.counts.added).toBeGreaterThan(0);
+
+    // Eight hours later: GitHub answers 401 to the access token; one refresh renews it.
+    github.expireUserTokens();
+    const asked = github.tokenRequests.length;
+    await client.connections.import("github", { containerTags: ["acme-app"] });
+    const renewed = await probe.syncAfter(synced.id);
+    expect(renewed).toMatchObject({ status: "done", counts: { failed: 0, deleted: 0 } });
+    expect(github.tokenRequests.slice(asked)).toEqual([{ grantType: "refresh_token" }]);
+    expect((await probe.connection()).status).toBe("active");
+
+    // The refresh token expired too: GitHub answers 200 {"error":"bad_refresh_token"}. That is a refusal,
+    // not a failure to retry: the run ends auth_expired after that one request and the schedule pauses.
+    github.expireUserTokens({ refreshTokens: true });
+    const refusedAt = github.tokenRequests.length;
+    await client.connections.import("github", { containerTags: ["acme-app"] });
+    const refused = await probe.syncAfter(renewed.id);
+    expect(refused).toMatchObject({ status: "auth_expired", errorCode: "auth_expired" });
+    expect(refused.error).toContain("bad_refresh_token");
+    expect((await probe.connection()).status).toBe("auth_expired");
+    expect(github.tokenRequests.slice(refusedAt)).toEqual([
+      { grantType: "refresh_token", error: "bad_refresh_token" },
+    ]);
+    const schedule = await temporal.schedule.getHandle(`sync-schedule/${created.id}`).describe();
+    expect(schedule.state.paused).toBe(true);
+    github.setExpiringUserTokens(false);
+  });
+
   it("stops with auth_expired when the token is revoked, and pauses the schedule", async () => {
     const before = (await lastSync())?.id;
     github.revokeToken();

@@ -43,6 +43,18 @@ export interface RateLimitInjection {
   times?: number;
 }
 
+/**
+ * Why GitHub refuses a repository's resources to a token that is otherwise valid:
+ * - "saml": the organization enforces SAML SSO and the token was not authorized for it (every repository
+ *   of that owner answers 403);
+ * - a list of fine-grained permissions: a fine-grained token granted only these on the repository (the
+ *   repository itself, metadata, always answers; the other parts answer 403);
+ * - "hidden": the token cannot see the repository at all, which GitHub answers with 404 as if it did not
+ *   exist.
+ */
+export type FakeRefusal = "saml" | "hidden" | FineGrainedPermission[];
+export type FineGrainedPermission = "contents" | "issues" | "pull_requests";
+
 export interface FakeRequest {
   method: string;
   path: string;
@@ -74,6 +86,21 @@ export interface FakeGitHub {
   rateLimitNext(injection?: RateLimitInjection): void;
   /** From now on every token is refused with 401, as after the user revoked the app's access. */
   revokeToken(): void;
+  /**
+   * How the token endpoint issues user tokens from now on: false (an OAuth app: one token that does not
+   * expire, the fake's `token`), true (a GitHub App with expiring user tokens: a `ghu_` access token for
+   * eight hours and a `ghr_` refresh token).
+   */
+  setExpiringUserTokens(expiring: boolean): void;
+  /**
+   * The user access tokens issued so far stop working (401), as eight hours after they were issued; with
+   * `refreshTokens`, their refresh tokens too (expired after six months, or revoked).
+   */
+  expireUserTokens(options?: { refreshTokens?: boolean }): void;
+  /** Requests to the OAuth token endpoint, in order: the grant type and the error answered, if any. */
+  tokenRequests: { grantType: string; error?: string }[];
+  /** Refuses a repository (owner/name), or with "saml" every repository of an owner; null lifts it. */
+  refuse(target: string, refusal: FakeRefusal | null): void;
   /** Recursive tree listings with more entries than this come back cut off with `truncated: true`. */
   setTreeTruncation(limit: number | null): void;
   stop(): Promise<void>;
@@ -133,6 +160,14 @@ export const OAUTH_CLIENT_SECRET = "fake-github-client-secret";
 export async function startFakeGitHub(options: { token?: string; login?: string } = {}): Promise<FakeGitHub> {
   const token = options.token ?? "ghp_fake0000000000000000000000000000000001";
   let revoked = false;
+  let expiringUserTokens = false;
+  /** Expiring user tokens issued and still valid; refresh token → the access token it came with. */
+  const userTokens = new Set<string>();
+  const refreshTokens = new Map<string, string>();
+  let nextUserToken = 1;
+  const tokenRequests: { grantType: string; error?: string }[] = [];
+  /** Lower-cased owner or owner/name → refusal. */
+  const refusals = new Map<string, FakeRefusal>();
   let nextCode = 1;
   const issuedCodes = new Map<string, string>();
   const login = options.login ?? "octocat";
@@ -247,14 +282,62 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     gravatar_id: "",
     url: `${url}/users/${name}`,
     html_url: `https://github.com/${name}`,
+    followers_url: `${url}/users/${name}/followers`,
+    following_url: `${url}/users/${name}/following{/other_user}`,
+    gists_url: `${url}/users/${name}/gists{/gist_id}`,
+    starred_url: `${url}/users/${name}/starred{/owner}{/repo}`,
+    subscriptions_url: `${url}/users/${name}/subscriptions`,
+    organizations_url: `${url}/users/${name}/orgs`,
     repos_url: `${url}/users/${name}/repos`,
+    events_url: `${url}/users/${name}/events{/privacy}`,
+    received_events_url: `${url}/users/${name}/received_events`,
     type: "User",
     site_admin: false,
   });
 
+  /** The URL templates of a repository, as the get-repository recording lists them. */
+  const repoUrlTemplates = (api: string) =>
+    Object.fromEntries(
+      Object.entries({
+        forks_url: "/forks",
+        keys_url: "/keys{/key_id}",
+        collaborators_url: "/collaborators{/collaborator}",
+        teams_url: "/teams",
+        hooks_url: "/hooks",
+        issue_events_url: "/issues/events{/number}",
+        events_url: "/events",
+        assignees_url: "/assignees{/user}",
+        branches_url: "/branches{/branch}",
+        tags_url: "/tags",
+        blobs_url: "/git/blobs{/sha}",
+        git_tags_url: "/git/tags{/sha}",
+        git_refs_url: "/git/refs{/sha}",
+        statuses_url: "/statuses/{sha}",
+        languages_url: "/languages",
+        stargazers_url: "/stargazers",
+        contributors_url: "/contributors",
+        subscribers_url: "/subscribers",
+        subscription_url: "/subscription",
+        commits_url: "/commits{/sha}",
+        git_commits_url: "/git/commits{/sha}",
+        comments_url: "/comments{/number}",
+        issue_comment_url: "/issues/comments{/number}",
+        compare_url: "/compare/{base}...{head}",
+        merges_url: "/merges",
+        archive_url: "/{archive_format}{/ref}",
+        downloads_url: "/downloads",
+        milestones_url: "/milestones{/number}",
+        notifications_url: "/notifications{?since,all,participating}",
+        labels_url: "/labels{/name}",
+        releases_url: "/releases{/id}",
+        deployments_url: "/deployments",
+      }).map(([key, suffix]) => [key, `${api}${suffix}`]),
+    );
+
   const repoJson = (repo: Repository) => {
     const full = `${repo.owner}/${repo.name}`;
     const api = `${url}/repos/${full}`;
+    const openIssues = [...repo.issues.values()].filter((i) => i.state === "open").length;
     return {
       id: repo.id,
       node_id: "MDEwOlJlcG9zaXRvcnkx",
@@ -270,20 +353,51 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
       pulls_url: `${api}/pulls{/number}`,
       trees_url: `${api}/git/trees{/sha}`,
       contents_url: `${api}/contents/{+path}`,
+      ...repoUrlTemplates(api),
       created_at: repo.createdAt,
       updated_at: repo.updatedAt,
       pushed_at: repo.pushedAt,
       git_url: `git://github.com/${full}.git`,
+      ssh_url: `git@github.com:${full}.git`,
       clone_url: `https://github.com/${full}.git`,
+      svn_url: `https://github.com/${full}`,
+      homepage: null,
       size: 0,
+      stargazers_count: 0,
+      watchers_count: 0,
       language: null,
       has_issues: repo.hasIssues,
+      has_projects: true,
+      has_downloads: true,
+      has_wiki: true,
+      has_pages: false,
+      forks_count: 0,
+      mirror_url: null,
       archived: false,
       disabled: false,
-      open_issues_count: [...repo.issues.values()].filter((i) => i.state === "open").length,
+      open_issues_count: openIssues,
+      license: null,
+      allow_forking: true,
+      is_template: false,
+      web_commit_signoff_required: false,
+      topics: [],
       visibility: repo.private ? "private" : "public",
+      forks: 0,
+      open_issues: openIssues,
+      watchers: 0,
       default_branch: repo.defaultBranch,
       permissions: { admin: true, maintain: true, push: true, triage: true, pull: true },
+      temp_clone_token: "",
+      allow_squash_merge: true,
+      allow_merge_commit: true,
+      allow_rebase_merge: true,
+      allow_auto_merge: false,
+      delete_branch_on_merge: false,
+      allow_update_branch: false,
+      use_squash_pr_title_as_default: false,
+      // Only GET /repos/{owner}/{repo} (a "full repository") has these; listings leave them out.
+      network_count: 0,
+      subscribers_count: 0,
     };
   };
 
@@ -337,6 +451,18 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
           }
         : {}),
       body: issue.body,
+      reactions: {
+        url: `${api}/reactions`,
+        total_count: 0,
+        "+1": 0,
+        "-1": 0,
+        laugh: 0,
+        hooray: 0,
+        confused: 0,
+        heart: 0,
+        rocket: 0,
+        eyes: 0,
+      },
       timeline_url: `${api}/timeline`,
       performed_via_github_app: null,
       state_reason: issue.state === "closed" ? "completed" : null,
@@ -499,29 +625,11 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
       return;
     }
     if (oauthUrl.pathname === "/login/oauth/access_token" && req.method === "POST") {
-      const form = new URLSearchParams(requestBody);
-      const redirect = issuedCodes.get(form.get("code") ?? "");
-      issuedCodes.delete(form.get("code") ?? "");
-      const ok =
-        redirect !== undefined &&
-        redirect === form.get("redirect_uri") &&
-        form.get("client_id") === OAUTH_CLIENT_ID &&
-        form.get("client_secret") === OAUTH_CLIENT_SECRET;
-      // GitHub answers 200 with an error field for a bad code.
-      res
-        .writeHead(ok ? 200 : 400, { "content-type": "application/json" })
-        .end(
-          JSON.stringify(
-            ok
-              ? { access_token: token, token_type: "bearer", scope: "repo" }
-              : { error: "bad_verification_code" },
-          ),
-        );
-      return;
+      return tokenEndpoint(res, new URLSearchParams(requestBody));
     }
     const auth = req.headers.authorization ?? "";
     const presented = auth.match(/^(?:token|bearer)\s+(.+)$/i)?.[1];
-    if (revoked || presented !== token) {
+    if (revoked || presented === undefined || (presented !== token && !userTokens.has(presented))) {
       send(req, res, 401, {
         message: "Bad credentials",
         documentation_url: "https://docs.github.com/rest",
@@ -607,7 +715,12 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
         .sort((a, b) =>
           `${a.owner}/${a.name}`.toLowerCase().localeCompare(`${b.owner}/${b.name}`.toLowerCase()),
         )
-        .map(repoJson);
+        .map((repo) => {
+          // A listing holds "repository" objects, without the counts only a full repository has
+          // (https://docs.github.com/en/rest/repos/repos#list-repositories-for-the-authenticated-user).
+          const { network_count: _, subscribers_count: __, ...listed } = repoJson(repo);
+          return listed;
+        });
       return paginated(req, res, query, all);
     }
     if (segments[0] !== "repos" || segments.length < 3) return notFound(req, res);
@@ -615,6 +728,7 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     if (!repo) return notFound(req, res);
     const full = `${repo.owner}/${repo.name}`;
     const [, , , section, ...rest] = segments;
+    if (refused(req, res, repo, section, rest)) return;
 
     if (section === undefined) return ok(req, res, repoJson(repo));
 
@@ -774,6 +888,156 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     return notFound(req, res);
   }
 
+  /**
+   * The documented OAuth token endpoint. Errors come back with status 200 and an `error` field, not a 4xx
+   * ("Troubleshooting OAuth app access token request errors":
+   * https://docs.github.com/en/apps/oauth-apps/maintaining-oauth-apps/troubleshooting-oauth-app-access-token-request-errors).
+   * A GitHub App with expiring user tokens answers an access token valid eight hours and a refresh token
+   * valid six months; using a refresh token retires it and the access token issued with it
+   * ("Refreshing user access tokens":
+   * https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/refreshing-user-access-tokens).
+   */
+  function tokenEndpoint(res: ServerResponse, form: URLSearchParams) {
+    const grantType = form.get("grant_type") ?? "authorization_code";
+    const answer = (body: Record<string, unknown>) => {
+      tokenRequests.push({
+        grantType,
+        ...(typeof body.error === "string" ? { error: body.error } : {}),
+      });
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(body));
+    };
+    if (form.get("client_id") !== OAUTH_CLIENT_ID || form.get("client_secret") !== OAUTH_CLIENT_SECRET) {
+      return answer({
+        error: "incorrect_client_credentials",
+        error_description: "The client_id and/or client_secret passed are incorrect.",
+        error_uri:
+          "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#incorrect-client-credentials",
+      });
+    }
+    if (grantType === "refresh_token") {
+      const presented = form.get("refresh_token") ?? "";
+      const access = refreshTokens.get(presented);
+      if (access === undefined) {
+        return answer({
+          error: "bad_refresh_token",
+          error_description: "The refresh token passed is incorrect or expired.",
+          error_uri:
+            "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors#bad-refresh-token",
+        });
+      }
+      refreshTokens.delete(presented);
+      userTokens.delete(access);
+      return answer(issueUserToken());
+    }
+    const code = form.get("code") ?? "";
+    const redirect = issuedCodes.get(code);
+    issuedCodes.delete(code);
+    if (redirect === undefined || redirect !== form.get("redirect_uri")) {
+      return answer({
+        error: redirect === undefined ? "bad_verification_code" : "redirect_uri_mismatch",
+        error_description:
+          redirect === undefined
+            ? "The code passed is incorrect or expired."
+            : "The redirect_uri MUST match the registered callback URL for this application.",
+        error_uri: `https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#${redirect === undefined ? "bad-verification-code" : "redirect-uri-mismatch"}`,
+      });
+    }
+    return answer(
+      expiringUserTokens ? issueUserToken() : { access_token: token, token_type: "bearer", scope: "repo" },
+    );
+  }
+
+  function issueUserToken() {
+    const n = String(nextUserToken++).padStart(36, "0");
+    const access = `ghu_${n}`;
+    const refresh = `ghr_${n}`;
+    userTokens.add(access);
+    refreshTokens.set(refresh, access);
+    // GitHub Apps' user tokens carry no scopes: the app's permissions apply, so `scope` is empty.
+    return {
+      access_token: access,
+      expires_in: 28800,
+      refresh_token: refresh,
+      refresh_token_expires_in: 15811200,
+      scope: "",
+      token_type: "bearer",
+    };
+  }
+
+  /**
+   * Answers a refused request (true) as GitHub documents it, or lets it through (false).
+   * - SAML: 403 "Resource protected by organization SAML enforcement..." with an `X-GitHub-SSO` header
+   *   naming where to authorize the token ("Authorizing a personal access token for use with SAML single
+   *   sign-on": https://docs.github.com/en/enterprise-cloud@latest/authentication/authenticating-with-saml-single-sign-on/authorizing-a-personal-access-token-for-use-with-saml-single-sign-on;
+   *   the REST v3 docs' "Authenticating for SAML SSO": "Visit the URL specified in X-GitHub-SSO"; the
+   *   message as users report it: https://github.com/octokit/octokit.rb/discussions/1504).
+   * - A fine-grained token without a permission: 403 "Resource not accessible by personal access token"
+   *   with `X-Accepted-GitHub-Permissions` naming the permission the endpoint needs
+   *   (https://docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api#insufficient-permission-errors,
+   *   https://github.blog/changelog/2023-08-10-x-accepted-github-permissions-header-for-fine-grained-permission-actors/);
+   *   the repository itself needs only metadata, which every fine-grained token has
+   *   (https://docs.github.com/en/rest/overview/permissions-required-for-fine-grained-personal-access-tokens).
+   * - A repository the token cannot see: 404, as if it did not exist
+   *   (https://docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api#404-not-found-for-an-existing-resource).
+   */
+  function refused(
+    req: IncomingMessage,
+    res: ServerResponse,
+    repo: Repository,
+    section: string | undefined,
+    rest: string[],
+  ): boolean {
+    if (refusals.get(repo.owner.toLowerCase()) === "saml") {
+      send(
+        req,
+        res,
+        403,
+        {
+          message:
+            "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.",
+          documentation_url:
+            "https://docs.github.com/articles/authenticating-to-a-github-organization-with-saml-single-sign-on/",
+          status: "403",
+        },
+        {
+          "x-github-sso": `required; url=https://github.com/orgs/${repo.owner}/sso?authorization_request=AZSCKtL4U8yX1H3sCQIVnVgmjmon5fWxks5YrqhJzaGV2JIbmF0aW9uX3JlcXVlc3TOAAHjiM0B`,
+        },
+      );
+      return true;
+    }
+    const refusal = refusals.get(`${repo.owner}/${repo.name}`.toLowerCase());
+    if (refusal === undefined || refusal === "saml") return false;
+    if (refusal === "hidden") {
+      notFound(req, res);
+      return true;
+    }
+    const needed: FineGrainedPermission | undefined =
+      section === "git" || section === "contents"
+        ? "contents"
+        : section === "pulls"
+          ? "pull_requests"
+          : section === "issues"
+            ? "issues"
+            : undefined;
+    if (needed === undefined || refusal.includes(needed)) return false;
+    // Issues and their comments are also readable with pull_requests when they belong to a pull request.
+    if (needed === "issues" && refusal.includes("pull_requests") && rest.length > 0) {
+      if (repo.issues.get(Number(rest[0]))?.pull) return false;
+    }
+    send(
+      req,
+      res,
+      403,
+      {
+        message: "Resource not accessible by personal access token",
+        documentation_url: "https://docs.github.com/rest",
+        status: "403",
+      },
+      { "x-accepted-github-permissions": `${needed}=read` },
+    );
+    return true;
+  }
+
   function addConversation(fullName: string, input: FakePullInput, pull: boolean): number {
     const repo = repoOf(fullName);
     const now = touch(repo);
@@ -802,8 +1066,20 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     url,
     token,
     requests,
+    tokenRequests,
     revokeToken() {
       revoked = true;
+    },
+    setExpiringUserTokens(expiring) {
+      expiringUserTokens = expiring;
+    },
+    expireUserTokens(opts = {}) {
+      userTokens.clear();
+      if (opts.refreshTokens) refreshTokens.clear();
+    },
+    refuse(target, refusal) {
+      if (refusal === null) refusals.delete(target.toLowerCase());
+      else refusals.set(target.toLowerCase(), refusal);
     },
     addRepository(fullName, opts = {}) {
       const [owner, name] = fullName.split("/");
