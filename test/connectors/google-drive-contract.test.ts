@@ -12,7 +12,7 @@ import {
   googleDriveConfigSchema,
 } from "../../connectors/google-drive/settings.ts";
 import type { PickedItem, SyncContext } from "../../connectors/types.ts";
-import { type FakeGoogle, startFakeGoogle } from "../support/fake-google.ts";
+import { type FakeGoogle, type FieldTree, parseFields, startFakeGoogle } from "../support/fake-google.ts";
 
 // The Drive requests the connector makes, checked against Google's own description of Drive v3 as the
 // client library ships it (@googleapis/drive's v3.ts is generated from the Drive discovery document: one
@@ -78,39 +78,6 @@ function methods(): Method[] {
   }
   // Literal paths before templated ones: /files/generateIds is not files.get.
   return found.sort((a, b) => a.template.split("{").length - b.template.split("{").length);
-}
-
-type FieldTree = { [name: string]: FieldTree | true };
-
-/** Google's partial-response syntax: `a,b(c,d),e/f`. */
-function parseFields(fields: string): FieldTree {
-  let at = 0;
-  const list = (): FieldTree => {
-    const tree: FieldTree = {};
-    for (;;) {
-      let name = "";
-      while (at < fields.length && !",()".includes(fields[at] as string)) name += fields[at++];
-      let node: FieldTree | true = true;
-      if (fields[at] === "(") {
-        at++;
-        node = list();
-        at++;
-      }
-      const parts = name.trim().split("/");
-      let into = tree;
-      for (const [i, part] of parts.entries()) {
-        if (i === parts.length - 1) into[part] = node;
-        else {
-          const next: FieldTree = {};
-          into[part] = next;
-          into = next;
-        }
-      }
-      if (fields[at] !== ",") return tree;
-      at++;
-    }
-  };
-  return list();
 }
 
 describe("google-drive requests against the Drive v3 discovery description", () => {

@@ -1127,10 +1127,10 @@ function apiError(
   };
 }
 
-type FieldTree = { [name: string]: FieldTree | true };
+export type FieldTree = { [name: string]: FieldTree | true };
 
-/** Google's partial-response syntax: `a,b(c,d),e/f`. */
-function parseFields(fields: string): FieldTree {
+/** Google's partial-response syntax: `a,b(c,d),e/f`. Throws on a malformed one, as Google answers 400. */
+export function parseFields(fields: string): FieldTree {
   let at = 0;
   const list = (): FieldTree => {
     const tree: FieldTree = {};

@@ -23,6 +23,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { seededRandom } from "../../bench/lib/random.ts";
 
 export const FAKE_NOTION_VERSION = "2025-09-03";
 
@@ -286,18 +287,6 @@ function richText(value: Rich): Record<string, unknown>[] {
       href: r.href ?? null,
     };
   });
-}
-
-/** mulberry32: a small seeded RNG, so the fake's random drops are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function plain(value: Rich): string {
@@ -1315,7 +1304,7 @@ export async function startFakeNotion(
         ? {
             delaySearches: options.delaySearches ?? 0,
             dropFraction: options.dropFraction ?? 0,
-            random: seeded(options.seed ?? 1),
+            random: seededRandom(options.seed ?? 1),
           }
         : null;
     },
