@@ -71,8 +71,8 @@ function provenance(s: Scenario, run: RunFile, earlier?: string): string {
   const which = earlier
     ? `of an earlier run, \`${earlier}\` (${run.header.started}, commit ${revisionLabel(run.header.revision)}; not run in the run this page is rendered from)`
     : "of this run";
-  // Every search embeds its query, so the query weights move search figures (int8-block is the default since
-  // stop 54; the runs before it have no such field and used fp32).
+  // Every search embeds its query, so the query weights move search figures. Runs stored before 2026-11-29
+  // (a3d5cf6) have no such field: they used fp32.
   const weights = run.header.queryWeights ?? "fp32";
   return `*Scenario \`${s.name}\` ${which}, options: ${optionsPhrase(rec?.options)}; ${minutes(rec?.ms ?? 0)}; search queries embedded with ${weights} weights${run.header.queryWeights ? "" : " (the default then)"}.*`;
 }
