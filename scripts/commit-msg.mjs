@@ -69,7 +69,9 @@ const invoked = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPa
 if (invoked) {
   const args = process.argv.slice(2);
   if (args[0] === "--install") {
-    console.log(install(path.resolve(args[1] ?? path.join(path.dirname(fileURLToPath(import.meta.url)), ".."))));
+    console.log(
+      install(path.resolve(args[1] ?? path.join(path.dirname(fileURLToPath(import.meta.url)), ".."))),
+    );
   } else if (args.length === 1) {
     const found = problems(fs.readFileSync(args[0], "utf8"));
     if (found.length > 0) {

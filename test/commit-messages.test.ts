@@ -22,13 +22,17 @@ describe("commit subjects since the rule came in", () => {
     try {
       inside = git(["rev-parse", "--is-inside-work-tree"]);
     } catch (err) {
-      throw new Error(`this test reads the commit history, and ${ROOT} has none: run npm test in a git clone (${err})`);
+      throw new Error(
+        `this test reads the commit history, and ${ROOT} has none: run npm test in a git clone (${err})`,
+      );
     }
     expect(inside).toBe("true");
 
     // The oldest commit that added the hook script. In a shallow clone whose history starts after it, the
     // clone's first commit shows every file as added, so the check covers the history the clone has.
-    const added = git(["log", "--diff-filter=A", "--format=%H %ct", "--", HOOK_SCRIPT]).split("\n").filter(Boolean);
+    const added = git(["log", "--diff-filter=A", "--format=%H %ct", "--", HOOK_SCRIPT])
+      .split("\n")
+      .filter(Boolean);
     const introducing = added.at(-1);
     if (!introducing) throw new Error(`no commit in this history adds ${HOOK_SCRIPT}`);
     const [marker, markerTime] = introducing.split(" ") as [string, string];
@@ -66,12 +70,15 @@ describe("the commit-msg hook", () => {
     git(["init", "-q"], repo);
     fs.mkdirSync(path.join(repo, "scripts"));
     fs.copyFileSync(path.join(ROOT, HOOK_SCRIPT), path.join(repo, HOOK_SCRIPT));
-    const installed = execFileSync(process.execPath, [HOOK_SCRIPT, "--install", repo], { cwd: repo, encoding: "utf8" });
+    const installed = execFileSync(process.execPath, [HOOK_SCRIPT, "--install", repo], {
+      cwd: repo,
+      encoding: "utf8",
+    });
     expect(installed).toContain("installed");
     // A second run finds it in place.
-    expect(execFileSync(process.execPath, [HOOK_SCRIPT, "--install", repo], { cwd: repo, encoding: "utf8" })).toContain(
-      "up to date",
-    );
+    expect(
+      execFileSync(process.execPath, [HOOK_SCRIPT, "--install", repo], { cwd: repo, encoding: "utf8" }),
+    ).toContain("up to date");
 
     fs.writeFileSync(path.join(repo, "a.txt"), "a\n");
     inRepo(["add", "a.txt"]);
