@@ -100,7 +100,7 @@ export const envSchema = z.object({
    * Embedding threads for documents, each its own model copy splitting the cores with the others. Default two
    * (one on a single core): two copies with one onnxruntime thread each lose less to the rest of the pipeline
    * taking a core now and then than one copy whose two threads wait for each other at every operator
-   * (measured on 2 cores: 82 % of the model's rate alone end to end, against 77 %).
+   * (the import rates are on docs/benchmarks.md, "Bulk imports").
    */
   EMBEDDING_THREADS: z.coerce
     .number()
@@ -144,8 +144,8 @@ export const envSchema = z.object({
   EMBEDDING_DOCUMENT_PRECISION: z.enum(["fp32", "int8-block"]).default("fp32"),
   /**
    * V8's heap growth between full collections, in percent (0 = V8's own, which lets the main heap reach about
-   * three times its live size first). Measured on 1,000-document imports, two each: peak resident memory
-   * 1,300–1,314 against 1,414–1,424 MiB, at 6.06–6.59 against 6.64–6.71 documents/s (more full collections).
+   * three times its live size first). A lower bound keeps a long import's peak memory down, at the cost of more
+   * full collections on the main thread (docs/processing.md#big-imports).
    */
   V8_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(400).default(30),
   /** Most texts per task handed to an embedding thread; concurrent calls are coalesced up to this. */

@@ -1,8 +1,9 @@
 // Whether this CPU multiplies int8 numbers fast, read from the kernel's /proc/cpuinfo. Both int8 query models
 // compute in int8: int8-block (MatMulNBits, accuracy_level 4) and int8-smooth (onnxruntime's integer GEMM with
 // signed weights). onnxruntime's kernels for them are fast, and for signed weights exact, only with a dot-product
-// instruction for int8 (x86 VNNI or AMX, Arm's dot product). Without one (an AVX2-only x86 server) int8-block took
-// longer than the fp32 model (measured in stop 65, docs/models.md), and signed weights' products saturate.
+// instruction for int8 (x86 VNNI or AMX, Arm's dot product). Without one (an AVX2-only x86 server) int8-block is
+// slower than the fp32 model and signed weights' products saturate, so fp32 is chosen there
+// (docs/decisions/0003-query-weights-by-cpu.md).
 
 import { readFileSync } from "node:fs";
 

@@ -8,6 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { install as installCommitHook } from "./commit-msg.mjs";
 
 // Every package of the quantisers' venv (the int8-block and int8-smooth query models), installed with --no-deps so
 // nothing else comes in.
@@ -840,6 +841,8 @@ async function timed(name, step) {
 
 async function main() {
   const forTests = process.argv.includes("--test");
+  // The repository's commit-message rule (docs/development.md, "Commits"); a clone or worktree gets it here.
+  log(installCommitHook(ROOT));
   // Independent steps run side by side (downloads overlap); the apt steps one after another (dpkg's lock).
   const chains = [
     timed("node_modules + console", async () => {

@@ -1,5 +1,5 @@
-// The second stage of `rerank: true` when no cross-encoder is installed (none could be obtained
-// offline here; see docs/models.md): candidates are rescored by exact Okapi BM25 (corpus document
+// The second stage of `rerank: true` when no cross-encoder is installed (no package registry ships
+// one; see docs/models.md): candidates are rescored by exact Okapi BM25 (corpus document
 // frequencies from the GIN index, not ts_rank_cd's IDF-free score) blended with their dense cosine
 // similarity, each min-max normalised over the candidates. Named in responses as RESCORER_MODEL so a
 // caller can tell it from a cross-encoder.

@@ -330,9 +330,8 @@ export interface NeighbourChunk {
 
 /**
  * Chunks next to the given positions, to show matches in context. With a current in-memory index (the embedded
- * default) they come from its copy, as the hits themselves do: at 100,000 chunks this statement was a sixth of a
- * search's time on the store's one thread (docs/operations.md, stop 66). Documents the index holds nothing of
- * are asked of the store.
+ * default) they come from its copy, as the hits themselves do, so a search makes one statement fewer on the
+ * store's one thread. Documents the index holds nothing of are asked of the store.
  */
 export async function chunksAt(
   db: Database,

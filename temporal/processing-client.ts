@@ -157,8 +157,8 @@ export class DocumentProcessing {
   /**
    * Starts go through a document worker of this process when there is one (`undefined`: no longer). Temporal's
    * eager workflow start then answers the start with the run's first workflow task for that worker, instead of
-   * queueing it for a poll: measured in a 2,000-document import, 18 % less of the Temporal server's CPU per
-   * document. Without a free workflow-task slot in that worker, the task is queued as usual.
+   * queueing it for a poll, which saves the Temporal server a round of work per document during an import.
+   * Without a free workflow-task slot in that worker, the task is queued as usual.
    */
   startThroughLocalWorker(client: Client | undefined): void {
     this.localWorkerClient = client;

@@ -57,7 +57,8 @@ export function renderImportedSection(
       "",
     );
   const withCpu = r.concurrent.some((c) => c.cpuPerRequest);
-  // Since stop 66 the clients run on a thread of their own; before, on the service's main thread.
+  // Runs stored since 2026-12-03 (f91f6cd) put the clients on a thread of their own; older runs put them on the
+  // service's main thread, and the page says which.
   const clientsApart = r.concurrent.some((c) => c.cpuPerRequest?.clientsMs !== undefined);
   const floor = r.concurrent.find((c) => c.scope.startsWith("a tag with no documents"));
   const cpu = (v: number | undefined) =>

@@ -11,6 +11,8 @@ import { RESULTS_DIR, ROOT as ROOT_DIR, type RunFile } from "./results.ts";
 import { revisionLabel } from "./revision.ts";
 
 export const HISTORY_HEADING = "## History";
+/** Rows of the History table: the page stays short, and every run stays in `bench/results/`. */
+const HISTORY_ROWS = 12;
 export const HOW_TO_RUN_HEADING = "## How to run";
 
 const minutes = (msValue: number) =>
@@ -71,8 +73,8 @@ function provenance(s: Scenario, run: RunFile, earlier?: string): string {
   const which = earlier
     ? `of an earlier run, \`${earlier}\` (${run.header.started}, commit ${revisionLabel(run.header.revision)}; not run in the run this page is rendered from)`
     : "of this run";
-  // Every search embeds its query, so the query weights move search figures (int8-block is the default since
-  // stop 54; the runs before it have no such field and used fp32).
+  // Every search embeds its query, so the query weights move search figures. Runs stored before 2026-11-29
+  // (a3d5cf6) have no such field: they used fp32.
   const weights = run.header.queryWeights ?? "fp32";
   return `*Scenario \`${s.name}\` ${which}, options: ${optionsPhrase(rec?.options)}; ${minutes(rec?.ms ?? 0)}; search queries embedded with ${weights} weights${run.header.queryWeights ? "" : " (the default then)"}.*`;
 }
@@ -169,14 +171,15 @@ export function historyLines(runs: { file: string; run: RunFile }[]): string[] {
     return { file, run, cells };
   });
   rows.sort((a, b) => (a.run.header.started < b.run.header.started ? 1 : -1));
+  const shown = rows.slice(0, HISTORY_ROWS);
   return [
     HISTORY_HEADING,
     "",
-    "Every run stored in `bench/results/`, newest first, generated from those files (one JSON file per run: `npm run bench:page -- <file>` renders this page from any of them). Runs on other machines or with other options do not compare directly.",
+    `The ${shown.length === rows.length ? "" : `${shown.length} newest of the `}${rows.length} runs stored in \`bench/results/\`, newest first, generated from those files (one JSON file per run: \`npm run bench:page -- <file>\` renders this page from any of them). Runs on other machines or with other options do not compare directly.`,
     "",
     `| Date | Commit | Machine | Scenarios | ${columns.join(" | ")} |`,
     `|---|---|---|---|${columns.map(() => "---").join("|")}|`,
-    ...rows.map(({ file, run, cells }) => {
+    ...shown.map(({ file, run, cells }) => {
       const h = run.header;
       const when = h.started.slice(0, 16).replace("T", " ");
       // Linked only where the page's own links reach it (a file from elsewhere is named, not linked).

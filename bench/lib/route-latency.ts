@@ -40,9 +40,10 @@ export interface ConcurrentLatency {
   /** Requests per second over the whole measurement. */
   throughput: number;
   /**
-   * CPU per request by thread of this process, which runs the service and the clients (absent in runs before
-   * stop 59, and where /proc is missing): what bounds the throughput of a machine's cores. Since stop 66 the
-   * clients run on a thread of their own (`clientsMs`); before, they ran on the main thread and were in `mainMs`.
+   * CPU per request by thread of this process, which runs the service and the clients (absent in runs stored
+   * before 98bb921 of 2026-11-29, and where /proc is missing): what bounds the throughput of a machine's cores.
+   * The clients run on a thread of their own (`clientsMs`); in runs stored before 2026-12-03 they ran on the
+   * main thread and were counted in `mainMs`.
    */
   cpuPerRequest?: {
     mainMs: number;

@@ -32,7 +32,7 @@ export function searchSummaryLines(r: SearchResult): string[] {
   return lines;
 }
 
-function sizeSection(r: SearchResult, s: SearchSizeResult): string[] {
+function sizeSection(s: SearchSizeResult): string[] {
   const scans = (x: Record<string, number>) =>
     Object.entries(x)
       .map(([k, v]) => `\`${k}\` ${v}`)
@@ -64,18 +64,8 @@ function sizeSection(r: SearchResult, s: SearchSizeResult): string[] {
       .map((q) => `${ms(q.ms)} for "${q.query}" (${q.terms} terms, ${q.matches} matches)`)
       .join("; ")}.`,
     "",
-    `<details><summary>Plans (EXPLAIN ANALYZE) of the three searches, statement by statement, for the first measured query, "${s.slowKeyword.length ? r.firstQuery : ""}"</summary>`,
-    "",
-    "```text",
-    "-- hybrid",
-    ...s.plans.hybrid,
-    "-- vector-only",
-    ...s.plans.vector,
-    "-- keyword-only",
-    ...s.plans.keyword,
-    "```",
-    "",
-    "</details>",
+    // The plans are long and change with every run; the result file keeps them for whoever reads a plan.
+    "The plans (`EXPLAIN ANALYZE`) of the three searches for the first measured query are in the result file, under the scenario's `plans`.",
     "",
   ];
 }
@@ -92,6 +82,6 @@ export function renderSearchSection(
     "",
     `Chunk vectors come from a per-text cache (\`${c.dir}\`, keyed by model and sha256 of the text)${c.computed ? `: ${n(c.computed)} were computed in this run at ${c.textsPerSecond.toFixed(1)} texts/s (${seconds(c.computeMs)})` : "; all were cached"}. Each size gets a fresh PGlite store in a temporary directory. ${r.searches} SciFact queries per measurement, after ${r.warmup} warm-up queries, one at a time. (a)–(d) ran in the benchmark's process on the store before the service opened it; (e) is the real service (API + worker, started by the benchmark) over the same directory, \`client.search.documents({ q, containerTags, limit: 10 })\`, so its time includes the query embedding, the hybrid SQL, grouping and neighbouring chunks.`,
     "",
-    ...r.sizes.flatMap((s) => sizeSection(r, s)),
+    ...r.sizes.flatMap((s) => sizeSection(s)),
   ];
 }

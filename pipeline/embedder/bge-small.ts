@@ -92,10 +92,9 @@ export interface BgeSmallOptions {
   /** Directory with model.onnx and tokenizer.json. Default <cacheDir>/models/bge-small-en-v1.5. */
   modelDir?: string;
   /**
-   * Prepend BGE's retrieval instruction (BGE_QUERY_PREFIX) to queries. Default false: measured on SciFact (300
-   * judged queries, in-process), nDCG@10 hybrid 0.7344 with it and 0.7310 without, vector-only 0.7168 and
-   * 0.7229, recall@100 0.9667 and 0.9750; without it a query is about 10 tokens shorter, and embedding it,
-   * the part of a search that runs on the model's threads, costs about a third less CPU.
+   * Prepend BGE's retrieval instruction (BGE_QUERY_PREFIX) to queries. Default false: the ranking is the same
+   * within noise without it, and a shorter query costs the model less
+   * (docs/decisions/0011-queries-without-instruction.md).
    */
   queryInstruction?: boolean;
   /**
@@ -201,11 +200,12 @@ export class BgeSmallEmbedder implements Embedder {
             // The query threads load it with the thread, so the first search does not wait for it; the shared
             // threads embed queries only when there are no query threads, and load it then.
             preloadQueryModel: dedicated,
-            // Measured in process, one session after 20 short runs: fp32 239 MiB, int8-block 117 MiB. (With the
-            // same weights for both, the query model is the document model: one session.)
+            // A query thread with its own query model seldom embeds documents, so it creates the document model,
+            // the larger of the two, only when it has to. (With the same weights for both, the query model is the
+            // document model: one session.)
             deferDocumentModel: dedicated && queryModelFile !== undefined,
-            // Measured under 8 clients in a big tenant, alternated (stop 67): p95 median 148 ms with this session
-            // for waiting queries, 174 and 182 with two threads for all, while a lone query is a third faster on two.
+            // A lone query is faster on two onnxruntime threads, but queries that wait run on one, leaving the
+            // other core to the API and the store (docs/decisions/0004-query-thread.md).
             busyIntraOpThreads: dedicated && queryIntraOpThreads > 1 ? 1 : undefined,
             queryRuns: dedicated ? this.queryRunCounts : undefined,
           } satisfies BgeWorkerData,

@@ -32,8 +32,8 @@ export interface BgeWorkerData {
   /**
    * onnxruntime threads of a second session of the query model, which embeds queries when they are waiting (a
    * task of several, or another task queued behind this one); unset: one session for all. A lone query runs on
-   * `intraOpThreads` (a third less wall time on 2 cores); under load the extra thread's CPU is taken from the API
-   * and the store, which then wait longer (docs/operations.md, stop 66 and 67).
+   * `intraOpThreads` (less wall time); under load the extra thread's CPU is taken from the API and the store,
+   * which then wait longer (docs/decisions/0004-query-thread.md).
    */
   busyIntraOpThreads?: number;
   /** Counts of queries embedded alone and when waiting (two Int32 slots, shared with the embedder). */
@@ -78,11 +78,11 @@ function createSession(file: string, intraOpThreads = config.intraOpThreads): Pr
     executionMode: "sequential",
     graphOptimizationLevel: "all",
     // The memory pattern pre-plans one block for all of a run's tensors per input shape, and the arena keeps
-    // the largest: measured on 400 chunk-sized texts, 160 MB more resident memory per model copy for the same
-    // speed (turning the arena off instead halves the speed).
+    // the largest, so with texts of many lengths it holds much more memory for no speed; the arena itself stays
+    // on, since inference without it is far slower.
     enableMemPattern: false,
     // onnxruntime's threads spin between operators by default, burning a core while they wait; on a small
-    // machine that CPU belongs to the rest of the pipeline (measured: the same rate with ~10 % less CPU).
+    // machine that CPU belongs to the rest of the pipeline, and the rate is the same without spinning.
     extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
   });
 }

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { int8DotProduct } from "../../pipeline/cpu-features.ts";
 import { resolveQueryPrecision } from "../../pipeline/embedder/index.ts";
 
-// The first lines of /proc/cpuinfo as the kernel prints them: an AVX2-only AMD EPYC (Zen 3, the machine of
-// stop 65), the same with Zen 4's AVX-512 VNNI, and an Arm Neoverse core with dot products.
+// The first lines of /proc/cpuinfo as the kernel prints them: an AVX2-only AMD EPYC (Zen 3), the same with
+// Zen 4's AVX-512 VNNI, and an Arm Neoverse core with dot products.
 const zen3 =
   "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2 bmi2 sha_ni vaes vpclmulqdq rdpid fsrm\n";
 const zen4 = zen3.replace("fsrm", "fsrm avx512f avx512dq avx512bw avx512vl avx512_vnni avx512_bf16");
