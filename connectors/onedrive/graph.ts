@@ -43,8 +43,9 @@ export interface DriveItem {
   remoteItem?: Record<string, unknown>;
   deleted?: { state?: string };
   malware?: Record<string, unknown>;
-  createdBy?: { user?: { displayName?: string; email?: string } };
-  lastModifiedBy?: { user?: { displayName?: string; email?: string } };
+  // identitySet.user is an identity: displayName and id only in Graph's model.
+  createdBy?: { user?: { displayName?: string } };
+  lastModifiedBy?: { user?: { displayName?: string } };
   "@microsoft.graph.downloadUrl"?: string;
 }
 

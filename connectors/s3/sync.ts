@@ -7,7 +7,12 @@ import { isIP, type LookupFunction } from "node:net";
 import { type _Object, GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
-import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
+import {
+  ConnectorAuthError,
+  ConnectorConfigError,
+  ConnectorRateLimitError,
+  ItemSkippedError,
+} from "../errors.ts";
 import type { FetchedItem, ListPage, SourceItem, SyncContext } from "../types.ts";
 import type { S3Config, S3Secrets } from "./settings.ts";
 
@@ -28,6 +33,17 @@ const AUTH_ERRORS = new Set([
   "SignatureDoesNotMatch",
   "AccessDenied",
   "Forbidden",
+  "ExpiredToken",
+  "InvalidToken",
+  "TokenRefreshRequired",
+  "AllAccessDisabled",
+  "AccountProblem",
+  "InvalidSecurity",
+]);
+/** Refusals of the credentials themselves, whatever the request: never about one object. */
+const CREDENTIAL_ERRORS = new Set([
+  "InvalidAccessKeyId",
+  "SignatureDoesNotMatch",
   "ExpiredToken",
   "InvalidToken",
   "TokenRefreshRequired",
@@ -108,6 +124,14 @@ export async function fetchS3Item(ctx: S3Context, item: SourceItem): Promise<Fet
       // Deleted between listing and fetch: absent, which is what the next pass would conclude anyway.
       // A bare 404 (no error body) counts too, but never a missing bucket: that is a config error.
       if (name === "NoSuchKey" || (status === 404 && !CONFIG_ERRORS.has(name))) return "absent";
+      // A 403 on one object while its bucket lists: a bucket policy or ACL on that key, or a KMS key the
+      // credentials may not use (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html,
+      // https://docs.aws.amazon.com/AmazonS3/latest/userguide/troubleshoot-403-errors.html). That object only; the others sync.
+      if ((name === "AccessDenied" || status === 403) && !CREDENTIAL_ERRORS.has(name))
+        throw new ItemSkippedError(
+          "no_permission",
+          `s3: bucket ${bucket}: GetObject ${key} refused (${name || 403})`,
+        );
       // An Intelligent-Tiering archive tier, or an archived object listed under another class.
       if (name === "InvalidObjectState") {
         ctx.log.info(

@@ -9,7 +9,7 @@ import { isIP } from "node:net";
 import { z } from "zod";
 import { htmlToText } from "../../pipeline/html.ts";
 import { FetchRefusedError, isPublicAddress } from "../../pipeline/safe-fetch.ts";
-import { ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
+import { ConnectorConfigError, ConnectorRateLimitError, ItemSkippedError } from "../errors.ts";
 import type { FetchedItem, ListPage, NetworkPolicy, SourceItem, SyncContext } from "../types.ts";
 import type { Outcome } from "./crawl.ts";
 import { fetchPage, isHtmlType } from "./http.ts";
@@ -338,7 +338,8 @@ export async function verify(ctx: Ctx): Promise<void> {
 
 /**
  * Items always carry their content, so the engine should not need this; it re-fetches the page for
- * callers that do. Null when the page is gone, not HTML, empty or now refused.
+ * callers that do. Null when the page is gone, not HTML, empty or refused by the network policy; a page
+ * the site refuses (401, 403) is skipped as no_permission.
  */
 export async function fetchItem(ctx: Ctx, item: SourceItem): Promise<FetchedItem | null> {
   let page: Awaited<ReturnType<typeof fetchPage>>;
@@ -350,6 +351,11 @@ export async function fetchItem(ctx: Ctx, item: SourceItem): Promise<FetchedItem
   }
   if (page.status === 429) throw new ConnectorRateLimitError(`${item.id} answered 429`, RATE_LIMIT_WAIT_MS);
   if (page.status >= 500) throw new Error(`${item.id} answered HTTP ${page.status}`);
+  // A login wall or a firewall rule refuses the page now, which says nothing of whether it still exists
+  // (RFC 9110 §15.5.4: 403 "refuses to fulfill it"; a 404 or 410 says it is gone): the engine keeps its
+  // document until a crawl a sync interval later misses it again.
+  if (page.status === 401 || page.status === 403)
+    throw new ItemSkippedError("no_permission", `${item.id} answered HTTP ${page.status}`);
   if (page.status < 200 || page.status > 299 || page.html === null) return null;
   const finalUrl = resolveLink(page.finalUrl, item.id) ?? item.id;
   const { title, text } = htmlToText(page.html, finalUrl);

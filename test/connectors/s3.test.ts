@@ -8,6 +8,7 @@ import {
   ConnectorAuthError,
   ConnectorConfigError,
   ConnectorRateLimitError,
+  ItemSkippedError,
 } from "../../connectors/errors.ts";
 import { s3Connector } from "../../connectors/s3/index.ts";
 import type { S3Config, S3Secrets } from "../../connectors/s3/settings.ts";
@@ -206,6 +207,40 @@ describe("s3 connector errors", () => {
     const unknownKey = makeCtx({}, { secrets: { accessKeyId: "AKIANOBODY" } });
     await expect(s3Connector.verify?.(unknownKey)).rejects.toThrow(/InvalidAccessKeyId/);
     await expect(s3Connector.verify?.(unknownKey)).rejects.toBeInstanceOf(ConnectorAuthError);
+  });
+
+  it("skips one object GetObject refuses with AccessDenied, and one deleted after the listing", async () => {
+    const bucket = "memory-denied";
+    await s3.createBucket(bucket);
+    await s3.putObject(bucket, "open/ok.txt", "readable");
+    await s3.putObject(bucket, "locked/secret.txt", "not for these credentials");
+    await s3.putObject(bucket, "open/gone.txt", "deleted before the fetch");
+    await s3.denyObject(bucket, "locked/secret.txt");
+    const ctx = makeCtx({ bucket });
+    const { versions } = await fullPass(ctx);
+    expect([...versions.keys()]).toEqual(
+      expect.arrayContaining(["open/ok.txt", "locked/secret.txt", "open/gone.txt"]),
+    );
+    await s3.deleteObject(bucket, "open/gone.txt");
+
+    const refused = await s3Connector
+      .fetchItem(ctx, { id: "locked/secret.txt", version: versions.get("locked/secret.txt") ?? "" })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ItemSkippedError);
+    expect(refused).toMatchObject({
+      reason: "no_permission",
+      message: expect.stringMatching(/AccessDenied/),
+    });
+    await expect(
+      s3Connector.fetchItem(ctx, { id: "open/gone.txt", version: versions.get("open/gone.txt") ?? "" }),
+    ).resolves.toBeNull();
+    // The other objects and the listing itself are unaffected.
+    const ok = await s3Connector.fetchItem(ctx, {
+      id: "open/ok.txt",
+      version: versions.get("open/ok.txt") ?? "",
+    });
+    expect(ok?.file?.bytes.toString()).toBe("readable");
+    await expect(s3Connector.verify?.(ctx)).resolves.toBeUndefined();
   });
 
   it("reports a missing bucket as ConnectorConfigError", async () => {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectorConfigError, ConnectorRateLimitError } from "../../connectors/errors.ts";
+import { ConnectorConfigError, ConnectorRateLimitError, ItemSkippedError } from "../../connectors/errors.ts";
 import type { ListPage, SourceItem, SyncContext } from "../../connectors/types.ts";
 import { GuardedHttpClient } from "../../connectors/web-crawler/http.ts";
 import { webCrawlerConnector as connector } from "../../connectors/web-crawler/index.ts";
@@ -247,6 +247,22 @@ describe("web-crawler against a local site", () => {
     expect(fetched?.filepath).toBe("/team");
     expect(await connector.fetchItem(ctx, { id: `${site.url}/missing`, version: "x" })).toBeNull();
     expect(await connector.fetchItem(ctx, { id: `${site.url}/data.json`, version: "x" })).toBeNull();
+  });
+
+  it("fetchItem skips a page the site refuses (401, 403) as no_permission: refused is not gone", async () => {
+    const ctx = ctxFor({ startUrls: `${site.url}/` });
+    for (const status of [401, 403]) {
+      site.setPage(`/refused-${status}`, { body: "<html><body>Sign in first</body></html>", status });
+      const refused = await connector
+        .fetchItem(ctx, { id: `${site.url}/refused-${status}`, version: "x" })
+        .catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ItemSkippedError);
+      expect(refused).toMatchObject({
+        reason: "no_permission",
+        message: expect.stringContaining(String(status)),
+      });
+      site.removePage(`/refused-${status}`);
+    }
   });
 
   it("verify accepts the site and rejects a start URL that is a 404", async () => {

@@ -191,6 +191,41 @@ describe("S3 connections through the sync engine", () => {
     expect(all.memories).toHaveLength(3);
   });
 
+  it("skips one object S3 refuses (403 AccessDenied), syncs the rest and keeps the connection active", async () => {
+    const before = (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync.id;
+    await s3.putObject(BUCKET, "notes/locked.txt", "Payroll figures that these credentials may not read.");
+    await s3.denyObject(BUCKET, "notes/locked.txt");
+    await s3.putObject(BUCKET, "notes/kitchen.txt", "The kitchen kettle descaler moved to the pantry shelf.");
+
+    expect((await call("POST", `/v3/connections/${connectionId}/sync`)).status).toBe(200);
+    const connection = await syncFinished(before);
+    expect(connection.status).toBe("active");
+    expect(connection.lastSync).toMatchObject({
+      status: "done",
+      errorCode: null,
+      counts: {
+        added: 0,
+        updated: 1,
+        deleted: 0,
+        unchanged: 2,
+        failed: 0,
+        skipped: 1,
+        skippedReasons: { no_permission: 1 },
+      },
+    });
+    const docs = await documentsDone();
+    expect(docs.map((d) => d.title).sort()).toEqual(["garden.txt", "kitchen.txt", "report.docx"]);
+    expect(await searchTitles("kettle descaler pantry shelf")).toContain("kitchen.txt");
+
+    // Still refused at the next sync: skipped again, nothing deleted, still active.
+    const previous = (await call("GET", `/v3/connections/${connectionId}`)).json.lastSync.id;
+    expect((await call("POST", `/v3/connections/${connectionId}/sync`)).status).toBe(200);
+    const again = await syncFinished(previous);
+    expect(again.status).toBe("active");
+    expect(again.lastSync.counts).toMatchObject({ deleted: 0, unchanged: 3, skipped: 1 });
+    await s3.deleteObject(BUCKET, "notes/locked.txt");
+  });
+
   it("continues a long sync as new, carrying its run, cursor and counts", async () => {
     // One object per listing page, and (below) one page per workflow run: every page continues as new.
     const { id } = await client.connections.create("s3", {

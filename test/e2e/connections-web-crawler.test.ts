@@ -244,4 +244,24 @@ describe("web-crawler connections through the sync engine", () => {
     expect((await call("POST", "/v3/connections/no-such-connection/sync")).status).toBe(404);
     expect((await call("GET", "/v3/connections/no-such-connection/runs")).status).toBe(404);
   });
+  it("keeps a page that now answers 403 while the rest syncs, and the connection stays active", async () => {
+    const before = await lastSync();
+    // A login wall or a firewall rule on one page: the site may serve it again, so it is not gone.
+    site.setPage("/guides/tides", { body: "<html><body>Forbidden</body></html>", status: 403 });
+    site.setPage(
+      "/team",
+      htmlPage("Coaching team", ["Our coaches now teach sliding-seat technique on Thursday evenings too."]),
+    );
+    expect((await call("POST", `/v3/connections/${connectionId}/sync`)).status).toBe(200);
+    const run = await syncAfter(before?.id);
+    expect(run).toMatchObject({
+      status: "done",
+      errorCode: null,
+      counts: { added: 0, updated: 1, deleted: 0, failed: 0 },
+    });
+    expect((await call("GET", `/v3/connections/${connectionId}`)).json.status).toBe("active");
+    const docs = await documentsDone();
+    expect(docs.map((d) => d.title)).toContain("Tides");
+    expect((await search("coaches Thursday evenings")).titles[0]).toBe("Coaching team");
+  });
 });

@@ -1,9 +1,10 @@
+import pg from "pg";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectionProbe } from "../support/connections.ts";
 import { caller } from "../support/http.ts";
 import { htmlPage, type LocalSite, startLocalSite } from "../support/local-site.ts";
-import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
+import { freshDatabase, startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
 
 // No deletion on one miss, through the real sync engine: a web crawler over a local site whose index drops
 // links at random on every crawl, as an incomplete listing does (Notion's search, an eventually consistent
@@ -133,5 +134,110 @@ describe("deletions when the listing drops results", () => {
     const back = await syncOnce();
     expect(back).toMatchObject({ status: "done", counts: { deleted: 0, heldForReview: 0 } });
     expect(await held()).toEqual(all);
+  });
+});
+
+// The "cannot say" path to its end: a page that left the index and answers 500 on every request is never
+// confirmed gone, so it goes only when a complete crawl at least one sync interval after the first miss
+// misses it again. The service runs on the suite's PostgreSQL so the test can move the recorded first miss
+// back in time instead of waiting an hour.
+describe("deletions of a missed item the source never answers about", () => {
+  let service: TestService;
+  let site: LocalSite;
+  let client: Supermemory;
+  let db: pg.Client;
+  let connectionId: string;
+  const call = caller(() => service.url);
+  const { connection, lastSync, syncAfter } = connectionProbe(call, () => connectionId);
+  const KEPT = [0, 1, 2, 3];
+  const FAILING = 4;
+
+  const syncOnce = async () => {
+    const before = (await lastSync())?.id;
+    expect((await call("POST", `/v3/connections/${connectionId}/sync`)).status).toBe(200);
+    return syncAfter(before);
+  };
+  const titles = async () =>
+    (await client.connections.listDocuments("web-crawler", { containerTags: ["unanswered"] }))
+      .map((d) => d.title)
+      .sort();
+  /** The connection's items a listing has missed, with when it first did. */
+  const missed = async () =>
+    (
+      await db.query<{ item_id: string; missed_at: Date }>(
+        "SELECT item_id, missed_at FROM connection_items WHERE connection_id = $1 AND missed_at IS NOT NULL",
+        [connectionId],
+      )
+    ).rows;
+  /** As if the first miss had happened `minutes` earlier than recorded. */
+  const moveFirstMissBack = (minutes: number) =>
+    db.query(
+      "UPDATE connection_items SET missed_at = missed_at - make_interval(mins => $2) WHERE connection_id = $1 AND missed_at IS NOT NULL",
+      [connectionId, minutes],
+    );
+
+  beforeAll(async () => {
+    site = await startLocalSite();
+    for (const i of [...KEPT, FAILING]) site.setPage(page(i), content(i));
+    site.setPage(
+      "/",
+      htmlPage("Unanswered site", ["The index of the unanswered site."], [...KEPT, FAILING].map(page)),
+    );
+    const databaseUrl = await freshDatabase();
+    service = await startTestService({ env: { DATABASE_URL: databaseUrl } });
+    db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
+    const created = await client.connections.create("web-crawler", {
+      containerTag: "unanswered",
+      metadata: { startUrls: `${site.url}/`, maxDepth: 1, maxPages: 50 },
+    });
+    connectionId = created.id;
+    expect(await syncAfter(undefined)).toMatchObject({ status: "done", counts: { added: 6, deleted: 0 } });
+  });
+
+  afterAll(async () => {
+    await db?.end();
+    await service?.stop();
+    await site?.stop();
+  });
+
+  it("keeps it through misses within one sync interval and deletes it at the first miss after", async () => {
+    const interval = (await connection()).syncIntervalMinutes as number;
+    expect(interval).toBe(60);
+    const everyTitle = await titles();
+    expect(everyTitle).toContain(`Page ${FAILING}`);
+
+    // The page leaves the index and fails on every request from now on.
+    site.setPage("/", htmlPage("Unanswered site", ["The index of the unanswered site."], KEPT.map(page)));
+    site.setPage(page(FAILING), { body: "overloaded", status: 500 });
+
+    const first = await syncOnce();
+    expect(first).toMatchObject({ status: "done", counts: { deleted: 0, heldForReview: 0 } });
+    const [recorded, ...others] = await missed();
+    expect(others).toEqual([]);
+    expect(recorded?.item_id).toBe(`${site.url}${page(FAILING)}`);
+    expect(await titles()).toEqual(everyTitle);
+
+    // A second miss right away: the first miss stands as recorded, nothing goes.
+    const second = await syncOnce();
+    expect(second).toMatchObject({ status: "done", counts: { deleted: 0 } });
+    expect(await missed()).toEqual([recorded]);
+    expect(await titles()).toEqual(everyTitle);
+
+    // Still short of an interval since the first miss (by five minutes): it stays.
+    await moveFirstMissBack(interval - 5);
+    const third = await syncOnce();
+    expect(third).toMatchObject({ status: "done", counts: { deleted: 0 } });
+    expect(await missed()).toHaveLength(1);
+    expect(await titles()).toEqual(everyTitle);
+
+    // An interval and more since the first miss, and missed again: it goes, and only it.
+    await moveFirstMissBack(10);
+    const fourth = await syncOnce();
+    expect(fourth).toMatchObject({ status: "done", counts: { deleted: 1, failed: 0 } });
+    expect(await missed()).toEqual([]);
+    expect(await titles()).toEqual(everyTitle.filter((t) => t !== `Page ${FAILING}`));
+    expect((await connection()).status).toBe("active");
   });
 });

@@ -387,7 +387,8 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
 
   function itemJson(n: Node, view: "item" | "delta"): Record<string, unknown> {
     if (n.deleted) return tombstone(n);
-    const user = { user: { email: USER.mail, id: USER.id, displayName: USER.displayName } };
+    // An identity has displayName and id (https://learn.microsoft.com/en-us/graph/api/resources/identity).
+    const user = { user: { id: USER.id, displayName: USER.displayName } };
     const json: Record<string, unknown> = {};
     if (n.kind === "file" && view === "item" && downloadUrls)
       json["@microsoft.graph.downloadUrl"] = downloadUrl(n);
@@ -680,7 +681,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
         driveType,
         name: "OneDrive",
         webUrl: WEB_ROOT,
-        owner: { user: { email: USER.mail, id: USER.id, displayName: USER.displayName } },
+        owner: { user: { id: USER.id, displayName: USER.displayName } },
         quota: { deleted: 0, remaining: 1099511627776, state: "normal", total: 1099511627776, used: 0 },
       });
     if (path === "/me/drive/root") return json(res, 200, itemJson(root, "item"));

@@ -28,6 +28,11 @@ export interface S3TestServer {
     contentType?: string,
   ): Promise<PutObjectCommandOutput>;
   deleteObject(bucket: string, key: string): Promise<void>;
+  /**
+   * GET and HEAD of this object answer 403 AccessDenied from now on, as S3 does for an object a bucket
+   * policy, an ACL or its KMS key keeps from the credentials while listing the bucket still works.
+   */
+  denyObject(bucket: string, key: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -86,7 +91,24 @@ server.run().then(
   ({ port }) => {
     const [handler] = server.httpServer.listeners("request");
     server.httpServer.removeAllListeners("request");
+    // Objects the test denied: S3's error body for 403 AccessDenied
+    // (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html#RESTErrorResponses).
+    const denied = new Set();
     server.httpServer.on("request", (req, res) => {
+      if (req.url === "/__test/deny" && req.method === "POST") {
+        let body = "";
+        req.on("data", (c) => (body += c));
+        req.on("end", () => { denied.add(body); res.writeHead(204); res.end(); });
+        return;
+      }
+      const objectPath = decodeURIComponent(req.url.split("?", 1)[0]);
+      if ((req.method === "GET" || req.method === "HEAD") && denied.has(objectPath)) {
+        req.resume();
+        res.writeHead(403, { "content-type": "application/xml" });
+        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>' +
+          "<Message>Access Denied</Message><RequestId>4442587FB7D0A2F9</RequestId><HostId>denied-by-test</HostId></Error>");
+        return;
+      }
       if (signatureMatches(req)) return handler(req, res);
       req.resume();
       res.writeHead(403, { "content-type": "application/xml" });
@@ -154,6 +176,10 @@ export async function startS3Server(opts: { buckets?: string[] } = {}): Promise<
     },
     async deleteObject(bucket, key) {
       await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    },
+    async denyObject(bucket, key) {
+      const response = await fetch(`${endpoint}/__test/deny`, { method: "POST", body: `/${bucket}/${key}` });
+      if (response.status !== 204) throw new Error(`s3 test server: deny answered ${response.status}`);
     },
     async stop() {
       client.destroy();
