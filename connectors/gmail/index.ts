@@ -29,6 +29,7 @@ import {
   type MailFetchOptions,
   type MailSelection,
   mailCursorSchema,
+  mailExists,
   mailSelectionShape,
   portSetting,
   verifyMail,
@@ -94,6 +95,8 @@ function selection(config: GmailConfig): MailSelection {
     mailboxes: config.mailboxes,
     maxMessageBytes: config.maxMessageBytes,
     pageSize: config.pageSize,
+    // "*" is All Mail itself: a message that leaves it went to Trash or Spam.
+    labels: config.mailboxes.trim() !== "*",
     ...(config.since ? { since: config.since } : {}),
   };
 }
@@ -123,6 +126,7 @@ export const gmail: Connector<GmailConfig, GmailSecrets, MailCursor> = {
     withFreshToken(ctx, (acc) => listMailPage(ctx, acc, selection(ctx.config), cursor)),
   fetchItem: (ctx, item) =>
     withFreshToken(ctx, (acc) => fetchMail(ctx, acc, selection(ctx.config), item, fetchOptions(ctx.config))),
+  exists: (ctx, item) => withFreshToken(ctx, (acc) => mailExists(ctx, acc, selection(ctx.config), item)),
   verify: (ctx) => withFreshToken(ctx, (acc) => verifyMail(ctx, acc, selection(ctx.config))),
   // Used only when no accessToken is given at creation; the caller's own Google app is the Drive one.
   oauth: {

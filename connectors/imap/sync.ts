@@ -30,6 +30,11 @@ export interface MailSelection {
   since?: string;
   maxMessageBytes: number;
   pageSize: number;
+  /**
+   * Gmail: mailboxes other than \All are labels over All Mail, so a message gone from a label folder
+   * (archived) may still be in the account. Versions then carry the Message-ID to find it there.
+   */
+  labels?: boolean;
 }
 
 /** Position in one full pass over the selected mailboxes. Plain JSON: the engine stores it between pages. */
@@ -195,6 +200,33 @@ async function uidPage(
   return { uids, done, position: Number.isFinite(lo) ? lo - 1 : (uids[uids.length - 1] ?? after) };
 }
 
+/** The Message-ID header of each UID (one small FETCH for the page): how a label's message is found in All Mail. */
+async function messageIdsOf(client: ImapFlow, uids: number[]): Promise<Map<number, string>> {
+  const found = new Map<number, string>();
+  for (const msg of await client.fetchAll(
+    uids.join(","),
+    { uid: true, headers: ["message-id"] },
+    { uid: true },
+  )) {
+    const value = msg.headers
+      ?.toString("latin1")
+      .replace(/\r?\n[ \t]+/g, " ")
+      .match(/^message-id:[ \t]*(<[^<>\s]+>)/im)?.[1];
+    if (value) found.set(msg.uid, value);
+  }
+  return found;
+}
+
+/** `<uidvalidity>/<uid>`, and on Gmail ` <Message-ID>` after it (a msg-id holds no spaces, RFC 5322 3.6.4). */
+export function mailVersion(uidValidity: string, uid: number, messageId?: string): string {
+  return messageId ? `${uidValidity}/${uid} ${messageId}` : `${uidValidity}/${uid}`;
+}
+
+function messageIdOfVersion(version: string): string | undefined {
+  const at = version.indexOf(" <");
+  return at < 0 ? undefined : version.slice(at + 1);
+}
+
 function nextMailbox(cursor: MailCursor): MailCursor | null {
   if (!cursor.mailboxes || cursor.index + 1 >= cursor.mailboxes.length) return null;
   return { ...cursor, index: cursor.index + 1, uidValidity: null, afterUid: 0 };
@@ -239,9 +271,11 @@ export async function listMailPage(
         after = 0;
       }
       const page = await uidPage(client, ctx, after, box.uidNext, selection);
+      const messageIds =
+        selection.labels && page.uids.length ? await messageIdsOf(client, page.uids) : new Map();
       const items: SourceItem[] = page.uids.map((uid) => ({
         id: mailItemId(path, uidValidity, uid),
-        version: `${uidValidity}/${uid}`,
+        version: mailVersion(uidValidity, uid, messageIds.get(uid)),
       }));
       const previous = state.seen[path];
       const highestBefore = previous?.uidValidity === uidValidity ? previous.highestUid : 0;
@@ -264,42 +298,148 @@ interface RawMessage {
   internalDate?: Date;
 }
 
+/** The message at this UID, if the mailbox still has it under this UIDVALIDITY (null: any). */
+async function fetchAt(
+  client: ImapFlow,
+  selection: MailSelection,
+  mailbox: string,
+  uidValidity: string | null,
+  uid: number,
+): Promise<RawMessage | null> {
+  let lock: MailboxLockObject;
+  try {
+    lock = await lockMailbox(client, mailbox);
+  } catch (err) {
+    if (isMissingMailbox(err)) return null;
+    throw err;
+  }
+  try {
+    const box = client.mailbox;
+    // Another UIDVALIDITY: this UID may now name a different message, and the listing has new ids.
+    if (!box || (uidValidity !== null && box.uidValidity.toString() !== uidValidity)) return null;
+    const msg: FetchMessageObject | false = await client.fetchOne(
+      String(uid),
+      { uid: true, size: true, internalDate: true, source: { maxLength: selection.maxMessageBytes } },
+      { uid: true },
+    );
+    if (msg === false || !msg.source) return null;
+    const internalDate = msg.internalDate ? new Date(msg.internalDate) : undefined;
+    return {
+      mailbox,
+      source: msg.source,
+      size: msg.size ?? msg.source.length,
+      ...(internalDate && !Number.isNaN(internalDate.getTime()) ? { internalDate } : {}),
+    };
+  } finally {
+    lock.release();
+  }
+}
+
+/** Whether the mailbox still has this UID under this UIDVALIDITY, without reading the message. */
+async function hasUid(client: ImapFlow, mailbox: string, uidValidity: string, uid: number): Promise<boolean> {
+  let lock: MailboxLockObject;
+  try {
+    lock = await lockMailbox(client, mailbox);
+  } catch (err) {
+    if (isMissingMailbox(err)) return false;
+    throw err;
+  }
+  try {
+    const box = client.mailbox;
+    if (!box || box.uidValidity.toString() !== uidValidity) return false;
+    const found = await client.search({ uid: String(uid) }, { uid: true });
+    return Array.isArray(found) && found.includes(uid);
+  } finally {
+    lock.release();
+  }
+}
+
+/** The \All mailbox by its SPECIAL-USE flag: Gmail localizes its name ("[Google Mail]/Alle Nachrichten"). */
+async function allMailPath(client: ImapFlow): Promise<string | null> {
+  const listed = await client.list();
+  const all = listed.find((m) => m.specialUse === "\\All" && m.specialUseSource === "extension");
+  return all && !hasFlag(all, "\\Noselect") ? all.path : null;
+}
+
+/** The UID of the message with this Message-ID in the mailbox, or null. */
+async function uidByMessageId(client: ImapFlow, mailbox: string, messageId: string): Promise<number | null> {
+  let lock: MailboxLockObject;
+  try {
+    lock = await lockMailbox(client, mailbox);
+  } catch (err) {
+    if (isMissingMailbox(err)) return null;
+    throw err;
+  }
+  try {
+    // Gmail's own search finds a Message-ID with `rfc822msgid:` through X-GM-RAW
+    // (https://developers.google.com/gmail/imap/imap-extensions#extension_of_the_search_command_x-gm-raw,
+    // https://support.google.com/mail/answer/7190); other servers with SEARCH HEADER (RFC 3501 6.4.4),
+    // which matches substrings: the angle brackets keep it to this one id.
+    const query = client.capabilities.has("X-GM-EXT-1")
+      ? { gmraw: `rfc822msgid:${messageId.replace(/^<|>$/g, "")}` }
+      : { header: { "message-id": messageId } };
+    const found = await client.search(query, { uid: true });
+    return Array.isArray(found) && found.length ? Math.min(...found) : null;
+  } finally {
+    lock.release();
+  }
+}
+
+/**
+ * Gmail: where a message that left its label folder is now. A message lives once in All Mail (\All) and
+ * label folders such as INBOX show it (https://developers.google.com/gmail/imap/imap-extensions,
+ * https://support.google.com/mail/answer/7126229): archiving removes the label only, so the message stays
+ * in All Mail; deleting moves it to Trash and reporting spam to Spam, both outside All Mail. Null when it
+ * is gone, or still under the label with another UID (a UIDVALIDITY reset, or archived and moved back):
+ * the listing gives it under that new id, and this one must not keep a second document.
+ */
+async function archivedLocation(
+  client: ImapFlow,
+  selection: MailSelection,
+  mailbox: string,
+  version: string,
+): Promise<{ mailbox: string; uid: number } | null> {
+  const messageId = selection.labels ? messageIdOfVersion(version) : undefined;
+  if (!messageId) return null;
+  const all = await allMailPath(client);
+  if (!all || all === mailbox) return null;
+  if ((await uidByMessageId(client, mailbox, messageId)) !== null) return null;
+  const uid = await uidByMessageId(client, all, messageId);
+  return uid === null ? null : { mailbox: all, uid };
+}
+
 async function downloadMessage(
   ctx: SyncContext<unknown, unknown>,
   account: MailAccount,
   selection: MailSelection,
-  id: string,
+  item: SourceItem,
 ): Promise<RawMessage | null> {
-  const ref = parseMailItemId(id);
+  const ref = parseMailItemId(item.id);
   if (!ref) return null;
   return withClient(ctx, account, async (client) => {
-    let lock: MailboxLockObject;
-    try {
-      lock = await lockMailbox(client, ref.mailbox);
-    } catch (err) {
-      if (isMissingMailbox(err)) return null;
-      throw err;
-    }
-    try {
-      const box = client.mailbox;
-      // Another UIDVALIDITY: this UID may now name a different message, and the listing has new ids.
-      if (!box || box.uidValidity.toString() !== ref.uidValidity) return null;
-      const msg: FetchMessageObject | false = await client.fetchOne(
-        String(ref.uid),
-        { uid: true, size: true, internalDate: true, source: { maxLength: selection.maxMessageBytes } },
-        { uid: true },
-      );
-      if (msg === false || !msg.source) return null;
-      const internalDate = msg.internalDate ? new Date(msg.internalDate) : undefined;
-      return {
-        mailbox: ref.mailbox,
-        source: msg.source,
-        size: msg.size ?? msg.source.length,
-        ...(internalDate && !Number.isNaN(internalDate.getTime()) ? { internalDate } : {}),
-      };
-    } finally {
-      lock.release();
-    }
+    const here = await fetchAt(client, selection, ref.mailbox, ref.uidValidity, ref.uid);
+    if (here) return here;
+    const moved = await archivedLocation(client, selection, ref.mailbox, item.version);
+    return moved ? fetchAt(client, selection, moved.mailbox, null, moved.uid) : null;
+  });
+}
+
+/**
+ * Whether a message the listing missed is still in the account, without downloading it: the engine asks
+ * this at every sync for each archived Gmail message, and downloads would spend the account's daily IMAP
+ * bandwidth (https://support.google.com/a/answer/1071518).
+ */
+export async function mailExists(
+  ctx: SyncContext<unknown, unknown>,
+  account: MailAccount,
+  selection: MailSelection,
+  item: SourceItem,
+): Promise<boolean> {
+  const ref = parseMailItemId(item.id);
+  if (!ref) return false;
+  return withClient(ctx, account, async (client) => {
+    if (await hasUid(client, ref.mailbox, ref.uidValidity, ref.uid)) return true;
+    return (await archivedLocation(client, selection, ref.mailbox, item.version)) !== null;
   });
 }
 
@@ -351,7 +491,7 @@ export async function fetchMail(
   item: SourceItem,
   options: MailFetchOptions = {},
 ): Promise<FetchedItem | null> {
-  const raw = await downloadMessage(ctx, account, selection, item.id);
+  const raw = await downloadMessage(ctx, account, selection, item);
   if (!raw) return null;
   ctx.heartbeat();
   const truncated = raw.size > raw.source.length;
