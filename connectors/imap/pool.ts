@@ -14,6 +14,14 @@ import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
 import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
 import type { SyncContext } from "../types.ts";
 
+/**
+ * How long a sync waits after Gmail's bandwidth ALERT. The limit is per day and Google does not say when
+ * an account is let in again (an administrator sees it in the Admin console); six hours is a few attempts a
+ * day, each costing one login.
+ */
+export const BANDWIDTH_WAIT_MS = 6 * 60 * 60 * 1000;
+const BANDWIDTH_ALERT = /exceeded command or bandwidth limits|bandwidth limits? exceeded/i;
+
 /** A pooled connection nobody used for this long is logged out (servers drop idle sessions anyway). */
 const IDLE_CLOSE_MS = 30_000;
 /** Where and as whom to log in. */
@@ -32,6 +40,8 @@ export interface MailAccount {
 
 interface ImapErrorLike {
   message?: string;
+  /** imapflow's NoConnection error: the text of the server's BYE, if one came. */
+  reason?: string;
   code?: string;
   authenticationFailed?: boolean;
   serverResponseCode?: string;
@@ -48,7 +58,7 @@ function asImapError(err: unknown): ImapErrorLike {
 /** imapflow's bare "Command failed" says nothing: the server's own text is what a person can act on. */
 function describe(err: unknown): string {
   const e = asImapError(err);
-  const text = e.responseText || e.message || String(err);
+  const text = e.responseText || e.reason || e.message || String(err);
   return e.serverResponseCode ? `[${e.serverResponseCode}] ${text}` : text;
 }
 
@@ -63,6 +73,16 @@ export function mapImapError(err: unknown, account: MailAccount): unknown {
   }
   const e = asImapError(err);
   const where = `${account.host}:${account.port}`;
+  // Gmail past its daily IMAP limits (2,500 MB download, 500 MB upload a day per account,
+  // https://support.google.com/a/answer/1071518) answers "NO [ALERT] Account exceeded command or
+  // bandwidth limits", at login too (where it is no verdict on the token), or ends the session with a
+  // BYE saying so. The limit is per day: retrying within minutes only spends commands that count.
+  if (BANDWIDTH_ALERT.test(`${e.responseText ?? ""} ${e.reason ?? ""} ${e.message ?? ""}`)) {
+    return new ConnectorRateLimitError(
+      `${where} refused the account for exceeding its daily IMAP limits: ${describe(err)}`,
+      BANDWIDTH_WAIT_MS,
+    );
+  }
   // Login refusals that are not about the credentials: too many sessions (Dovecot's [LIMIT], Gmail's
   // "Too many simultaneous connections") wait like a rate limit; [UNAVAILABLE] is a server hiccup.
   if (e.serverResponseCode === "LIMIT" || /too many (simultaneous )?connections/i.test(describe(err))) {
