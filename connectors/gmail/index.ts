@@ -1,6 +1,8 @@
 /**
  * `gmail`: a Gmail (or Google Workspace) mailbox over IMAP, authenticated with an OAuth 2.0 access token
- * (SASL XOAUTH2). Listing, items and attachments are those of the `imap` connector (connectors/imap/sync.ts).
+ * (SASL OAUTHBEARER when offered, else XOAUTH2: imapflow picks). Listing, items and attachments are those
+ * of the `imap` connector (connectors/imap/sync.ts), with Gmail's labels: a message archived out of a
+ * synced label stays (it is still in All Mail); one deleted (Trash) or reported as spam goes.
  *
  * Config keys (the create call's metadata):
  * - `email` (required): the account's address, the IMAP user name.
