@@ -373,7 +373,9 @@ async function askSource(
   item: { itemId: string; version: string },
 ): Promise<"gone" | "present" | "unknown"> {
   try {
-    const fetched = await connector.fetchItem(ctx, { id: item.itemId, version: item.version });
+    const asked = { id: item.itemId, version: item.version };
+    if (connector.exists) return (await connector.exists(ctx, asked)) ? "present" : "gone";
+    const fetched = await connector.fetchItem(ctx, asked);
     return fetched ? "present" : "gone";
   } catch (error) {
     if (isStopping(error)) throw error;

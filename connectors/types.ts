@@ -178,6 +178,13 @@ export interface Connector<Config = unknown, Secrets = unknown, Cursor = unknown
   listPage(ctx: SyncContext<Config, Secrets>, cursor: Cursor): Promise<ListPage<Cursor, Carry>>;
   /** The item's content; null when it turned out not to be content (gone, a 404 page): treated as absent. */
   fetchItem(ctx: SyncContext<Config, Secrets>, item: SourceItem): Promise<FetchedItem | null>;
+  /**
+   * Whether an item a complete listing missed is still at the source, without its content. The engine
+   * asks this instead of fetchItem when it is given: for sources where items routinely leave the listing
+   * yet stay (an archived Gmail message leaves INBOX, stays in All Mail), a download per item per sync
+   * would be waste. Errors mean "cannot say", as with fetchItem.
+   */
+  exists?(ctx: SyncContext<Config, Secrets>, item: SourceItem): Promise<boolean>;
   /** Checks settings and credentials when the connection is created, so mistakes are a 400 at once. */
   verify?(ctx: SyncContext<Config, Secrets>): Promise<void>;
   /** Selectable resources (GitHub repositories) for `GET /v3/connections/:id/resources`. */

@@ -1,6 +1,8 @@
 /**
  * `gmail`: a Gmail (or Google Workspace) mailbox over IMAP, authenticated with an OAuth 2.0 access token
- * (SASL XOAUTH2). Listing, items and attachments are those of the `imap` connector (connectors/imap/sync.ts).
+ * (SASL OAUTHBEARER when offered, else XOAUTH2: imapflow picks). Listing, items and attachments are those
+ * of the `imap` connector (connectors/imap/sync.ts), with Gmail's labels: a message archived out of a
+ * synced label stays (it is still in All Mail); one deleted (Trash) or reported as spam goes.
  *
  * Config keys (the create call's metadata):
  * - `email` (required): the account's address, the IMAP user name.
@@ -29,6 +31,7 @@ import {
   type MailFetchOptions,
   type MailSelection,
   mailCursorSchema,
+  mailExists,
   mailSelectionShape,
   portSetting,
   verifyMail,
@@ -94,6 +97,8 @@ function selection(config: GmailConfig): MailSelection {
     mailboxes: config.mailboxes,
     maxMessageBytes: config.maxMessageBytes,
     pageSize: config.pageSize,
+    // "*" is All Mail itself: a message that leaves it went to Trash or Spam.
+    labels: config.mailboxes.trim() !== "*",
     ...(config.since ? { since: config.since } : {}),
   };
 }
@@ -123,6 +128,7 @@ export const gmail: Connector<GmailConfig, GmailSecrets, MailCursor> = {
     withFreshToken(ctx, (acc) => listMailPage(ctx, acc, selection(ctx.config), cursor)),
   fetchItem: (ctx, item) =>
     withFreshToken(ctx, (acc) => fetchMail(ctx, acc, selection(ctx.config), item, fetchOptions(ctx.config))),
+  exists: (ctx, item) => withFreshToken(ctx, (acc) => mailExists(ctx, acc, selection(ctx.config), item)),
   verify: (ctx) => withFreshToken(ctx, (acc) => verifyMail(ctx, acc, selection(ctx.config))),
   // Used only when no accessToken is given at creation; the caller's own Google app is the Drive one.
   oauth: {

@@ -5,32 +5,22 @@
 // engine fetches each message once. When a server resets UIDVALIDITY every id changes and the engine
 // replaces them all, which is what such a reset means.
 //
-// Connections are pooled per connection id and credentials within the worker process: the engine calls
-// listPage and fetchItem as separate activities, and a login per message would be slow and would trip
-// providers' login rate limits (Gmail allows 15 simultaneous sessions per account).
+// Sessions (login, failures, the pool) are in ./pool.ts.
 
-import { createHash } from "node:crypto";
-import { lookup as dnsLookup } from "node:dns/promises";
-import { isIP } from "node:net";
-import { type FetchMessageObject, ImapFlow, type ListResponse, type MailboxLockObject } from "imapflow";
+import type { FetchMessageObject, ImapFlow, ListResponse, MailboxLockObject } from "imapflow";
 import { type AddressObject, type Attachment, type ParsedMail, simpleParser } from "mailparser";
 import { z } from "zod";
-import type { Logger } from "../../config/logger.ts";
 import { htmlToText } from "../../pipeline/html.ts";
-import { isPublicAddress } from "../../pipeline/safe-fetch.ts";
-import { ConnectorAuthError, ConnectorConfigError, ConnectorRateLimitError } from "../errors.ts";
+import { ConnectorConfigError } from "../errors.ts";
 import type { FetchedItem, ItemMetadata, ListPage, SourceItem, SyncContext } from "../types.ts";
+import { connect, isMissingMailbox, type MailAccount, mapImapError, withClient } from "./pool.ts";
 
-/** Where and as whom to log in. */
-export interface MailAccount {
-  host: string;
-  port: number;
-  /** Implicit TLS (port 993); false means plain IMAP, upgraded with STARTTLS when the server offers it. */
-  secure: boolean;
-  tlsRejectUnauthorized: boolean;
-  user: string;
-  auth: { kind: "password"; password: string } | { kind: "oauth2"; accessToken: string };
-}
+export {
+  closeMailConnections,
+  type MailAccount,
+  mapImapError,
+  PrivateMailServerError,
+} from "./pool.ts";
 
 /** What to sync from the account. */
 export interface MailSelection {
@@ -40,6 +30,11 @@ export interface MailSelection {
   since?: string;
   maxMessageBytes: number;
   pageSize: number;
+  /**
+   * Gmail: mailboxes other than \All are labels over All Mail, so a message gone from a label folder
+   * (archived) may still be in the account. Versions then carry the Message-ID to find it there.
+   */
+  labels?: boolean;
 }
 
 /** Position in one full pass over the selected mailboxes. Plain JSON: the engine stores it between pages. */
@@ -60,8 +55,6 @@ export type MailCursor = z.infer<typeof mailCursorSchema>;
 export const DEFAULT_PAGE_SIZE = 100;
 /** Gmail's own limit is 25 MB of attachments; base64 makes the message about a third larger. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
-/** A pooled connection nobody used for this long is logged out (servers drop idle sessions anyway). */
-const IDLE_CLOSE_MS = 30_000;
 /** UID SEARCH round trips per page at most, when UIDs are sparse (a mailbox after mass deletions). */
 const MAX_SEARCHES_PER_PAGE = 16;
 
@@ -105,277 +98,6 @@ export function parseMailItemId(id: string): { mailbox: string; uidValidity: str
   const m = id.match(/^(.+)\/(\d+)\/(\d+)$/);
   if (!m?.[1] || !m[2] || !m[3]) return null;
   return { mailbox: m[1], uidValidity: m[2], uid: Number(m[3]) };
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Errors
-
-interface ImapErrorLike {
-  message?: string;
-  code?: string;
-  authenticationFailed?: boolean;
-  serverResponseCode?: string;
-  responseText?: string;
-  throttleReset?: number;
-  tlsFailed?: boolean;
-  mailboxMissing?: boolean;
-}
-
-function asImapError(err: unknown): ImapErrorLike {
-  return typeof err === "object" && err !== null ? (err as ImapErrorLike) : {};
-}
-
-/** imapflow's bare "Command failed" says nothing: the server's own text is what a person can act on. */
-function describe(err: unknown): string {
-  const e = asImapError(err);
-  const text = e.responseText || e.message || String(err);
-  return e.serverResponseCode ? `[${e.serverResponseCode}] ${text}` : text;
-}
-
-/** Maps imapflow's failures onto what the engine acts on; everything else stays a plain (retried) error. */
-export function mapImapError(err: unknown, account: MailAccount): unknown {
-  if (
-    err instanceof ConnectorAuthError ||
-    err instanceof ConnectorConfigError ||
-    err instanceof ConnectorRateLimitError
-  ) {
-    return err;
-  }
-  const e = asImapError(err);
-  const where = `${account.host}:${account.port}`;
-  // Login refusals that are not about the credentials: too many sessions (Dovecot's [LIMIT], Gmail's
-  // "Too many simultaneous connections") wait like a rate limit; [UNAVAILABLE] is a server hiccup.
-  if (e.serverResponseCode === "LIMIT" || /too many (simultaneous )?connections/i.test(describe(err))) {
-    return new ConnectorRateLimitError(`${where} refused another session: ${describe(err)}`, 60_000);
-  }
-  if (e.serverResponseCode === "UNAVAILABLE" || e.serverResponseCode === "INUSE") {
-    const retry = new Error(`${where} is temporarily unavailable: ${describe(err)}`);
-    return Object.assign(retry, { cause: err });
-  }
-  if (
-    e.authenticationFailed ||
-    e.serverResponseCode === "AUTHENTICATIONFAILED" ||
-    e.serverResponseCode === "AUTHORIZATIONFAILED"
-  ) {
-    const how = account.auth.kind === "oauth2" ? "the OAuth access token" : "the password";
-    return new ConnectorAuthError(`${where} refused ${how} for ${account.user}: ${describe(err)}`);
-  }
-  if (e.code === "ETHROTTLE") {
-    return new ConnectorRateLimitError(`${where} is throttling: ${describe(err)}`, e.throttleReset ?? 60_000);
-  }
-  // A certificate the server will keep presenting, or TLS spoken to a plain port: retrying changes nothing.
-  if (
-    e.tlsFailed ||
-    /wrong version number|self[- ]signed|unable to verify|certificate/i.test(e.message ?? "")
-  ) {
-    return new ConnectorConfigError(
-      `TLS with ${where} failed (check the port, \`secure\` and \`tlsRejectUnauthorized\`): ${describe(err)}`,
-    );
-  }
-  return err;
-}
-
-function isMissingMailbox(err: unknown): boolean {
-  const e = asImapError(err);
-  return e.mailboxMissing === true || e.serverResponseCode === "NONEXISTENT";
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Connections
-
-interface PoolEntry {
-  key: string;
-  client: ImapFlow;
-  users: number;
-  idleTimer: NodeJS.Timeout | null;
-  evicted: boolean;
-}
-
-/** Per key: the login under way, then the logged-in session. */
-interface PoolSlot {
-  pending: Promise<PoolEntry>;
-  entry?: PoolEntry;
-}
-
-const pool = new Map<string, PoolSlot>();
-
-function poolKey(connectionId: string, account: MailAccount): string {
-  const secret = account.auth.kind === "password" ? account.auth.password : account.auth.accessToken;
-  const hash = createHash("sha256")
-    .update(JSON.stringify([account.host, account.port, account.secure, account.user, account.auth.kind]))
-    .update("\0")
-    .update(secret)
-    .digest("hex");
-  return `${connectionId}:${hash}`;
-}
-
-/** The account's server on a private network that this deployment keeps connectors away from. */
-export class PrivateMailServerError extends ConnectorConfigError {
-  constructor(host: string) {
-    super(`IMAP server ${host} is on a private network, which this deployment does not allow`);
-  }
-}
-
-/**
- * The address to connect to: the host itself when private networks are allowed, else its first public
- * address, resolved once here and connected to directly (with the host name kept for TLS), so a DNS answer
- * that changes between a check and the connection cannot reach the service's own network.
- */
-async function mailServerAddress(host: string, allowPrivateNetwork: boolean): Promise<string> {
-  if (allowPrivateNetwork) return host;
-  const bare = host.replace(/^\[|\]$/g, "");
-  const addresses = isIP(bare) ? [{ address: bare }] : await dnsLookup(bare, { all: true });
-  const first = addresses.find((a) => isPublicAddress(a.address));
-  if (!first) throw new PrivateMailServerError(host);
-  return first.address;
-}
-
-function newClient(account: MailAccount, address: string): ImapFlow {
-  return new ImapFlow({
-    host: address,
-    // TLS checks the certificate against the name the user gave, not the address it resolved to.
-    ...(address !== account.host && !isIP(account.host) ? { servername: account.host } : {}),
-    port: account.port,
-    secure: account.secure,
-    tls: { rejectUnauthorized: account.tlsRejectUnauthorized },
-    auth:
-      account.auth.kind === "password"
-        ? { user: account.user, pass: account.auth.password }
-        : { user: account.user, accessToken: account.auth.accessToken },
-    logger: false,
-    // Sessions here are short bursts of commands; IDLE would only add round trips between them.
-    disableAutoIdle: true,
-    connectionTimeout: 30_000,
-    greetingTimeout: 16_000,
-    socketTimeout: 120_000,
-  });
-}
-
-/** Opens and logs in; the returned client has an error listener (an unheard 'error' event kills the process). */
-async function connect(
-  account: MailAccount,
-  log: Logger,
-  signal: AbortSignal | undefined,
-  allowPrivateNetwork: boolean,
-): Promise<ImapFlow> {
-  const client = newClient(account, await mailServerAddress(account.host, allowPrivateNetwork));
-  client.on("error", (err: unknown) => {
-    log.warn({ err: describe(err), host: account.host }, "imap connection error");
-  });
-  const onAbort = () => client.close();
-  signal?.addEventListener("abort", onAbort, { once: true });
-  try {
-    await client.connect();
-  } catch (err) {
-    client.close();
-    signal?.throwIfAborted();
-    throw mapImapError(err, account);
-  } finally {
-    signal?.removeEventListener("abort", onAbort);
-  }
-  return client;
-}
-
-function closeClient(client: ImapFlow, hard: boolean): void {
-  if (hard || !client.usable) {
-    client.close();
-    return;
-  }
-  client.logout().catch(() => client.close());
-}
-
-/** Takes the session out of the pool; it is closed now (hard) or when its last user is done. */
-function evict(entry: PoolEntry, hard: boolean): void {
-  if (!entry.evicted) {
-    entry.evicted = true;
-    if (entry.idleTimer) clearTimeout(entry.idleTimer);
-    if (pool.get(entry.key)?.entry === entry) pool.delete(entry.key);
-  }
-  if (hard || entry.users === 0) closeClient(entry.client, hard);
-}
-
-async function acquire(ctx: SyncContext<unknown, unknown>, account: MailAccount): Promise<PoolEntry> {
-  const key = poolKey(ctx.connectionId, account);
-  for (let attempt = 0; ; attempt++) {
-    let slot = pool.get(key);
-    if (!slot) {
-      const created: PoolSlot = {
-        pending: connect(account, ctx.log, ctx.signal, ctx.network.allowPrivateNetwork).then((client) => {
-          const entry: PoolEntry = { key, client, users: 0, idleTimer: null, evicted: false };
-          created.entry = entry;
-          client.once("close", () => evict(entry, true));
-          return entry;
-        }),
-      };
-      created.pending.catch(() => {
-        if (pool.get(key) === created) pool.delete(key);
-      });
-      pool.set(key, created);
-      slot = created;
-    }
-    const entry = await slot.pending;
-    if (!entry.evicted && entry.client.usable) {
-      entry.users += 1;
-      if (entry.idleTimer) {
-        clearTimeout(entry.idleTimer);
-        entry.idleTimer = null;
-      }
-      return entry;
-    }
-    // The server dropped the pooled session while it sat idle: open a fresh one, once.
-    evict(entry, true);
-    if (attempt >= 1) throw new Error(`IMAP connection to ${account.host}:${account.port} is not usable`);
-  }
-}
-
-function release(entry: PoolEntry): void {
-  entry.users -= 1;
-  if (entry.users > 0) return;
-  if (entry.evicted || !entry.client.usable) {
-    evict(entry, false);
-    return;
-  }
-  entry.idleTimer = setTimeout(() => evict(entry, false), IDLE_CLOSE_MS);
-  // An idle pooled connection must not keep a worker (or a test run) alive.
-  entry.idleTimer.unref();
-}
-
-async function withClient<T>(
-  ctx: SyncContext<unknown, unknown>,
-  account: MailAccount,
-  fn: (client: ImapFlow) => Promise<T>,
-): Promise<T> {
-  ctx.signal.throwIfAborted();
-  const entry = await acquire(ctx, account);
-  // Cancelling must not wait for a slow server: closing the socket fails the running command at once.
-  const onAbort = () => evict(entry, true);
-  ctx.signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    return await fn(entry.client);
-  } catch (err) {
-    if (!entry.client.usable) evict(entry, true);
-    ctx.signal.throwIfAborted();
-    throw mapImapError(err, account);
-  } finally {
-    ctx.signal.removeEventListener("abort", onAbort);
-    release(entry);
-  }
-}
-
-/** Logs out every pooled connection (worker shutdown, end of a test file). */
-export async function closeMailConnections(): Promise<void> {
-  const entries = await Promise.allSettled([...pool.values()].map((slot) => slot.pending));
-  pool.clear();
-  await Promise.all(
-    entries.map(async (r) => {
-      if (r.status !== "fulfilled") return;
-      const entry = r.value;
-      entry.evicted = true;
-      if (entry.idleTimer) clearTimeout(entry.idleTimer);
-      if (!entry.client.usable) return entry.client.close();
-      await entry.client.logout().catch(() => entry.client.close());
-    }),
-  );
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -478,6 +200,33 @@ async function uidPage(
   return { uids, done, position: Number.isFinite(lo) ? lo - 1 : (uids[uids.length - 1] ?? after) };
 }
 
+/** The Message-ID header of each UID (one small FETCH for the page): how a label's message is found in All Mail. */
+async function messageIdsOf(client: ImapFlow, uids: number[]): Promise<Map<number, string>> {
+  const found = new Map<number, string>();
+  for (const msg of await client.fetchAll(
+    uids.join(","),
+    { uid: true, headers: ["message-id"] },
+    { uid: true },
+  )) {
+    const value = msg.headers
+      ?.toString("latin1")
+      .replace(/\r?\n[ \t]+/g, " ")
+      .match(/^message-id:[ \t]*(<[^<>\s]+>)/im)?.[1];
+    if (value) found.set(msg.uid, value);
+  }
+  return found;
+}
+
+/** `<uidvalidity>/<uid>`, and on Gmail ` <Message-ID>` after it (a msg-id holds no spaces, RFC 5322 3.6.4). */
+export function mailVersion(uidValidity: string, uid: number, messageId?: string): string {
+  return messageId ? `${uidValidity}/${uid} ${messageId}` : `${uidValidity}/${uid}`;
+}
+
+function messageIdOfVersion(version: string): string | undefined {
+  const at = version.indexOf(" <");
+  return at < 0 ? undefined : version.slice(at + 1);
+}
+
 function nextMailbox(cursor: MailCursor): MailCursor | null {
   if (!cursor.mailboxes || cursor.index + 1 >= cursor.mailboxes.length) return null;
   return { ...cursor, index: cursor.index + 1, uidValidity: null, afterUid: 0 };
@@ -522,9 +271,11 @@ export async function listMailPage(
         after = 0;
       }
       const page = await uidPage(client, ctx, after, box.uidNext, selection);
+      const messageIds =
+        selection.labels && page.uids.length ? await messageIdsOf(client, page.uids) : new Map();
       const items: SourceItem[] = page.uids.map((uid) => ({
         id: mailItemId(path, uidValidity, uid),
-        version: `${uidValidity}/${uid}`,
+        version: mailVersion(uidValidity, uid, messageIds.get(uid)),
       }));
       const previous = state.seen[path];
       const highestBefore = previous?.uidValidity === uidValidity ? previous.highestUid : 0;
@@ -547,42 +298,148 @@ interface RawMessage {
   internalDate?: Date;
 }
 
+/** The message at this UID, if the mailbox still has it under this UIDVALIDITY (null: any). */
+async function fetchAt(
+  client: ImapFlow,
+  selection: MailSelection,
+  mailbox: string,
+  uidValidity: string | null,
+  uid: number,
+): Promise<RawMessage | null> {
+  let lock: MailboxLockObject;
+  try {
+    lock = await lockMailbox(client, mailbox);
+  } catch (err) {
+    if (isMissingMailbox(err)) return null;
+    throw err;
+  }
+  try {
+    const box = client.mailbox;
+    // Another UIDVALIDITY: this UID may now name a different message, and the listing has new ids.
+    if (!box || (uidValidity !== null && box.uidValidity.toString() !== uidValidity)) return null;
+    const msg: FetchMessageObject | false = await client.fetchOne(
+      String(uid),
+      { uid: true, size: true, internalDate: true, source: { maxLength: selection.maxMessageBytes } },
+      { uid: true },
+    );
+    if (msg === false || !msg.source) return null;
+    const internalDate = msg.internalDate ? new Date(msg.internalDate) : undefined;
+    return {
+      mailbox,
+      source: msg.source,
+      size: msg.size ?? msg.source.length,
+      ...(internalDate && !Number.isNaN(internalDate.getTime()) ? { internalDate } : {}),
+    };
+  } finally {
+    lock.release();
+  }
+}
+
+/** Whether the mailbox still has this UID under this UIDVALIDITY, without reading the message. */
+async function hasUid(client: ImapFlow, mailbox: string, uidValidity: string, uid: number): Promise<boolean> {
+  let lock: MailboxLockObject;
+  try {
+    lock = await lockMailbox(client, mailbox);
+  } catch (err) {
+    if (isMissingMailbox(err)) return false;
+    throw err;
+  }
+  try {
+    const box = client.mailbox;
+    if (!box || box.uidValidity.toString() !== uidValidity) return false;
+    const found = await client.search({ uid: String(uid) }, { uid: true });
+    return Array.isArray(found) && found.includes(uid);
+  } finally {
+    lock.release();
+  }
+}
+
+/** The \All mailbox by its SPECIAL-USE flag: Gmail localizes its name ("[Google Mail]/Alle Nachrichten"). */
+async function allMailPath(client: ImapFlow): Promise<string | null> {
+  const listed = await client.list();
+  const all = listed.find((m) => m.specialUse === "\\All" && m.specialUseSource === "extension");
+  return all && !hasFlag(all, "\\Noselect") ? all.path : null;
+}
+
+/** The UID of the message with this Message-ID in the mailbox, or null. */
+async function uidByMessageId(client: ImapFlow, mailbox: string, messageId: string): Promise<number | null> {
+  let lock: MailboxLockObject;
+  try {
+    lock = await lockMailbox(client, mailbox);
+  } catch (err) {
+    if (isMissingMailbox(err)) return null;
+    throw err;
+  }
+  try {
+    // Gmail's own search finds a Message-ID with `rfc822msgid:` through X-GM-RAW
+    // (https://developers.google.com/gmail/imap/imap-extensions#extension_of_the_search_command_x-gm-raw,
+    // https://support.google.com/mail/answer/7190); other servers with SEARCH HEADER (RFC 3501 6.4.4),
+    // which matches substrings: the angle brackets keep it to this one id.
+    const query = client.capabilities.has("X-GM-EXT-1")
+      ? { gmraw: `rfc822msgid:${messageId.replace(/^<|>$/g, "")}` }
+      : { header: { "message-id": messageId } };
+    const found = await client.search(query, { uid: true });
+    return Array.isArray(found) && found.length ? Math.min(...found) : null;
+  } finally {
+    lock.release();
+  }
+}
+
+/**
+ * Gmail: where a message that left its label folder is now. A message lives once in All Mail (\All) and
+ * label folders such as INBOX show it (https://developers.google.com/gmail/imap/imap-extensions,
+ * https://support.google.com/mail/answer/7126229): archiving removes the label only, so the message stays
+ * in All Mail; deleting moves it to Trash and reporting spam to Spam, both outside All Mail. Null when it
+ * is gone, or still under the label with another UID (a UIDVALIDITY reset, or archived and moved back):
+ * the listing gives it under that new id, and this one must not keep a second document.
+ */
+async function archivedLocation(
+  client: ImapFlow,
+  selection: MailSelection,
+  mailbox: string,
+  version: string,
+): Promise<{ mailbox: string; uid: number } | null> {
+  const messageId = selection.labels ? messageIdOfVersion(version) : undefined;
+  if (!messageId) return null;
+  const all = await allMailPath(client);
+  if (!all || all === mailbox) return null;
+  if ((await uidByMessageId(client, mailbox, messageId)) !== null) return null;
+  const uid = await uidByMessageId(client, all, messageId);
+  return uid === null ? null : { mailbox: all, uid };
+}
+
 async function downloadMessage(
   ctx: SyncContext<unknown, unknown>,
   account: MailAccount,
   selection: MailSelection,
-  id: string,
+  item: SourceItem,
 ): Promise<RawMessage | null> {
-  const ref = parseMailItemId(id);
+  const ref = parseMailItemId(item.id);
   if (!ref) return null;
   return withClient(ctx, account, async (client) => {
-    let lock: MailboxLockObject;
-    try {
-      lock = await lockMailbox(client, ref.mailbox);
-    } catch (err) {
-      if (isMissingMailbox(err)) return null;
-      throw err;
-    }
-    try {
-      const box = client.mailbox;
-      // Another UIDVALIDITY: this UID may now name a different message, and the listing has new ids.
-      if (!box || box.uidValidity.toString() !== ref.uidValidity) return null;
-      const msg: FetchMessageObject | false = await client.fetchOne(
-        String(ref.uid),
-        { uid: true, size: true, internalDate: true, source: { maxLength: selection.maxMessageBytes } },
-        { uid: true },
-      );
-      if (msg === false || !msg.source) return null;
-      const internalDate = msg.internalDate ? new Date(msg.internalDate) : undefined;
-      return {
-        mailbox: ref.mailbox,
-        source: msg.source,
-        size: msg.size ?? msg.source.length,
-        ...(internalDate && !Number.isNaN(internalDate.getTime()) ? { internalDate } : {}),
-      };
-    } finally {
-      lock.release();
-    }
+    const here = await fetchAt(client, selection, ref.mailbox, ref.uidValidity, ref.uid);
+    if (here) return here;
+    const moved = await archivedLocation(client, selection, ref.mailbox, item.version);
+    return moved ? fetchAt(client, selection, moved.mailbox, null, moved.uid) : null;
+  });
+}
+
+/**
+ * Whether a message the listing missed is still in the account, without downloading it: the engine asks
+ * this at every sync for each archived Gmail message, and downloads would spend the account's daily IMAP
+ * bandwidth (https://support.google.com/a/answer/1071518).
+ */
+export async function mailExists(
+  ctx: SyncContext<unknown, unknown>,
+  account: MailAccount,
+  selection: MailSelection,
+  item: SourceItem,
+): Promise<boolean> {
+  const ref = parseMailItemId(item.id);
+  if (!ref) return false;
+  return withClient(ctx, account, async (client) => {
+    if (await hasUid(client, ref.mailbox, ref.uidValidity, ref.uid)) return true;
+    return (await archivedLocation(client, selection, ref.mailbox, item.version)) !== null;
   });
 }
 
@@ -634,7 +491,7 @@ export async function fetchMail(
   item: SourceItem,
   options: MailFetchOptions = {},
 ): Promise<FetchedItem | null> {
-  const raw = await downloadMessage(ctx, account, selection, item.id);
+  const raw = await downloadMessage(ctx, account, selection, item);
   if (!raw) return null;
   ctx.heartbeat();
   const truncated = raw.size > raw.source.length;

@@ -15,10 +15,12 @@ import {
 } from "../../connectors/errors.ts";
 import { gmail } from "../../connectors/gmail/index.ts";
 import { imap } from "../../connectors/imap/index.ts";
+import { BANDWIDTH_WAIT_MS } from "../../connectors/imap/pool.ts";
 import { closeMailConnections, type MailCursor, parseMailItemId } from "../../connectors/imap/sync.ts";
 import type { Connector, FetchedItem, SourceItem, SyncContext } from "../../connectors/types.ts";
 import { type Dovecot, startDovecot } from "../support/dovecot.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
+import { type ImapProxy, startImapProxy } from "../support/imap-proxy.ts";
 
 const FIXTURES = join(FIXTURES_DIR, "email");
 /** The well-formed fixtures (README: fake-email-malformed-encoding.eml and empty.eml are bad on purpose). */
@@ -518,5 +520,49 @@ describe("refused credentials", () => {
     expect(error).toBeInstanceOf(ConnectorAuthError);
     expect((error as Error).message).toContain("refused the OAuth access token");
     expect(introspected).toContain("ya29.expired-token");
+  });
+});
+
+describe("Gmail's bandwidth ALERT (a proxy answers as Gmail past its daily IMAP limits)", () => {
+  let proxy: ImapProxy;
+  beforeAll(async () => {
+    proxy = await startImapProxy(dovecot);
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+  });
+
+  async function refusal(promise: Promise<unknown>) {
+    const error = await promise.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConnectorRateLimitError);
+    expect(error).not.toBeInstanceOf(ConnectorAuthError);
+    expect((error as ConnectorRateLimitError).retryAfterMs).toBe(BANDWIDTH_WAIT_MS);
+    expect((error as Error).message).toContain("Account exceeded command or bandwidth limits");
+  }
+
+  it("a NO [ALERT] at login is a long rate limit, not a refused token", async () => {
+    const ctx = gmailContext({ port: proxy.port });
+    proxy.refuseNext(/^AUTHENTICATE$/i, "no");
+    await refusal(gmail.listPage(ctx, await gmail.initialCursor(ctx)));
+    expect(proxy.refused()).toContain("AUTHENTICATE");
+    // The token was never asked about, and the next login goes through.
+    const { items } = await fullPass(gmail, ctx);
+    expect(items.length).toBeGreaterThanOrEqual(FIXTURE_FILES.length);
+  });
+
+  it("a NO [ALERT] answering a download, or a BYE [ALERT] ending the session, waits hours", async () => {
+    const ctx = gmailContext({ port: proxy.port });
+    const { items } = await fullPass(gmail, ctx);
+    const item = items[0] as SourceItem;
+    proxy.refuseNext(/^UID FETCH$/i, "no");
+    await refusal(gmail.fetchItem(ctx, item));
+    proxy.refuseNext(/^(EXAMINE|SELECT|UID FETCH)$/i, "bye");
+    await closeMailConnections();
+    await refusal(gmail.fetchItem(ctx, item));
+    // Once Gmail lets the account in again, the same item downloads.
+    expect((await gmail.fetchItem(ctx, item))?.text).toBeTruthy();
   });
 });

@@ -226,4 +226,25 @@ describe("IMAP connections through the sync engine", () => {
     );
     expect(docs.map((d) => d.title)).toContain("q3.csv");
   });
+
+  it("after the server gives INBOX a new UIDVALIDITY, each message and attachment has one document", async () => {
+    const before = await lastSync();
+    const titles = (await client.connections.listDocuments(IMAP, { containerTags: [TAG] }))
+      .map((d) => d.title)
+      .sort();
+    // Every UID the connection knows is void (RFC 3501 2.3.1.1): the messages come back under new ids.
+    dovecot.resetUidValidity("INBOX", 777);
+    await client.connections.import(IMAP, {});
+    const run = await syncAfter(before?.id);
+    expect(run).toMatchObject({
+      status: "done",
+      counts: { added: 7, updated: 0, deleted: 7, unchanged: 0, failed: 0 },
+    });
+    const docs = await documentsDone();
+    expect(docs.map((d) => d.title).sort()).toEqual(titles);
+    const all = await allDocuments();
+    expect(all.map((d) => d.title).sort()).toEqual(titles);
+    expect(new Set(all.map((d) => d.customId)).size).toBe(titles.length);
+    for (const d of all) expect(d.customId).toMatch(/:INBOX\/777\/\d+(\/attachments\/.*)?$/);
+  });
 });

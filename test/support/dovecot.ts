@@ -6,7 +6,7 @@
 // Dovecot notices both at the next sync of the mailbox, so a test sees new mail and expunges without an
 // IMAP client of its own.
 
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import {
   chmodSync,
@@ -36,6 +36,11 @@ export interface DovecotOptions {
    */
   oauth2IntrospectionUrl?: string;
   /**
+   * The SASL mechanisms of that passdb: XOAUTH2 (default) and/or OAUTHBEARER (RFC 7628). Gmail offers
+   * both (https://developers.google.com/workspace/gmail/imap/xoauth2-protocol).
+   */
+  oauth2Mechanisms?: ("xoauth2" | "oauthbearer")[];
+  /**
    * Mailboxes the server flags with a special use in LIST (RFC 6154), e.g. `{ Quarantine: "\\Junk",
    * "All Mail": "\\All" }`: how Gmail and most servers mark Trash, Junk and an all-messages view.
    */
@@ -59,6 +64,11 @@ export interface Dovecot {
   deliver(rawMessage: string | Buffer, mailbox?: string): string;
   /** Deletes matching messages from a mailbox, which IMAP clients then see as expunged; returns how many. */
   remove(match: MessageMatch, mailbox?: string): number;
+  /**
+   * Gives the mailbox a new UIDVALIDITY while the server runs (`doveadm mailbox update`), as a server
+   * does after its index is rebuilt: every UID an IMAP client knows is void.
+   */
+  resetUidValidity(mailbox: string, uidValidity: number): void;
   /** Dovecot's log so far (auth failures and config errors end up here). */
   log(): string;
   stop(): Promise<void>;
@@ -115,6 +125,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
   writeFileSync(passwdFile, `${user}:{PLAIN}${password}:${mailUid}:${mailGid}::${home}::\n`, { mode: 0o644 });
   const logFile = join(dir, "dovecot.log");
   const oauth2 = options.oauth2IntrospectionUrl;
+  const oauth2Mechanisms = (options.oauth2Mechanisms ?? ["xoauth2"]).join(" ");
   const oauth2Conf = join(dir, "oauth2.conf");
   if (oauth2) {
     writeFileSync(
@@ -139,7 +150,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
     "listen = 127.0.0.1",
     "ssl = no",
     "disable_plaintext_auth = no",
-    `auth_mechanisms = plain login${oauth2 ? " xoauth2" : ""}`,
+    `auth_mechanisms = plain login${oauth2 ? ` ${oauth2Mechanisms}` : ""}`,
     "auth_verbose = yes",
     // Refused logins are answered within half a second instead of after the default 2 s.
     "auth_failure_delay = 0",
@@ -150,7 +161,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
     `default_internal_user = ${isRoot ? "dovecot" : me}`,
     ...(isRoot ? [] : [`first_valid_uid = ${mailUid}`]),
     ...(oauth2
-      ? ["passdb {", "  driver = oauth2", "  mechanisms = xoauth2", `  args = ${oauth2Conf}`, "}"]
+      ? ["passdb {", "  driver = oauth2", `  mechanisms = ${oauth2Mechanisms}`, `  args = ${oauth2Conf}`, "}"]
       : []),
     "passdb {",
     "  driver = passwd-file",
@@ -286,5 +297,98 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
     return removed;
   };
 
-  return { host: "127.0.0.1", port, user, password, maildir, deliver, remove, log: readLog, stop };
+  const resetUidValidity = (mailbox: string, uidValidity: number) => {
+    execFileSync(
+      "doveadm",
+      ["-c", configFile, "mailbox", "update", "-u", user, "--uid-validity", String(uidValidity), mailbox],
+      {
+        stdio: "pipe",
+      },
+    );
+  };
+
+  return {
+    host: "127.0.0.1",
+    port,
+    user,
+    password,
+    maildir,
+    deliver,
+    remove,
+    resetUidValidity,
+    log: readLog,
+    stop,
+  };
+}
+
+/** Gmail's special folders, as LIST names them for one account language. */
+export interface GmailFolders {
+  allMail: string;
+  trash: string;
+  spam: string;
+}
+
+/**
+ * The names a German-language account shows: "[Google Mail]" instead of "[Gmail]", and localized folder
+ * names. Only the SPECIAL-USE flags say which is which
+ * (https://developers.google.com/gmail/imap/imap-extensions#special-use_extension_of_the_list_command).
+ */
+export const GOOGLE_MAIL_DE: GmailFolders = {
+  allMail: "[Google Mail]/Alle Nachrichten",
+  trash: "[Google Mail]/Papierkorb",
+  spam: "[Google Mail]/Spam",
+};
+
+/** The `specialUse` option that flags these folders as Gmail does: \All, \Trash, \Junk. */
+export function gmailSpecialUse(folders: GmailFolders): Record<string, string> {
+  return { [folders.allMail]: "\\All", [folders.trash]: "\\Trash", [folders.spam]: "\\Junk" };
+}
+
+/**
+ * Gmail's labels imitated on a Dovecot started with `gmailSpecialUse`: each message is stored once in
+ * All Mail and its label folders show it; Dovecot has no labels, so every label folder and All Mail
+ * hold copies, kept in step here. What each action does follows Google's documentation of Gmail over
+ * IMAP (https://support.google.com/mail/answer/7126229, https://support.google.com/mail/answer/78755):
+ * archiving removes the INBOX label only (the message stays in All Mail); deleting moves it to Trash,
+ * which is outside All Mail; reporting spam moves it to Spam, also outside All Mail.
+ */
+export function gmailMailbox(dovecot: Dovecot, folders: GmailFolders) {
+  const raws = new Map<string, string | Buffer>();
+  const labelsOf = new Map<string, Set<string>>();
+  const messageIdOf = (raw: string | Buffer) => {
+    const id = headerValue(typeof raw === "string" ? raw : raw.toString("latin1"), "Message-ID");
+    if (!id) throw new Error("a Gmail-like message needs a Message-ID");
+    return id;
+  };
+  const leave = (messageId: string) => {
+    for (const label of labelsOf.get(messageId) ?? []) dovecot.remove({ messageId }, label);
+    labelsOf.set(messageId, new Set());
+    dovecot.remove({ messageId }, folders.allMail);
+  };
+  return {
+    /** A new message with these labels (INBOX by default); returns its Message-ID. */
+    deliver(raw: string | Buffer, labels: string[] = ["INBOX"]): string {
+      const messageId = messageIdOf(raw);
+      raws.set(messageId, raw);
+      labelsOf.set(messageId, new Set(labels));
+      for (const label of labels) dovecot.deliver(raw, label);
+      dovecot.deliver(raw, folders.allMail);
+      return messageId;
+    },
+    /** Archive: the INBOX label goes, the message stays in All Mail (and under its other labels). */
+    archive(messageId: string): void {
+      if (dovecot.remove({ messageId }, "INBOX") !== 1) throw new Error(`${messageId} is not in INBOX`);
+      labelsOf.get(messageId)?.delete("INBOX");
+    },
+    /** Delete: every label goes, the message leaves All Mail and is in Trash. */
+    trash(messageId: string): void {
+      leave(messageId);
+      dovecot.deliver(raws.get(messageId) as string | Buffer, folders.trash);
+    },
+    /** Report spam: as delete, into Spam. */
+    spam(messageId: string): void {
+      leave(messageId);
+      dovecot.deliver(raws.get(messageId) as string | Buffer, folders.spam);
+    },
+  };
 }
