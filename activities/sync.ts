@@ -242,11 +242,12 @@ export function createSyncActivities(deps: SyncActivityDeps) {
 
     /**
      * After a complete full pass: what the listing missed. A listing can be incomplete (Notion's search "is not
-     * guaranteed to return everything"), so a missed item is first looked up at the source: one the source says
-     * is gone (no content, or not found) goes now; one it still gives stays; one it cannot say about goes only when
-     * another listing, a sync interval after the first, misses it too. When a listing misses more than a fifth of
-     * a connection's items (and at least MASS_MISS_MIN) nothing is looked up or deleted: the run says how many
-     * were held for review, and the next complete pass decides again.
+     * guaranteed to return everything"), and an item can leave it yet stay at the source (an archived Gmail
+     * message leaves INBOX, stays in All Mail), so each missed item is first looked up at the source: one the
+     * source says is gone (no content, or not found) is to be deleted; one it still gives stays; one it cannot
+     * say about is to be deleted only when another listing, a sync interval after the first, misses it too.
+     * When what is to be deleted is more than a fifth of a connection's items (and at least MASS_DELETE_MIN),
+     * nothing is deleted: the run says how many were held for review, and the next complete pass decides again.
      */
     async sweepUnseen(input: {
       connectionId: string;
@@ -256,23 +257,16 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         const { connection, connector } = await load(input.connectionId);
         const { missed, total } = await missedItemCounts(db, connection.id, input.runId);
         if (missed === 0) return { deleted: 0 };
-        if (missed >= MASS_MISS_MIN && missed > total * MASS_MISS_SHARE) {
-          deps.log.warn(
-            { connectionId: connection.id, missed, total },
-            "a complete listing missed too many items at once: none deleted, held for review",
-          );
-          return { deleted: 0, heldForReview: missed };
-        }
         const ctx = contextFor(connection, connector);
         const now = new Date();
         const interval = connection.syncIntervalMinutes * 60_000;
-        let deleted = 0;
+        // Ids only, at most the connection's items: deleted after every missed item has been asked about.
+        const gone: string[] = [];
         let after = "";
         for (;;) {
           const batch = await itemsMissedBy(db, connection.id, input.runId, { after, limit: SWEEP_BATCH });
           if (!batch.length) break;
           after = batch.at(-1)?.itemId ?? after;
-          const gone: string[] = [];
           const present: string[] = [];
           const firstMiss: string[] = [];
           for (const item of batch) {
@@ -285,11 +279,20 @@ export function createSyncActivities(deps: SyncActivityDeps) {
           }
           await markItemsSeen(db, connection.id, present, input.runId);
           await markItemsMissed(db, connection.id, firstMiss, now);
-          if (gone.length) {
-            const removed = await removeItems(db, connection.id, { itemIds: gone });
-            await releaseFiles(deps, removed.fileKeys);
-            deleted += removed.items;
-          }
+        }
+        if (gone.length >= MASS_DELETE_MIN && gone.length > total * MASS_DELETE_SHARE) {
+          deps.log.warn(
+            { connectionId: connection.id, gone: gone.length, total },
+            "a complete pass would delete too many items at once: none deleted, held for review",
+          );
+          return { deleted: 0, heldForReview: gone.length };
+        }
+        let deleted = 0;
+        for (let i = 0; i < gone.length; i += SWEEP_BATCH) {
+          ctx.heartbeat();
+          const removed = await removeItems(db, connection.id, { itemIds: gone.slice(i, i + SWEEP_BATCH) });
+          await releaseFiles(deps, removed.fileKeys);
+          deleted += removed.items;
         }
         return { deleted };
       });
@@ -356,9 +359,9 @@ export function createSyncActivities(deps: SyncActivityDeps) {
 
 export type SyncActivities = ReturnType<typeof createSyncActivities>;
 
-/** A listing that misses more than this share of a connection's items, and at least MASS_MISS_MIN, deletes nothing. */
-const MASS_MISS_SHARE = 0.2;
-const MASS_MISS_MIN = 50;
+/** A pass that would delete more than this share of a connection's items, and at least MASS_DELETE_MIN, deletes nothing. */
+const MASS_DELETE_SHARE = 0.2;
+const MASS_DELETE_MIN = 50;
 /** Missed items looked up at the source per batch (each batch a statement to read and one or two to write). */
 const SWEEP_BATCH = 100;
 

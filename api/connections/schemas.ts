@@ -64,7 +64,7 @@ const Counts = z.object({
   }),
   heldForReview: z.number().openapi({
     description:
-      "Documents a complete listing missed but kept, because it missed over a fifth of the connection's items (and at least 50) at once",
+      "Documents the source no longer gave but kept, because deleting them would have removed over a fifth of the connection's items (and at least 50) at once",
   }),
 });
 

@@ -9,8 +9,9 @@ import { freshDatabase, startTestService, TEST_ADMIN_KEY, type TestService } fro
 // No deletion on one miss, through the real sync engine: a web crawler over a local site whose index drops
 // links at random on every crawl, as an incomplete listing does (Notion's search, an eventually consistent
 // listing). A page the listing misses is asked about directly: one the site still serves stays, one that
-// answers 404 goes at once, one that cannot be asked (5xx) stays until a later listing misses it too. A crawl
-// that misses more than a fifth of the pages at once deletes nothing and says so.
+// answers 404 goes at once, one that cannot be asked (5xx) stays until a later listing misses it too. Pages that
+// leave the listing all at once but are still served stay; a pass that would delete more than a fifth of the
+// pages at once deletes nothing and says so.
 
 const PAGES = 12;
 const TAG = "drops";
@@ -108,11 +109,8 @@ describe("deletions when the listing drops results", () => {
     expect(removedAt.size).toBe(3);
   });
 
-  it("deletes nothing when a crawl misses more than a fifth of the pages, and says how many it held", async () => {
-    const before = await held();
-    // The index lists nothing: every page is missed at once.
-    site.setPage("/", htmlPage("Dropping site", ["The index of the dropping site is being rebuilt."], []));
-    // Below the threshold of 50 a mass miss is still only a few documents: add pages until it is not.
+  it("keeps pages that leave the listing all at once but are still served, as an archived inbox", async () => {
+    // Below the threshold of 50 a mass deletion is still only a few documents: add pages until it is not.
     for (let i = PAGES; i < PAGES + 50; i++) {
       site.setPage(page(i), content(i));
       live.add(i);
@@ -123,13 +121,28 @@ describe("deletions when the listing drops results", () => {
     const all = await held();
     expect(all.size).toBe(live.size);
 
+    // The index lists nothing, yet every page is still there: each is asked about and kept, twice over.
+    site.setPage("/", htmlPage("Dropping site", ["The index of the dropping site lists nothing now."], []));
+    for (let pass = 0; pass < 2; pass++) {
+      const run = await syncOnce();
+      expect(run).toMatchObject({ status: "done", counts: { deleted: 0, heldForReview: 0 } });
+      expect(await held()).toEqual(all);
+    }
+    publishIndex(live);
+  });
+
+  it("deletes nothing when a pass would delete more than a fifth of the pages, and says how many it held", async () => {
+    const all = await held();
+    expect(all.size).toBeGreaterThanOrEqual(50);
+    // The site answers 404 for every page and its index lists none (a broken deployment, not a mass deletion).
     site.setPage("/", htmlPage("Dropping site", ["The index of the dropping site is being rebuilt."], []));
+    for (const i of live) site.removePage(page(i));
     const run = await syncOnce();
     expect(run).toMatchObject({ status: "done", counts: { deleted: 0, heldForReview: live.size } });
     expect(await held()).toEqual(all);
-    expect(before.size).toBeLessThan(all.size);
 
-    // The next complete crawl sees them all again; nothing was lost.
+    // The site comes back: the next complete crawl sees every page again; nothing was lost.
+    for (const i of live) site.setPage(page(i), content(i));
     publishIndex(live);
     const back = await syncOnce();
     expect(back).toMatchObject({ status: "done", counts: { deleted: 0, heldForReview: 0 } });
