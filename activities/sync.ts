@@ -196,6 +196,12 @@ export function createSyncActivities(deps: SyncActivityDeps) {
             continue;
           }
           if (!before && connection.documentLimit && held >= connection.documentLimit) continue;
+          if (item.skipped) {
+            countSkipped(counts, new ItemSkippedError(item.skipped.reason, item.skipped.message));
+            ctx.log.info({ itemId: item.id, reason: item.skipped.reason }, item.skipped.message);
+            if (before) unchanged.push(item.id);
+            continue;
+          }
           try {
             const written = await syncItem(connection, connector, ctx, item, input.runId);
             if (written === "absent") continue;

@@ -31,10 +31,16 @@ export class ConnectorConfigError extends Error {
 
 /**
  * Why an item was left out of a sync, as a run reports it: too large to fetch or export, over a provider's export
- * limit (a Google file past 10 MB), of a type nothing can read, not readable with the connection's permissions,
+ * limit (a Google file past 10 MB), of a type nothing can read, archived (S3 Glacier, until restored), not readable with the connection's permissions,
  * or gone between the listing and the fetch.
  */
-export type SkipReason = "too_large" | "export_limit" | "unsupported_type" | "no_permission" | "not_found";
+export type SkipReason =
+  | "too_large"
+  | "export_limit"
+  | "unsupported_type"
+  | "archived"
+  | "no_permission"
+  | "not_found";
 
 /**
  * One item the source will not give: the engine skips it, counts it under its reason on the run, keeps the

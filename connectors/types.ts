@@ -8,6 +8,7 @@
 
 import type { z } from "zod";
 import type { Logger } from "../config/logger.ts";
+import type { SkipReason } from "./errors.ts";
 
 export type ItemMetadata = Record<string, string | number | boolean | string[]>;
 
@@ -19,6 +20,11 @@ export interface SourceItem {
   version: string;
   /** Listings that already hold the content (a crawled page) hand it over; the engine then skips fetchItem. */
   content?: FetchedItem;
+  /**
+   * The listing already knows the item cannot be fetched (larger than the connection allows, archived): the
+   * engine counts the skip on the run without fetching, and keeps what an earlier sync made of it.
+   */
+  skipped?: { reason: SkipReason; message: string };
 }
 
 /** A file or text the extraction pipeline turns into a document. */

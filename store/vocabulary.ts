@@ -27,6 +27,7 @@ export const skipReasons = [
   "too_large",
   "export_limit",
   "unsupported_type",
+  "archived",
   "no_permission",
   "not_found",
 ] as const;

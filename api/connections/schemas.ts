@@ -60,7 +60,7 @@ const Counts = z.object({
   }),
   skippedReasons: z.record(z.string(), z.number()).openapi({
     description:
-      "The skipped items by reason: too_large, export_limit, unsupported_type, no_permission, not_found",
+      "The skipped items by reason: too_large, export_limit, unsupported_type, archived, no_permission, not_found",
   }),
   heldForReview: z.number().openapi({
     description:

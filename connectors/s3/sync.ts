@@ -84,27 +84,24 @@ export async function listS3Page(ctx: S3Context, cursor: S3Cursor): Promise<List
   );
   ctx.heartbeat();
 
+  // Objects too large or archived are listed too, marked skipped: the run counts them with their reason, and
+  // a document an earlier sync made of one stays (an object that grew, or moved to Glacier, is not gone).
   const items: SourceItem[] = [];
-  const tooLarge: string[] = [];
-  const archived: string[] = [];
   for (const object of out.Contents ?? []) {
     const key = object.Key;
     if (!key || key.endsWith("/")) continue;
-    if (object.StorageClass && ARCHIVED_CLASSES.has(object.StorageClass)) archived.push(key);
-    else if ((object.Size ?? 0) > maxObjectBytes) tooLarge.push(key);
-    else items.push({ id: key, version: versionOf(object) });
-  }
-  if (tooLarge.length > 0) {
-    ctx.log.info(
-      { bucket, keys: tooLarge.slice(0, 20), count: tooLarge.length, maxObjectBytes },
-      "s3: skipping objects larger than maxObjectBytes",
-    );
-  }
-  if (archived.length > 0) {
-    ctx.log.info(
-      { bucket, keys: archived.slice(0, 20), count: archived.length },
-      "s3: skipping archived objects (GLACIER/DEEP_ARCHIVE need a restore before they can be read)",
-    );
+    const item: SourceItem = { id: key, version: versionOf(object) };
+    if (object.StorageClass && ARCHIVED_CLASSES.has(object.StorageClass))
+      item.skipped = {
+        reason: "archived",
+        message: `s3: ${key} is archived (${object.StorageClass}); restore it to sync it`,
+      };
+    else if ((object.Size ?? 0) > maxObjectBytes)
+      item.skipped = {
+        reason: "too_large",
+        message: `s3: ${key} is larger than maxObjectBytes (${maxObjectBytes} bytes)`,
+      };
+    items.push(item);
   }
 
   if (!out.IsTruncated) return { items, next: null };
@@ -132,24 +129,25 @@ export async function fetchS3Item(ctx: S3Context, item: SourceItem): Promise<Fet
           "no_permission",
           `s3: bucket ${bucket}: GetObject ${key} refused (${name || 403})`,
         );
-      // An Intelligent-Tiering archive tier, or an archived object listed under another class.
-      if (name === "InvalidObjectState") {
-        ctx.log.info(
-          { bucket, key },
-          "s3: skipping an archived object (needs a restore before it can be read)",
+      // GLACIER, DEEP_ARCHIVE or an Intelligent-Tiering archive tier: readable only after a restore
+      // (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, InvalidObjectState).
+      if (name === "InvalidObjectState")
+        throw new ItemSkippedError(
+          "archived",
+          `s3: bucket ${bucket}: ${key} is archived; restore it to sync it`,
         );
-        return "absent";
-      }
       return undefined;
     },
   );
   if (out === "absent") return null;
 
   const body = out.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
-  const tooLarge = () => {
+  const tooLarge = (): never => {
     body?.destroy?.();
-    ctx.log.info({ bucket, key, maxObjectBytes }, "s3: skipping an object larger than maxObjectBytes");
-    return null;
+    throw new ItemSkippedError(
+      "too_large",
+      `s3: bucket ${bucket}: ${key} is larger than maxObjectBytes (${maxObjectBytes} bytes)`,
+    );
   };
   // The object may have grown since it was listed.
   if ((out.ContentLength ?? 0) > maxObjectBytes) return tooLarge();

@@ -226,6 +226,36 @@ describe("S3 connections through the sync engine", () => {
     await s3.deleteObject(BUCKET, "notes/locked.txt");
   });
 
+  it("keeps the document of an object that grew past maxObjectBytes and counts it skipped too_large", async () => {
+    await s3.putObject(BUCKET, "sizes/small.txt", "The lighthouse keeper logs the fog horn hours.");
+    const created = await client.connections.create("s3", {
+      containerTag: "sizes",
+      metadata: { ...metadata(), prefix: "sizes/", maxObjectBytes: 2048 },
+    });
+    const sized = (run: string | undefined) =>
+      waitFor(async () => {
+        const c = (await call("GET", `/v3/connections/${created.id}`)).json;
+        return c.lastSync && c.lastSync.id !== run && c.lastSync.status !== "running" ? c : undefined;
+      }, "the sync run to finish");
+    const first = await sized(undefined);
+    expect(first.lastSync).toMatchObject({ status: "done", counts: { added: 1, skipped: 0 } });
+    const [doc] = await client.connections.listDocuments("s3", { containerTags: ["sizes"] });
+    expect(doc?.title).toBe("small.txt");
+
+    // The object grows past the limit: it is not gone, so its document stays, and the run says why.
+    await s3.putObject(BUCKET, "sizes/small.txt", `The lighthouse log. ${"fog horn ".repeat(400)}`);
+    expect((await call("POST", `/v3/connections/${created.id}/sync`)).status).toBe(200);
+    const grown = await sized(first.lastSync.id);
+    expect(grown.status).toBe("active");
+    expect(grown.lastSync).toMatchObject({
+      status: "done",
+      counts: { added: 0, updated: 0, deleted: 0, skipped: 1, skippedReasons: { too_large: 1 } },
+    });
+    const after = await client.connections.listDocuments("s3", { containerTags: ["sizes"] });
+    expect(after.map((d) => d.id)).toEqual([doc?.id]);
+    await client.connections.deleteByID(created.id);
+  });
+
   it("continues a long sync as new, carrying its run, cursor and counts", async () => {
     // One object per listing page, and (below) one page per workflow run: every page continues as new.
     const { id } = await client.connections.create("s3", {
