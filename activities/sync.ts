@@ -373,8 +373,9 @@ const SWEEP_BATCH = 100;
 
 /**
  * What the source says of an item its listing missed: "gone" (no content, or not found), "present" (it gave
- * the content), or "unknown" (any other answer: no permission now, a timeout, a 5xx). Failures of the whole sync
- * (credentials, rate limits, cancellation) are passed on.
+ * the content, or refused it for what it is: too large, archived), or "unknown" (any other answer: no
+ * permission now, a timeout, a 5xx). Failures of the whole sync (credentials, rate limits, cancellation) are
+ * passed on.
  */
 async function askSource(
   connector: Connector,
@@ -388,7 +389,12 @@ async function askSource(
     return fetched ? "present" : "gone";
   } catch (error) {
     if (isStopping(error)) throw error;
-    if (error instanceof ItemSkippedError && error.reason === "not_found") return "gone";
+    if (error instanceof ItemSkippedError) {
+      if (error.reason === "not_found") return "gone";
+      // Too large, over an export limit, archived, of no readable type: there, only not fetchable. A refusal
+      // says nothing either way.
+      if (error.reason !== "no_permission") return "present";
+    }
     ctx.log.info({ itemId: item.itemId, err: error }, "could not ask the source about a missed item");
     return "unknown";
   }
