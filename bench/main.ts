@@ -1,15 +1,15 @@
 // The benchmark, one command: runs the chosen scenarios (bench/scenarios.ts), stores the run as one JSON file
-// (bench/results/<UTC time>-<commit>.json: header + each scenario's options and result), then renders all of
-// docs/benchmarks.md from that file (bench/lib/page.ts). `npm run bench -- --help` lists the options.
+// (bench/results/<UTC time>-<commit>.json: header + each scenario's options and result), then renders
+// docs/benchmarks.md and bench/results/report.md from that file (bench/lib/page.ts). `npm run bench -- --help`
+// lists the options.
 
-import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/env.ts";
 import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import type { Abstract } from "./lib/corpus.ts";
 import { readCorpus, readQueries, SCIFACT_DIR } from "./lib/corpus.ts";
-import { renderPage } from "./lib/page.ts";
+import { writePageAndReport } from "./lib/page.ts";
 import { log } from "./lib/progress.ts";
 import {
   liveMachine,
@@ -182,8 +182,8 @@ async function main(): Promise<number> {
 
   if (!v["no-page"]) {
     const history = readHistory();
-    writeFileSync(out, await renderPage(run, { file: path.relative(ROOT, file), history }));
-    log(`wrote ${path.relative(process.cwd(), out) || out}`);
+    const written = await writePageAndReport(run, { file: path.relative(ROOT, file), history, out });
+    log(`wrote ${written.map((f) => path.relative(process.cwd(), f) || f).join(" and ")}`);
   }
   return failures ? 1 : 0;
 }

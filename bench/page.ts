@@ -1,11 +1,10 @@
-// Renders docs/benchmarks.md from a stored run without running anything:
+// Renders docs/benchmarks.md and bench/results/report.md from a stored run without running anything:
 //   npm run bench:page -- [bench/results/<file>.json] [--out FILE]
 // Default: the newest file in bench/results/. The History table comes from every file there.
 
-import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { renderPage } from "./lib/page.ts";
+import { writePageAndReport } from "./lib/page.ts";
 import { newestRunFile, PAGE, RESULTS_DIR, ROOT, readHistory, readRunFile } from "./lib/results.ts";
 
 async function main(): Promise<number> {
@@ -31,9 +30,9 @@ async function main(): Promise<number> {
   const history = readHistory();
   // A file from elsewhere still appears in its own History.
   if (!history.some((h) => path.resolve(h.file) === file)) history.push({ file, run });
-  writeFileSync(out, await renderPage(run, { file: path.relative(ROOT, file), history }));
+  const written = await writePageAndReport(run, { file: path.relative(ROOT, file), history, out });
   process.stdout.write(
-    `rendered ${path.relative(process.cwd(), out)} from ${path.relative(process.cwd(), file)}\n`,
+    `rendered ${written.map((f) => path.relative(process.cwd(), f)).join(" and ")} from ${path.relative(process.cwd(), file)}\n`,
   );
   return 0;
 }

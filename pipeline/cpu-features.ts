@@ -3,7 +3,7 @@
 // signed weights). onnxruntime's kernels for them are fast, and for signed weights exact, only with a dot-product
 // instruction for int8 (x86 VNNI or AMX, Arm's dot product). Without one (an AVX2-only x86 server) int8-block is
 // slower than the fp32 model and signed weights' products saturate, so fp32 is chosen there
-// (docs/decisions/0003-query-weights-by-cpu.md).
+// (docs/decisions/README.md#0003-query-weights-by-cpu).
 
 import { readFileSync } from "node:fs";
 

@@ -11,7 +11,7 @@ const maxTermFrequency = () => searchTuning().maxTermFrequency;
  * of the search's time. The query's terms are kept rarest first while their estimated matches add up to
  * no more than this; a term too rare to be in the statistics counts as none, which is why the text columns keep
  * 10,000 lexemes of statistics (migration 0015: with the default 1,000, a million chunks had many terms outside
- * the list matching thousands each; docs/decisions/0009-keyword-statistics-target.md). 4,000 loses little of an
+ * the list matching thousands each; docs/decisions/README.md#0009-keyword-statistics-target). 4,000 loses little of an
  * unbounded keyword side's ranking while bounding its work (`bench/search-plan.ts --judged 300`
  * measures it). Below ~130,000 rows the 3 % rule binds first for short queries.
  */

@@ -5,11 +5,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { cpus, loadavg, release, totalmem, type } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { int8DotProduct } from "../../pipeline/cpu-features.ts";
 import type { Revision } from "./revision.ts";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const RESULTS_DIR = path.join(ROOT, "bench", "results");
 export const PAGE = path.join(ROOT, "docs", "benchmarks.md");
+/** The full report rendered with the page: each scenario's set-up, every table, what the figures mean. */
+export const REPORT = path.join(RESULTS_DIR, "report.md");
 /** Bumped when the layout of a result file changes in a way the renderer must know about. */
 export const RESULT_FORMAT = 1;
 
@@ -20,6 +23,11 @@ export interface Machine {
   memoryGiB: number;
   os: string;
   node: string;
+  /**
+   * The CPU's int8 dot-product instructions as /proc/cpuinfo names them ("the CPU has avx512_vnni"): they decide
+   * the query weights and much of the search figures. Absent in runs stored before it was recorded.
+   */
+  int8Dot?: string;
 }
 
 export interface RunHeader {
@@ -66,6 +74,7 @@ export function liveMachine(): Machine {
     memoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
     node: process.version,
     os: `${type()} ${release()}`,
+    int8Dot: int8DotProduct().evidence,
   };
 }
 

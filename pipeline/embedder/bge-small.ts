@@ -94,7 +94,7 @@ export interface BgeSmallOptions {
   /**
    * Prepend BGE's retrieval instruction (BGE_QUERY_PREFIX) to queries. Default false: the ranking is the same
    * within noise without it, and a shorter query costs the model less
-   * (docs/decisions/0011-queries-without-instruction.md).
+   * (docs/decisions/README.md#0011-queries-without-instruction).
    */
   queryInstruction?: boolean;
   /**
@@ -205,7 +205,7 @@ export class BgeSmallEmbedder implements Embedder {
             // document model: one session.)
             deferDocumentModel: dedicated && queryModelFile !== undefined,
             // A lone query is faster on two onnxruntime threads, but queries that wait run on one, leaving the
-            // other core to the API and the store (docs/decisions/0004-query-thread.md).
+            // other core to the API and the store (docs/decisions/README.md#0004-query-thread).
             busyIntraOpThreads: dedicated && queryIntraOpThreads > 1 ? 1 : undefined,
             queryRuns: dedicated ? this.queryRunCounts : undefined,
           } satisfies BgeWorkerData,

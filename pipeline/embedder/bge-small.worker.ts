@@ -33,7 +33,7 @@ export interface BgeWorkerData {
    * onnxruntime threads of a second session of the query model, which embeds queries when they are waiting (a
    * task of several, or another task queued behind this one); unset: one session for all. A lone query runs on
    * `intraOpThreads` (less wall time); under load the extra thread's CPU is taken from the API and the store,
-   * which then wait longer (docs/decisions/0004-query-thread.md).
+   * which then wait longer (docs/decisions/README.md#0004-query-thread).
    */
   busyIntraOpThreads?: number;
   /** Counts of queries embedded alone and when waiting (two Int32 slots, shared with the embedder). */

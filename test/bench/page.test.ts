@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { renderPage } from "../../bench/lib/page.ts";
+import { anchor, renderPage, renderReport } from "../../bench/lib/page.ts";
 import {
   fromJson,
   type RunFile,
@@ -139,15 +139,20 @@ describe("the benchmark page", () => {
   });
 
   it("says which scenario and options produced each section, and lists the others as not run", async () => {
-    const page = await renderPage(
-      run({ started: "2026-11-26T10:00:00.000Z", commit: "abc1234", scale: scaleResult(3, 30) }),
-    );
+    const figures = run({
+      started: "2026-11-26T10:00:00.000Z",
+      commit: "abc1234",
+      scale: scaleResult(3, 30),
+    });
+    const page = await renderReport(figures);
     expect(page).toContain("*Scenario `scale` of this run, options: docs=200, workers=1,2,");
     expect(page).toContain("*Scenario `extraction` of this run, options: repeats=3;");
-    for (const name of ["ingest", "search", "bulk", "connections", "eval"])
-      expect(page).toContain(`Not run in this run: \`npm run bench -- --with ${name}`);
-    // Headings stay even when not run, so links into the page keep working.
-    for (const s of SCENARIOS) for (const sec of s.sections) expect(page).toContain(`\n${sec.heading}\n`);
+    for (const text of [page, await renderPage(figures)]) {
+      for (const name of ["ingest", "search", "bulk", "connections", "eval"])
+        expect(text).toContain(`Not run in this run: \`npm run bench -- --with ${name}`);
+      // Headings stay even when not run, so links into the page and the report keep working.
+      for (const s of SCENARIOS) for (const sec of s.sections) expect(text).toContain(`\n${sec.heading}\n`);
+    }
     // A part of a scenario left out says so instead of showing older figures.
     expect(page).toContain("Not measured in this run (`--scale-skip-memory`)");
     // The PostgreSQL settings and warm-up the scale search ran with, older results (neither stored) included.
@@ -156,16 +161,16 @@ describe("the benchmark page", () => {
     const tuned = run({ started: "2026-11-26T10:00:00.000Z", commit: "abc1234", scale: scaleResult(3, 30) });
     const stored = tuned.results.scale;
     if (stored) stored.options = { ...scaleOptions, warmupS: 60, serverSettings: { shared_buffers: "6GB" } };
-    const tunedPage = await renderPage(tuned);
+    const tunedPage = await renderReport(tuned);
     expect(tunedPage).toContain("after a 60 s warm-up");
     expect(tunedPage).toContain("PostgreSQL settings: `shared_buffers=6GB`; otherwise initdb's defaults");
   });
 
   it("chooses the conclusions from the figures: they flip when the figures do", async () => {
-    const faster = await renderPage(
+    const faster = await renderReport(
       run({ started: "2026-11-26T10:00:00.000Z", commit: "a", scale: scaleResult(3, 30) }),
     );
-    const slower = await renderPage(
+    const slower = await renderReport(
       run({ started: "2026-11-26T10:00:00.000Z", commit: "a", scale: scaleResult(1.2, 15) }),
     );
     expect(faster).toContain("2 workers 1.50× the documents/s of 1");
@@ -196,7 +201,7 @@ describe("the benchmark page", () => {
     delete newer.results.scale;
     newer.header.scenarios = ["extraction"];
     const history = [older, old, newer].map((r, i) => ({ file: path.join(temp, `run-${i}.json`), run: r }));
-    const page = await renderPage(newer, { file: path.join(temp, "run-2.json"), history });
+    const page = await renderReport(newer, { file: path.join(temp, "run-2.json"), history });
     // Scale's section comes from the newest run with scale (1111111), its provenance naming that run.
     expect(page).toContain("*Scenario `scale` of an earlier run, ");
     expect(page).toContain(
@@ -209,6 +214,37 @@ describe("the benchmark page", () => {
     expect(page).toContain("come from the newest earlier stored run that measured each");
     // Scenarios no stored run measured stay listed as not run.
     expect(page).toContain("Not run in this run: `npm run bench -- --with bulk");
+    // The page names the earlier run and its CPU under the section.
+    const short = await renderPage(newer, { file: path.join(temp, "run-2.json"), history });
+    expect(short).toContain(
+      "*`scale`, an earlier run, `run-1.json` (2026-11-25, commit 1111111); Test CPU 9000, 2 cores",
+    );
+    expect(short).toContain("*`extraction`, this run; Test CPU 9000, 2 cores");
+  });
+
+  it("keeps the page short: per section its run, CPU, first table and a link into the report", async () => {
+    const r = run({ started: "2026-11-26T10:00:00.000Z", commit: "abc1234", scale: scaleResult(3, 30) });
+    r.header.machine.int8Dot = "the CPU has avx512_vnni";
+    const page = await renderPage(r);
+    const report = await renderReport(r);
+    expect(page).toContain("Node v20.20.2; the CPU has avx512_vnni");
+    expect(page).toContain("[the full report](../bench/results/report.md)");
+    const scale = page.slice(
+      page.indexOf(SCENARIOS.find((s) => s.name === "scale")?.sections[0]?.heading ?? "?"),
+    );
+    const section = scale.slice(0, scale.indexOf("\n## ", 1));
+    const heading = section.split("\n")[0] ?? "";
+    expect(section).toContain(
+      `Test CPU 9000, 2 cores (the CPU has avx512_vnni); queries embedded with fp32 weights. Set-up, options, every table and the conclusions: [report](../bench/results/report.md#${anchor(heading)})`,
+    );
+    expect(report).toContain(`\n${heading}\n`);
+    // One table: the worker processes' rates with the 1-worker baseline and the ratio; the rest is in the report.
+    expect(section.match(/^\| workers \|/gm)).toHaveLength(1);
+    expect(section.match(/^\| API processes \|/gm)).toBeNull();
+    expect(report).toMatch(/^\| API processes \|/m);
+    expect(section).toContain("| 1.50× |");
+    expect(page.length).toBeLessThan(report.length);
+    expect(anchor("## Search on imported data (issue #25)")).toBe("search-on-imported-data-issue-25");
   });
 
   it("generates the History table from every stored result file", async () => {
@@ -303,7 +339,8 @@ describe("the benchmark page", () => {
         }),
       ).results.x?.result,
     };
-    const page = await renderPage(r, { history: [{ file: "/elsewhere/a.json", run: r }] });
+    const history = [{ file: "/elsewhere/a.json", run: r }];
+    const page = await renderReport(r, { history });
     const section = page.slice(
       page.indexOf("## Retrieval quality (SciFact)"),
       page.indexOf("## What a score means"),
@@ -313,8 +350,9 @@ describe("the benchmark page", () => {
     // The run's command and commit, not the child process's.
     expect(section).toContain("`npm run bench -- --only scale,extraction`");
     expect(section).not.toContain("/tmp/x.json");
-    expect(page).toContain("Not measured in this run: `npm run bench -- --with eval --eval-scores`");
-    expect(page).toContain("| 0.737 |");
+    const short = await renderPage(r, { history });
+    expect(short).toContain("Not measured in this run: `npm run bench -- --with eval --eval-scores`");
+    expect(short).toContain("| 0.737 |");
   });
 
   it("stores NaN and Infinity so they come back as numbers", () => {
