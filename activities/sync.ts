@@ -12,6 +12,7 @@ import {
   ConnectorRateLimitError,
   ItemSkippedError,
   isConnectorError,
+  syncWaitReason,
 } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
@@ -32,6 +33,7 @@ import {
   markItemsSeen,
   markPrefixesSeen,
   missedItemCounts,
+  noteSyncRunWait,
   removeItems,
   type SyncCounts,
   saveItem,
@@ -175,75 +177,80 @@ export function createSyncActivities(deps: SyncActivityDeps) {
      * version stored and counts as unchanged, and document writes go by the item's customId.
      */
     async syncPage(input: PageInput): Promise<PageResult> {
-      return translate(async () => {
-        const { connection, connector } = await load(input.connectionId);
-        const ctx = contextFor(connection, connector);
-        const page = await connector.listPage(ctx, parsePageCursor(connector, input.cursor));
-        const counts = emptyCounts();
-        const known = await knownItems(
-          db,
-          connection.id,
-          page.items.map((i) => i.id),
-        );
-        const unchanged: string[] = [];
-        let held = connection.documentLimit ? await connectionDocumentCount(db, connection.id) : 0;
-        for (const item of page.items) {
-          ctx.heartbeat();
-          const before = known.get(item.id);
-          if (before && before.version === item.version && before.documentId) {
-            unchanged.push(item.id);
-            counts.unchanged++;
-            continue;
-          }
-          if (!before && connection.documentLimit && held >= connection.documentLimit) continue;
-          if (item.skipped) {
-            countSkipped(counts, new ItemSkippedError(item.skipped.reason, item.skipped.message));
-            ctx.log.info({ itemId: item.id, reason: item.skipped.reason }, item.skipped.message);
-            if (before) unchanged.push(item.id);
-            continue;
-          }
-          try {
-            const written = await syncItem(connection, connector, ctx, item, input.runId);
-            if (written === "absent") continue;
-            if (!before) {
-              counts.added++;
-              held++;
-            } else counts.updated++;
-          } catch (error) {
-            if (isStopping(error)) throw error;
-            // One bad item (unreadable object, malformed mail, a file the token may not read) must not stop
-            // the others; what an earlier sync made of it stays.
-            if (error instanceof ItemSkippedError) {
-              countSkipped(counts, error);
-              ctx.log.info({ itemId: item.id, reason: error.reason, err: error.message }, "skipped an item");
-            } else {
-              counts.failed++;
-              ctx.log.warn({ itemId: item.id, err: error }, "could not sync an item");
-            }
-            if (before) unchanged.push(item.id);
-          }
-        }
-        await markItemsSeen(db, connection.id, unchanged, input.runId);
-        if (page.unchanged?.length)
-          counts.unchanged += await markPrefixesSeen(
+      return translate(() =>
+        notingWaits(input.runId, async () => {
+          const { connection, connector } = await load(input.connectionId);
+          const ctx = contextFor(connection, connector);
+          const page = await connector.listPage(ctx, parsePageCursor(connector, input.cursor));
+          const counts = emptyCounts();
+          const known = await knownItems(
             db,
             connection.id,
-            page.unchanged,
-            input.runId,
             page.items.map((i) => i.id),
           );
-        if (page.deleted?.length) {
-          const removed = await removeItems(db, connection.id, { itemIds: page.deleted });
-          await releaseFiles(deps, removed.fileKeys);
-          counts.deleted += removed.items;
-        }
-        return {
-          next: page.next,
-          counts,
-          ...(page.carry !== undefined ? { carry: page.carry } : {}),
-          ...(page.fullResync ? { fullResync: true } : {}),
-        };
-      });
+          const unchanged: string[] = [];
+          let held = connection.documentLimit ? await connectionDocumentCount(db, connection.id) : 0;
+          for (const item of page.items) {
+            ctx.heartbeat();
+            const before = known.get(item.id);
+            if (before && before.version === item.version && before.documentId) {
+              unchanged.push(item.id);
+              counts.unchanged++;
+              continue;
+            }
+            if (!before && connection.documentLimit && held >= connection.documentLimit) continue;
+            if (item.skipped) {
+              countSkipped(counts, new ItemSkippedError(item.skipped.reason, item.skipped.message));
+              ctx.log.info({ itemId: item.id, reason: item.skipped.reason }, item.skipped.message);
+              if (before) unchanged.push(item.id);
+              continue;
+            }
+            try {
+              const written = await syncItem(connection, connector, ctx, item, input.runId);
+              if (written === "absent") continue;
+              if (!before) {
+                counts.added++;
+                held++;
+              } else counts.updated++;
+            } catch (error) {
+              if (isStopping(error)) throw error;
+              // One bad item (unreadable object, malformed mail, a file the token may not read) must not stop
+              // the others; what an earlier sync made of it stays.
+              if (error instanceof ItemSkippedError) {
+                countSkipped(counts, error);
+                ctx.log.info(
+                  { itemId: item.id, reason: error.reason, err: error.message },
+                  "skipped an item",
+                );
+              } else {
+                counts.failed++;
+                ctx.log.warn({ itemId: item.id, err: error }, "could not sync an item");
+              }
+              if (before) unchanged.push(item.id);
+            }
+          }
+          await markItemsSeen(db, connection.id, unchanged, input.runId);
+          if (page.unchanged?.length)
+            counts.unchanged += await markPrefixesSeen(
+              db,
+              connection.id,
+              page.unchanged,
+              input.runId,
+              page.items.map((i) => i.id),
+            );
+          if (page.deleted?.length) {
+            const removed = await removeItems(db, connection.id, { itemIds: page.deleted });
+            await releaseFiles(deps, removed.fileKeys);
+            counts.deleted += removed.items;
+          }
+          return {
+            next: page.next,
+            counts,
+            ...(page.carry !== undefined ? { carry: page.carry } : {}),
+            ...(page.fullResync ? { fullResync: true } : {}),
+          };
+        }),
+      );
     },
 
     /**
@@ -259,49 +266,51 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       connectionId: string;
       runId: string;
     }): Promise<{ deleted: number; heldForReview?: number }> {
-      return translate(async () => {
-        const { connection, connector } = await load(input.connectionId);
-        const { missed, total } = await missedItemCounts(db, connection.id, input.runId);
-        if (missed === 0) return { deleted: 0 };
-        const ctx = contextFor(connection, connector);
-        const now = new Date();
-        const interval = connection.syncIntervalMinutes * 60_000;
-        // Ids only, at most the connection's items: deleted after every missed item has been asked about.
-        const gone: string[] = [];
-        let after = "";
-        for (;;) {
-          const batch = await itemsMissedBy(db, connection.id, input.runId, { after, limit: SWEEP_BATCH });
-          if (!batch.length) break;
-          after = batch.at(-1)?.itemId ?? after;
-          const present: string[] = [];
-          const firstMiss: string[] = [];
-          for (const item of batch) {
-            ctx.heartbeat();
-            const answer = await askSource(connector, ctx, item);
-            if (answer === "gone") gone.push(item.itemId);
-            else if (answer === "present") present.push(item.itemId);
-            else if (!item.missedAt) firstMiss.push(item.itemId);
-            else if (now.getTime() - item.missedAt.getTime() >= interval) gone.push(item.itemId);
+      return translate(() =>
+        notingWaits(input.runId, async () => {
+          const { connection, connector } = await load(input.connectionId);
+          const { missed, total } = await missedItemCounts(db, connection.id, input.runId);
+          if (missed === 0) return { deleted: 0 };
+          const ctx = contextFor(connection, connector);
+          const now = new Date();
+          const interval = connection.syncIntervalMinutes * 60_000;
+          // Ids only, at most the connection's items: deleted after every missed item has been asked about.
+          const gone: string[] = [];
+          let after = "";
+          for (;;) {
+            const batch = await itemsMissedBy(db, connection.id, input.runId, { after, limit: SWEEP_BATCH });
+            if (!batch.length) break;
+            after = batch.at(-1)?.itemId ?? after;
+            const present: string[] = [];
+            const firstMiss: string[] = [];
+            for (const item of batch) {
+              ctx.heartbeat();
+              const answer = await askSource(connector, ctx, item);
+              if (answer === "gone") gone.push(item.itemId);
+              else if (answer === "present") present.push(item.itemId);
+              else if (!item.missedAt) firstMiss.push(item.itemId);
+              else if (now.getTime() - item.missedAt.getTime() >= interval) gone.push(item.itemId);
+            }
+            await markItemsSeen(db, connection.id, present, input.runId);
+            await markItemsMissed(db, connection.id, firstMiss, now);
           }
-          await markItemsSeen(db, connection.id, present, input.runId);
-          await markItemsMissed(db, connection.id, firstMiss, now);
-        }
-        if (gone.length >= MASS_DELETE_MIN && gone.length > total * MASS_DELETE_SHARE) {
-          deps.log.warn(
-            { connectionId: connection.id, gone: gone.length, total },
-            "a complete pass would delete too many items at once: none deleted, held for review",
-          );
-          return { deleted: 0, heldForReview: gone.length };
-        }
-        let deleted = 0;
-        for (let i = 0; i < gone.length; i += SWEEP_BATCH) {
-          ctx.heartbeat();
-          const removed = await removeItems(db, connection.id, { itemIds: gone.slice(i, i + SWEEP_BATCH) });
-          await releaseFiles(deps, removed.fileKeys);
-          deleted += removed.items;
-        }
-        return { deleted };
-      });
+          if (gone.length >= MASS_DELETE_MIN && gone.length > total * MASS_DELETE_SHARE) {
+            deps.log.warn(
+              { connectionId: connection.id, gone: gone.length, total },
+              "a complete pass would delete too many items at once: none deleted, held for review",
+            );
+            return { deleted: 0, heldForReview: gone.length };
+          }
+          let deleted = 0;
+          for (let i = 0; i < gone.length; i += SWEEP_BATCH) {
+            ctx.heartbeat();
+            const removed = await removeItems(db, connection.id, { itemIds: gone.slice(i, i + SWEEP_BATCH) });
+            await releaseFiles(deps, removed.fileKeys);
+            deleted += removed.items;
+          }
+          return { deleted };
+        }),
+      );
     },
 
     async finishSync(input: {
@@ -329,6 +338,21 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       });
     },
   };
+
+  /**
+   * Runs an attempt at the source; when it fails, notes on the run why it will wait (`rate_limited`,
+   * `provider_unavailable`), so the connection shows it while Temporal retries, and a run that gives up says so.
+   */
+  async function notingWaits<T>(runId: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      await noteSyncRunWait(db, runId, syncWaitReason(error)).catch((err: unknown) =>
+        deps.log.warn({ err }, "could not note why a sync run waits"),
+      );
+      throw error;
+    }
+  }
 
   async function syncItem(
     connection: ConnectionRow,

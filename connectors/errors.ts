@@ -76,3 +76,49 @@ export function retryAfterHeaderMs(value: string | null | undefined, now = Date.
   const at = Date.parse(value);
   return Number.isFinite(at) ? Math.max(1000, at - now) : undefined;
 }
+
+/** Network failures that say the source could not be reached, not that the request was wrong. */
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "UND_ERR_SOCKET",
+]);
+
+/** The HTTP status an SDK's error carries, wherever the SDK keeps it (octokit, gaxios, Notion, AWS). */
+function statusOf(error: Record<string, unknown>): number | undefined {
+  const response = error.response as { status?: unknown } | undefined;
+  const metadata = error.$metadata as { httpStatusCode?: unknown } | undefined;
+  for (const value of [error.status, error.statusCode, response?.status, metadata?.httpStatusCode])
+    if (typeof value === "number") return value;
+  if (typeof error.code === "number") return error.code;
+  return undefined;
+}
+
+/**
+ * Why an attempt at a sync failed, in the words of Supermemory's `lastSyncRun.errorCode`: the source asked to
+ * slow down (`rate_limited`), or could not be reached or answered 5xx (`provider_unavailable`); null for
+ * anything else. Looks through `cause` chains, since fetch wraps the network error it met.
+ */
+export function syncWaitReason(error: unknown): "rate_limited" | "provider_unavailable" | null {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
+    if (current instanceof ConnectorRateLimitError) return "rate_limited";
+    const e = current as Record<string, unknown>;
+    const status = statusOf(e);
+    if (status === 429) return "rate_limited";
+    if (status !== undefined && status >= 500 && status < 600) return "provider_unavailable";
+    if (typeof e.code === "string" && UNREACHABLE_CODES.has(e.code)) return "provider_unavailable";
+    if (e.name === "TimeoutError") return "provider_unavailable";
+    current = e.cause;
+  }
+  return null;
+}

@@ -424,6 +424,32 @@ export function presentConnection(connection: ConnectionRow, lastSync: SyncRunRo
     status: connection.status,
     syncIntervalMinutes: connection.syncIntervalMinutes,
     lastSync: lastSync ? presentSyncRun(lastSync) : null,
+    ...(lastSync ? { lastSyncRun: presentLastSyncRun(lastSync) } : {}),
+  };
+}
+
+/** The `lastSyncRun.errorCode` values Supermemory's API names; every other failure is `internal` there. */
+const SUPERMEMORY_ERROR_CODES = ["auth_expired", "rate_limited", "provider_unavailable"] as const;
+type SupermemoryErrorCode = (typeof SUPERMEMORY_ERROR_CODES)[number] | "internal";
+
+function supermemoryErrorCode(code: string): SupermemoryErrorCode {
+  return (SUPERMEMORY_ERROR_CODES as readonly string[]).includes(code)
+    ? (code as SupermemoryErrorCode)
+    : "internal";
+}
+
+/**
+ * The last run as Supermemory's API shows it (`lastSyncRun`), beside our own `lastSync`: its error codes are
+ * Supermemory's closed set, so a settings error (`config`) or any other (`error`) reads `internal`.
+ */
+export function presentLastSyncRun(run: SyncRunRow) {
+  const code = run.errorCode;
+  return {
+    status: run.status,
+    errorCode: code === null ? null : supermemoryErrorCode(code),
+    error: run.error,
+    startedAt: run.startedAt.toISOString(),
+    ...(run.finishedAt ? { completedAt: run.finishedAt.toISOString() } : {}),
   };
 }
 

@@ -131,6 +131,21 @@ export async function startSyncRun(
   return row as SyncRunRow;
 }
 
+/**
+ * Why a running run is waiting (`rate_limited`, `provider_unavailable`), or null once an attempt failed for
+ * another reason; a finished run is left alone.
+ */
+export async function noteSyncRunWait(db: Database, runId: string, errorCode: string | null): Promise<void> {
+  await db
+    .update(syncRuns)
+    .set({ errorCode })
+    .where(and(eq(syncRuns.id, runId), eq(syncRuns.status, "running")));
+}
+
+/**
+ * Ends a run. A run that failed with the generic code `error` keeps the more precise code its last wait noted
+ * (the source kept rate limiting, or kept failing), since the workflow that finishes it knows only the failure.
+ */
 export async function finishSyncRun(
   db: Database,
   runId: string,
@@ -146,7 +161,10 @@ export async function finishSyncRun(
     .set({
       status: outcome.status,
       counts: outcome.counts,
-      errorCode: outcome.errorCode ?? null,
+      errorCode:
+        outcome.errorCode === "error"
+          ? sql`CASE WHEN ${syncRuns.errorCode} IN ('rate_limited', 'provider_unavailable') THEN ${syncRuns.errorCode} ELSE 'error' END`
+          : (outcome.errorCode ?? null),
       error: outcome.error?.slice(0, 2000) ?? null,
       finishedAt: new Date(),
     })

@@ -82,6 +82,22 @@ export const SyncRun = z
   })
   .openapi("SyncRun");
 
+export const LastSyncRun = z
+  .object({
+    status: z.string(),
+    errorCode: z
+      .enum(["auth_expired", "rate_limited", "plan_required", "provider_unavailable", "internal"])
+      .nullable()
+      .openapi({
+        description:
+          "Why the run failed, or why a running run waits: auth_expired (reconnect), rate_limited (the source asked to slow down), provider_unavailable (unreachable or 5xx), internal (anything else; lastSync.errorCode says more)",
+      }),
+    error: z.string().nullable(),
+    startedAt: z.string(),
+    completedAt: z.string().optional(),
+  })
+  .openapi("LastSyncRun");
+
 export const RunsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
@@ -101,6 +117,9 @@ export const ConnectionJson = z
     }),
     syncIntervalMinutes: z.number(),
     lastSync: SyncRun.nullable(),
+    lastSyncRun: LastSyncRun.optional().openapi({
+      description: "The last run in the shape of Supermemory's API (absent before the first)",
+    }),
   })
   .openapi("Connection");
 

@@ -264,4 +264,31 @@ describe("web-crawler connections through the sync engine", () => {
     expect(docs.map((d) => d.title)).toContain("Tides");
     expect((await search("coaches Thursday evenings")).titles[0]).toBe("Coaching team");
   });
+
+  it("shows a run waiting on the site's 429 as lastSyncRun.errorCode rate_limited, in Supermemory's shape", async () => {
+    const before = await lastSync();
+    site.setPage("/", { body: "<html><body>Slow down</body></html>", status: 429 });
+    expect((await call("POST", `/v3/connections/${connectionId}/sync`)).status).toBe(200);
+    const waiting = await waitFor(async () => {
+      const c = (await call("GET", `/v3/connections/${connectionId}`)).json;
+      return c.lastSync?.id !== before?.id && c.lastSyncRun?.errorCode === "rate_limited" ? c : undefined;
+    }, "the run to note the rate limit");
+    expect(waiting.lastSyncRun).toEqual({
+      status: "running",
+      errorCode: "rate_limited",
+      error: null,
+      startedAt: waiting.lastSync.startedAt,
+    });
+    expect(waiting.lastSync).toMatchObject({ status: "running", errorCode: "rate_limited" });
+    // The list answers the same shape.
+    const listed = (await call("POST", "/v3/connections/list", {})).json as {
+      id: string;
+      lastSyncRun?: unknown;
+    }[];
+    expect(listed.find((c) => c.id === connectionId)?.lastSyncRun).toMatchObject({
+      errorCode: "rate_limited",
+    });
+    // The last case of this file: deleting the connection ends the waiting run.
+    expect((await call("DELETE", `/v3/connections/${connectionId}`)).status).toBe(200);
+  });
 });

@@ -76,6 +76,52 @@ export function connectionCases(store: StoreOf) {
     expect(await conn.latestSyncRuns(db, [])).toEqual(new Map());
   });
 
+  it("notes why a running run waits, and a failed run keeps that reason over the generic one", async () => {
+    const { db } = store();
+    const c = await newConnection(db, "s3", ["cn-waits"]);
+    const start = (workflowId: string) =>
+      conn.startSyncRun(db, { connectionId: c.id, trigger: "schedule", workflowId });
+    const codeOf = async (id: string) =>
+      (await conn.recentSyncRuns(db, c.id, 10)).find((r) => r.id === id)?.errorCode;
+
+    const limited = await start("wf-limited");
+    await conn.noteSyncRunWait(db, limited.id, "rate_limited");
+    expect(await codeOf(limited.id)).toBe("rate_limited");
+    await conn.finishSyncRun(db, limited.id, {
+      status: "failed",
+      counts: conn.emptyCounts(),
+      errorCode: "error",
+    });
+    expect(await codeOf(limited.id)).toBe("rate_limited");
+    // A finished run is not changed by a late note.
+    await conn.noteSyncRunWait(db, limited.id, null);
+    expect(await codeOf(limited.id)).toBe("rate_limited");
+
+    const cleared = await start("wf-cleared");
+    await conn.noteSyncRunWait(db, cleared.id, "provider_unavailable");
+    await conn.noteSyncRunWait(db, cleared.id, null);
+    await conn.finishSyncRun(db, cleared.id, {
+      status: "failed",
+      counts: conn.emptyCounts(),
+      errorCode: "error",
+    });
+    expect(await codeOf(cleared.id)).toBe("error");
+
+    const recovered = await start("wf-recovered");
+    await conn.noteSyncRunWait(db, recovered.id, "rate_limited");
+    await conn.finishSyncRun(db, recovered.id, { status: "done", counts: conn.emptyCounts() });
+    expect(await codeOf(recovered.id)).toBeNull();
+
+    const expired = await start("wf-expired");
+    await conn.noteSyncRunWait(db, expired.id, "provider_unavailable");
+    await conn.finishSyncRun(db, expired.id, {
+      status: "auth_expired",
+      counts: conn.emptyCounts(),
+      errorCode: "auth_expired",
+    });
+    expect(await codeOf(expired.id)).toBe("auth_expired");
+  });
+
   it("lists the items a complete pass missed, in pages, and remembers when a listing first missed one", async () => {
     const { db } = store();
     const c = await newConnection(db, "notion", ["cn-missed"]);
