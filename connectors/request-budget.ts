@@ -59,9 +59,20 @@ export const MAX_INLINE_RETRIES = 3;
 /** Budgets not used for this long are forgotten (accounts whose connections were removed). */
 const IDLE_MS = 10 * 60_000;
 
+/** The slowest a budget slows to after throttling: a sixteenth of its rate. */
+const MIN_PACE = 1 / 16;
+/** Each answer that was not throttled gives back this share of the rate lost (slow recovery). */
+const RECOVERY = 0.05;
+
 export class RequestBudget {
   /** When the next request would go if no burst were allowed (GCRA's theoretical arrival time). */
   private tat = Number.NEGATIVE_INFINITY;
+  /**
+   * The share of `perSecond` in use: halved by each throttled answer and won back slowly by answers that
+   * were not, so an account whose real allowance is below the documented one (other apps of the user, a
+   * smaller tenant) settles near it instead of being throttled again after every pause.
+   */
+  pace = 1;
   lastUsed = 0;
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
@@ -73,7 +84,7 @@ export class RequestBudget {
   ) {}
 
   private get interval(): number {
-    return 1000 / this.perSecond;
+    return 1000 / (this.perSecond * this.pace);
   }
 
   /** How many ms from `now` the next request would have to wait (whole ms; nothing is reserved). */
@@ -90,11 +101,17 @@ export class RequestBudget {
     return wait;
   }
 
-  /** The provider said to wait until `until`: no request of this account goes before then. */
+  /** The provider said to wait until `until`: no request of this account goes before then, and slower after. */
   pauseUntil(until: number): void {
+    this.pace = Math.max(MIN_PACE, this.pace / 2);
     const tolerance = (this.burst - 1) * this.interval;
     // The first slot after the pause is `until`; a burst is not allowed again right after a 429.
     this.tat = Math.max(this.tat, until + tolerance);
+  }
+
+  /** An answer that was not throttled: the pace recovers a little. */
+  answered(): void {
+    this.pace = Math.min(1, this.pace + (1 - this.pace) * RECOVERY);
   }
 
   /** Requests of this account in flight now. */
@@ -156,6 +173,8 @@ export function budgetFor(provider: BudgetProvider, account: string, now = Date.
 }
 
 const accounts = new Map<string, Promise<string>>();
+/** A token whose account could not be asked for is asked again after this long. */
+const IDENTIFY_AGAIN_MS = 60_000;
 
 /**
  * The account a token belongs to, asked of the provider once per token in this process (`identify`, e.g.
@@ -171,8 +190,15 @@ export function accountOf(
   let account = accounts.get(key);
   if (!account) {
     account = identify().then(
-      (id) => (id ? `account:${id}` : `token:${token}`),
-      () => `token:${token}`,
+      (id) => {
+        if (id) return `account:${id}`;
+        return `token:${token}`;
+      },
+      () => {
+        // Not known now (throttled, a network failure): the token stands in, and it is asked again later.
+        setTimeout(() => accounts.delete(key), IDENTIFY_AGAIN_MS).unref();
+        return `token:${token}`;
+      },
     );
     accounts.set(key, account);
     // Tokens are short-lived: forget them with their budgets' idle time.
@@ -263,7 +289,7 @@ export async function sendBudgeted<T>(options: {
         await pause(asked, ctx.signal, ctx.heartbeat);
         continue;
       }
-    }
+    } else budget.answered();
     if (outcome.ok) return outcome.value;
     throw outcome.error;
   }

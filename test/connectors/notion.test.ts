@@ -969,11 +969,14 @@ describe("notion request budget", () => {
     expect(Math.round(budget.reserve(later))).toBe(333);
   });
 
-  it("holds every request with the token until Retry-After has passed, with no burst right after", () => {
+  it("holds every request with the token until Retry-After has passed, then goes on at half the pace", () => {
     const budget = new RequestBudget(3, 10);
     budget.pauseUntil(5000);
     expect(budget.reserve(0)).toBe(5000);
-    expect(Math.round(budget.reserve(0))).toBe(5333);
+    // No burst right after a 429, and 1.5 requests a second until answers come back unthrottled.
+    expect(Math.round(budget.reserve(0))).toBe(5667);
+    for (let i = 0; i < 100; i++) budget.answered();
+    expect(budget.pace).toBeGreaterThan(0.99);
   });
 
   it("is one budget per token in the process, shared by the connections that use it", () => {

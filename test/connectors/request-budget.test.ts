@@ -65,6 +65,20 @@ describe("request budget registry", () => {
     expect(budgetFor("microsoft-graph", "account:not-paused").delay(Date.now())).toBe(0);
   });
 
+  it("slows down after each throttled answer, down to a floor, and speeds up again slowly", () => {
+    const budget = new RequestBudget(16, 1);
+    budget.pauseUntil(0);
+    expect(budget.pace).toBe(0.5);
+    for (let i = 0; i < 10; i++) budget.pauseUntil(0);
+    expect(budget.pace).toBe(1 / 16);
+    // One request a second at the floor (16 × 1/16).
+    const start = 1_000_000;
+    expect([budget.reserve(start), budget.reserve(start)]).toEqual([0, 1000]);
+    budget.answered();
+    expect(budget.pace).toBeGreaterThan(1 / 16);
+    expect(budget.pace).toBeLessThan(1 / 8);
+  });
+
   it("keeps at most `concurrent` requests of an account in flight", async () => {
     const budget = new RequestBudget(1000, 1000, 2);
     const signal = new AbortController().signal;
