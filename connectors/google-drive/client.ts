@@ -45,12 +45,13 @@ type Api = drive_v3.Drive;
 export class DriveClient {
   private readonly api: Api;
   private readonly credentials = new googleAuth.OAuth2();
+  private readonly root: string;
   private token: string | null = null;
 
   constructor(private readonly ctx: DriveContext) {
     if (!ctx.oauth) throw new ConnectorAuthError("Google Drive is not connected yet: no OAuth tokens");
-    const root = `${(ctx.apiBaseUrl ?? DEFAULT_DRIVE_API).replace(/\/+$/, "")}/`;
-    this.api = drive({ version: "v3", auth: this.credentials, rootUrl: root });
+    this.root = `${(ctx.apiBaseUrl ?? DEFAULT_DRIVE_API).replace(/\/+$/, "")}/`;
+    this.api = drive({ version: "v3", auth: this.credentials, rootUrl: this.root });
   }
 
   /**
@@ -104,7 +105,8 @@ export class DriveClient {
       const { data } = await this.api.about.get({ fields: "user(permissionId)" }, options);
       return data.user?.permissionId ?? undefined;
     });
-    return budgetFor("google-drive", account);
+    // Another API root (a test server) is another service with limits of its own.
+    return budgetFor("google-drive", `${this.root} ${account}`);
   }
 
   private use(token: string) {

@@ -169,7 +169,8 @@ async function graphBudget(ctx: OnedriveContext, token: string): Promise<Request
     }
     return ((await response.json()) as { id?: string }).id;
   });
-  return budgetFor("microsoft-graph", account);
+  // Another API root (a national cloud, a test server) is another service with limits of its own.
+  return budgetFor("microsoft-graph", `${apiRoot(ctx)} ${account}`);
 }
 
 /**
