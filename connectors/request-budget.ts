@@ -250,7 +250,7 @@ export async function sendBudgeted<T>(options: {
   ctx: BudgetedContext;
   provider: string;
   send: () => Promise<T>;
-  throttled: (outcome: Outcome<T>, attempt: number) => number | undefined;
+  throttled: (outcome: Outcome<T>, attempt: number) => number | undefined | Promise<number | undefined>;
   discard?: (value: T) => Promise<void>;
 }): Promise<T> {
   const { budget, ctx, provider } = options;
@@ -276,7 +276,7 @@ export async function sendBudgeted<T>(options: {
     } finally {
       leave();
     }
-    const asked = ctx.signal.aborted ? undefined : options.throttled(outcome, attempt);
+    const asked = ctx.signal.aborted ? undefined : await options.throttled(outcome, attempt);
     if (asked !== undefined) {
       // Other syncs of this account wait too: the limit is the account's, not this request's.
       budget.pauseUntil(Date.now() + asked);
