@@ -45,7 +45,7 @@ import { ConnectionGoneError } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { DocumentProcessing } from "../temporal/processing-client.ts";
 import type { ConnectionSyncs } from "../temporal/sync-client.ts";
-import { AUTH_EXPIRED, CONNECTOR_CONFIG, type SyncTrigger } from "../workflows/contracts.ts";
+import { AUTH_EXPIRED, CONNECTOR_CONFIG, RATE_LIMITED, type SyncTrigger } from "../workflows/contracts.ts";
 import { emitWebhookEvent } from "./webhooks.ts";
 
 export interface SyncActivityDeps {
@@ -454,7 +454,7 @@ async function translate<T>(work: () => Promise<T>): Promise<T> {
     if (error instanceof ConnectorRateLimitError)
       // Temporal waits at least as long as the source asked before the next attempt.
       throw ApplicationFailure.create({
-        type: "RateLimited",
+        type: RATE_LIMITED,
         message: error.message,
         nextRetryDelay: Math.max(1000, error.retryAfterMs),
       });

@@ -23,6 +23,8 @@ export const EXTRACTION_FAILED = "ExtractionFailed";
 export const AUTH_EXPIRED = "AuthExpired";
 /** Settings that can never work (no such bucket, a deleted connection): no retry. */
 export const CONNECTOR_CONFIG = "ConnectorConfig";
+/** The source kept asking to slow down: retried after the wait it asked for, until attempts run out. */
+export const RATE_LIMITED = "RateLimited";
 
 // ── Processing a document: `doc/<documentId>/<run>` ───────────────────────────────────────────────────────
 

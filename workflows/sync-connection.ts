@@ -7,6 +7,7 @@ import {
   defineSignal,
   getExternalWorkflowHandle,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -19,6 +20,7 @@ import type { SkipReason } from "../store/vocabulary.ts";
 import {
   AUTH_EXPIRED,
   CONNECTOR_CONFIG,
+  RATE_LIMITED,
   RESYNC_SIGNAL,
   type ScheduledSyncWorkflow,
   type SyncConnectionWorkflow,
@@ -141,7 +143,7 @@ export async function syncConnection(state: SyncState): Promise<SyncOutcome> {
       runId,
       status,
       counts,
-      errorCode: type === AUTH_EXPIRED ? "auth_expired" : type === CONNECTOR_CONFIG ? "config" : "error",
+      errorCode: errorCodeOf(type),
       error: failureMessage(error),
     });
     return status;
@@ -161,6 +163,15 @@ function add(total: SyncCounts, page: SyncCounts) {
       reasons[reason] = (reasons[reason] ?? 0) + n;
     total.skippedReasons = reasons;
   }
+}
+
+/** The run's `errorCode`: what the user can act on. */
+function errorCodeOf(type: string | undefined): string {
+  if (type === AUTH_EXPIRED) return "auth_expired";
+  if (type === CONNECTOR_CONFIG) return "config";
+  // The provider still throttled after every attempt. Runs that reached this before the patch say "error".
+  if (type === RATE_LIMITED && patched("rate-limited-code")) return "rate_limited";
+  return "error";
 }
 
 function failureType(error: unknown): string | undefined {

@@ -1,6 +1,13 @@
 // The Octokit client a sync uses, and how GitHub's failures become the connector errors the engine acts on.
 // Requests go through a small node:http(s) fetch so that the host's addresses can be checked when the
 // socket connects: `baseUrl` is user-given, and native fetch offers no hook to refuse private addresses.
+//
+// Every request takes a slot from the request budget of the GitHub user on that host (`GET /user`'s id,
+// asked once per token), shared by all connections of that user in this worker (../request-budget.ts):
+// GitHub's secondary limits count a user's requests whichever token sends them. A secondary limit (403/429
+// with retry-after, or "secondary rate limit" without) is waited out for that request in place, so a tree
+// or issue listing goes on where it was; a primary limit (x-ratelimit-remaining 0) usually asks for longer
+// than an activity may wait and goes to the engine, as does a limit that persists.
 
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http, { type IncomingMessage } from "node:http";
@@ -15,6 +22,7 @@ import {
   ConnectorRateLimitError,
   isConnectorError,
 } from "../errors.ts";
+import { accountOf, budgetFor, sendBudgeted } from "../request-budget.ts";
 import type { SyncContext } from "../types.ts";
 import type { GithubConfig, GithubSecrets } from "./settings.ts";
 
@@ -170,6 +178,59 @@ function guardedFetch(allowPrivateNetwork: boolean, timeoutMs: number) {
 
 const noop = () => {};
 
+type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+function authorizationOf(init: RequestInit | undefined): string | undefined {
+  for (const [name, value] of Object.entries((init?.headers ?? {}) as Record<string, string>)) {
+    if (name.toLowerCase() === "authorization") return String(value);
+  }
+  return undefined;
+}
+
+/** Octokit's requests, each under the budget of the user its token belongs to. */
+function budgetedFetch(ctx: GithubContext, inner: Fetch): Fetch {
+  const root = ctx.config.baseUrl.replace(/\/+$/, "");
+  return async (input, init = {}) => {
+    const authorization = authorizationOf(init) ?? "";
+    const account = await accountOf("github", `${root} ${authorization}`, async () => {
+      const response = await inner(`${root}/user`, {
+        headers: { accept: "application/vnd.github+json", "user-agent": USER_AGENT, authorization },
+        signal: ctx.signal,
+      });
+      if (!response.ok) return undefined;
+      const id = ((await response.json()) as { id?: unknown }).id;
+      return id === undefined ? undefined : String(id);
+    });
+    return sendBudgeted({
+      // Enterprise servers are other services with limits of their own: the host is part of the account.
+      budget: budgetFor("github", `${root} ${account}`),
+      ctx,
+      provider: "github",
+      send: () => inner(input, init),
+      throttled: async (outcome) => {
+        if (!outcome.ok) return undefined;
+        const response = outcome.value;
+        if (response.status !== 403 && response.status !== 429) return undefined;
+        const text = await response.clone().text();
+        let message = text;
+        try {
+          message = String((JSON.parse(text) as { message?: unknown }).message ?? text);
+        } catch {
+          // Not JSON: GitHub's HTML error page; the headers decide.
+        }
+        const headers: Record<string, string> = {};
+        response.headers.forEach((value, name) => {
+          headers[name] = value;
+        });
+        return rateLimitWaitMs({ status: response.status, message, response: { headers } });
+      },
+      discard: async (response) => {
+        await response.body?.cancel();
+      },
+    });
+  };
+}
+
 export function githubClient(ctx: GithubContext): Octokit {
   const oauth = ctx.oauth;
   if (!ctx.secrets.token && !oauth) throw new ConnectorAuthError("the GitHub connection has no token");
@@ -178,7 +239,7 @@ export function githubClient(ctx: GithubContext): Octokit {
     baseUrl: ctx.config.baseUrl,
     userAgent: USER_AGENT,
     request: {
-      fetch: guardedFetch(ctx.network.allowPrivateNetwork, ctx.network.timeoutMs),
+      fetch: budgetedFetch(ctx, guardedFetch(ctx.network.allowPrivateNetwork, ctx.network.timeoutMs)),
       signal: ctx.signal,
     },
     // Failed requests are reported by the connector as typed errors; Octokit's own error lines would
@@ -270,6 +331,10 @@ export function rateLimitWaitMs(error: HttpError, now = Date.now()): number | un
 export function toConnectorError(error: unknown, ctx: GithubContext): unknown {
   if (ctx.signal.aborted) return error;
   if (isConnectorError(error)) return error;
+  // The request budget gave up before sending (a pause longer than an activity waits): Octokit wraps what
+  // its fetch threw.
+  const spent = findCause(error, ConnectorRateLimitError);
+  if (spent) return spent;
   const refused = findCause(error, PrivateAddressError);
   if (refused) return new ConnectorConfigError(refused.message);
   const http = httpError(error);

@@ -1,6 +1,13 @@
 // The Drive v3 client a sync uses (@googleapis/drive, pointed at ctx.apiBaseUrl), with the connection's
 // OAuth token: a 401 gets one refresh through the engine and one retry. Google's failures become the
 // connector errors the engine acts on: refused credentials stop the connection, rate limits wait.
+//
+// Every request takes a slot from the request budget of the Google user (about.user.permissionId, asked
+// once per token), shared by all connections of that user in this worker (../request-budget.ts). Drive
+// enforces its quota per user and answers 403 userRateLimitExceeded or 429 rateLimitExceeded, asking for
+// exponential backoff (https://developers.google.com/drive/api/guides/limits#exponential): such a request is
+// retried in place (Retry-After if sent, else 1, 2, 4 s plus up to a second of jitter), so a folder walk or
+// a changes page goes on where it was; only then does the engine wait (ConnectorRateLimitError).
 
 import { drive, type drive_v3, auth as googleAuth, type MethodOptions } from "@googleapis/drive";
 import {
@@ -10,6 +17,7 @@ import {
   isConnectorError,
   retryAfterHeaderMs,
 } from "../errors.ts";
+import { accountOf, budgetFor, type RequestBudget, sendBudgeted } from "../request-budget.ts";
 import type { SyncContext } from "../types.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: the client works for any config shape of this connector
@@ -37,12 +45,13 @@ type Api = drive_v3.Drive;
 export class DriveClient {
   private readonly api: Api;
   private readonly credentials = new googleAuth.OAuth2();
+  private readonly root: string;
   private token: string | null = null;
 
   constructor(private readonly ctx: DriveContext) {
     if (!ctx.oauth) throw new ConnectorAuthError("Google Drive is not connected yet: no OAuth tokens");
-    const root = `${(ctx.apiBaseUrl ?? DEFAULT_DRIVE_API).replace(/\/+$/, "")}/`;
-    this.api = drive({ version: "v3", auth: this.credentials, rootUrl: root });
+    this.root = `${(ctx.apiBaseUrl ?? DEFAULT_DRIVE_API).replace(/\/+$/, "")}/`;
+    this.api = drive({ version: "v3", auth: this.credentials, rootUrl: this.root });
   }
 
   /**
@@ -77,10 +86,27 @@ export class DriveClient {
     options: MethodOptions,
   ): Promise<{ data: T }> {
     try {
-      return await run(this.api, options);
+      return await sendBudgeted({
+        budget: await this.budget(options),
+        ctx: this.ctx,
+        provider: "google-drive",
+        send: () => run(this.api, options),
+        throttled: (outcome, attempt) => (outcome.ok ? undefined : throttleWaitMs(outcome.error, attempt)),
+      });
     } finally {
       this.ctx.heartbeat();
     }
+  }
+
+  /** The budget of the Google user the current token belongs to. */
+  private async budget(options: MethodOptions): Promise<RequestBudget> {
+    const token = this.token ?? "";
+    const account = await accountOf("google-drive", token, async () => {
+      const { data } = await this.api.about.get({ fields: "user(permissionId)" }, options);
+      return data.user?.permissionId ?? undefined;
+    });
+    // Another API root (a test server) is another service with limits of its own.
+    return budgetFor("google-drive", `${this.root} ${account}`);
   }
 
   private use(token: string) {
@@ -150,6 +176,24 @@ function header(headers: unknown, name: string): string | undefined {
   if (typeof (headers as Headers).get === "function") return (headers as Headers).get(name) ?? undefined;
   const value = (headers as Record<string, unknown>)[name];
   return value === undefined ? undefined : String(value);
+}
+
+/**
+ * How long to wait before sending a throttled request again (429, 403 rateLimitExceeded or
+ * userRateLimitExceeded), undefined when the failure is not throttling: Retry-After when Google sends it,
+ * else Google's exponential backoff, 2^n s plus a random part of up to a second.
+ */
+export function throttleWaitMs(error: unknown, attempt: number, now = Date.now()): number | undefined {
+  const failure = httpFailure(error);
+  if (!failure) return undefined;
+  const limited =
+    failure.status === 429 ||
+    (failure.status === 403 && errorReasons(error).some((r) => RATE_LIMIT_REASONS.has(r)));
+  if (!limited) return undefined;
+  return (
+    retryAfterHeaderMs(header(failure.headers, "retry-after"), now) ??
+    1000 * 2 ** attempt + Math.floor(Math.random() * 1000)
+  );
 }
 
 /** Retry-After in seconds or as an HTTP date; the default when absent or unreadable. */

@@ -2,17 +2,17 @@
 // on. Every request carries the connection's access token; a 401 gets one refresh through the engine's
 // OAuth session and one retry, after which the token counts as refused (ConnectorAuthError).
 //
-// Requests keep to Notion's budget of about three a second per integration token (budget.ts). A 429 is
-// retried here, for the one request that got it, after the Retry-After Notion sent: a page's block walk
-// then goes on where it was instead of starting over in a new activity attempt. Only a wait longer than
-// Notion's per-connection window (or a 429 that persists) goes back to the engine as
+// Requests keep to Notion's budget of about three a second per integration token (../request-budget.ts).
+// A 429 (or a 502/503) is retried there, for the one request that got it, after the Retry-After Notion sent:
+// a page's block walk then goes on where it was instead of starting over in a new activity attempt. Only a
+// wait longer than Notion's per-connection window (or a 429 that persists) goes back to the engine as
 // ConnectorRateLimitError, whose next attempt waits as long as Notion asked. The SDK's own retries stay
 // off so that a request is never retried twice over.
 
 import { APIErrorCode, Client, isNotionClientError, type Logger, LogLevel } from "@notionhq/client";
 import { ConnectorAuthError, ConnectorRateLimitError, retryAfterHeaderMs } from "../errors.ts";
+import { budgetFor, MAX_INLINE_RETRIES, MAX_INLINE_WAIT_MS, sendBudgeted } from "../request-budget.ts";
 import type { SyncContext } from "../types.ts";
-import { budgetFor, pause } from "./budget.ts";
 import type { NotionConfig, NotionSecrets } from "./settings.ts";
 
 export type NotionContext = SyncContext<NotionConfig, NotionSecrets>;
@@ -21,13 +21,15 @@ export type NotionContext = SyncContext<NotionConfig, NotionSecrets>;
 export const DEFAULT_RETRY_AFTER_MS = 30_000;
 
 /**
- * The longest Retry-After waited out inside the connector. Notion's per-connection limit asks for at most
+ * 429s, and Notion's 502 bad_gateway and 503 service_unavailable ("Notion is unavailable... try again
+ * later", https://developers.notion.com/reference/status-codes), are retried in place after Retry-After or
+ * a backoff: a page's block walk then goes on where it was. Notion's per-connection limit asks for at most
  * 60 s ("the time until the window resets"); a longer wait (the workspace-wide limit) is the engine's.
  * https://developers.notion.com/reference/request-limits
  */
-export const MAX_INLINE_WAIT_MS = 60_000;
-/** A request answered 429 this many times in a row goes back to the engine. */
-export const MAX_INLINE_RETRIES = 3;
+const RETRIED_STATUSES = new Set([429, 502, 503]);
+
+export { MAX_INLINE_RETRIES, MAX_INLINE_WAIT_MS };
 
 /** The status and headers of a failed call, whatever the SDK made of it. */
 function failure(
@@ -74,6 +76,11 @@ export function toConnectorError(error: unknown, ctx: NotionContext): unknown {
   if (f.status === 429 || f.code === APIErrorCode.RateLimited) {
     const wait = retryAfterMs(header(f.headers, "retry-after")) ?? DEFAULT_RETRY_AFTER_MS;
     return new ConnectorRateLimitError(`Notion rate limit: ${f.message}`, wait);
+  }
+  // Still unavailable after the retries in place: the engine tries again later, as after a rate limit.
+  if (f.status === 502 || f.status === 503) {
+    const wait = retryAfterMs(header(f.headers, "retry-after")) ?? DEFAULT_RETRY_AFTER_MS;
+    return new ConnectorRateLimitError(`Notion is unavailable (${f.status}): ${f.message}`, wait);
   }
   if (f.status === 401) return new ConnectorAuthError(`Notion refused the token: ${f.message}`);
   // restricted_resource: the integration lacks a capability (read content) for every page alike.
@@ -142,40 +149,33 @@ export class NotionApi {
     url: string,
     init: { body?: string | FormData; headers?: Record<string, string>; method?: string } = {},
   ): Promise<Response> => {
-    const token = bearer(init.headers);
-    const budget = token ? budgetFor(token) : undefined;
-    for (let attempt = 0; ; attempt++) {
-      // A queue longer than Notion's window (a long Retry-After another sync got, many syncs on one
-      // token): the engine waits, as for a 429 of our own.
-      const queued = budget?.delay(Date.now()) ?? 0;
-      if (queued > MAX_INLINE_WAIT_MS) {
-        throw new ConnectorRateLimitError("Notion rate limit: this token's request budget is spent", queued);
-      }
-      const wait = budget?.reserve(Date.now()) ?? 0;
-      if (wait > 0) await pause(wait, this.ctx.signal, this.ctx.heartbeat);
-      this.ctx.heartbeat();
-      const signal = AbortSignal.any([this.ctx.signal, AbortSignal.timeout(this.ctx.network.timeoutMs)]);
-      const response = await fetch(url, {
-        method: init.method,
-        headers: init.headers,
-        body: init.body,
-        signal,
-      });
-      const date = Date.parse(response.headers.get("date") ?? "");
-      if (Number.isFinite(date)) this.serverTime = date;
-      if (response.status !== 429) return response;
-      // Notion always sends Retry-After with a 429; without one, back off 1 s, 2 s, 4 s.
-      const asked = retryAfterMs(response.headers.get("retry-after") ?? undefined) ?? 1000 * 2 ** attempt;
-      // Other syncs with this token wait too: the limit is the token's, not this request's.
-      budget?.pauseUntil(Date.now() + asked);
-      if (attempt >= MAX_INLINE_RETRIES || asked > MAX_INLINE_WAIT_MS) return response;
-      await response.body?.cancel();
-      this.ctx.log.info(
-        { provider: "notion", waitMs: asked, attempt: attempt + 1 },
-        "notion: rate limited; retrying the request after Retry-After",
-      );
-      await pause(asked, this.ctx.signal, this.ctx.heartbeat);
-    }
+    // Notion's limit is per integration token, so the token is the account here.
+    const token = bearer(init.headers) ?? "";
+    return sendBudgeted({
+      budget: budgetFor("notion", token),
+      ctx: this.ctx,
+      provider: "notion",
+      send: async () => {
+        const signal = AbortSignal.any([this.ctx.signal, AbortSignal.timeout(this.ctx.network.timeoutMs)]);
+        const response = await fetch(url, {
+          method: init.method,
+          headers: init.headers,
+          body: init.body,
+          signal,
+        });
+        const date = Date.parse(response.headers.get("date") ?? "");
+        if (Number.isFinite(date)) this.serverTime = date;
+        return response;
+      },
+      throttled: (outcome, attempt) => {
+        if (!outcome.ok || !RETRIED_STATUSES.has(outcome.value.status)) return undefined;
+        // Notion always sends Retry-After with a 429; without one (and for 502/503), back off 1 s, 2 s, 4 s.
+        return retryAfterMs(outcome.value.headers.get("retry-after") ?? undefined) ?? 1000 * 2 ** attempt;
+      },
+      discard: async (response) => {
+        await response.body?.cancel();
+      },
+    });
   };
 }
 

@@ -13,6 +13,7 @@ import {
   ItemSkippedError,
   retryAfterHeaderMs,
 } from "../errors.ts";
+import { accountOf, budgetFor, type RequestBudget, sendBudgeted } from "../request-budget.ts";
 import type { SyncContext } from "../types.ts";
 import type { OnedriveConfig, OnedriveSecrets } from "./settings.ts";
 
@@ -102,9 +103,11 @@ interface SendOptions {
 }
 
 /**
- * One request to the Graph API with the connection's token: a 401 refreshes the token once and retries;
- * a second 401 or a refused refresh is a ConnectorAuthError; 429 and 503-with-Retry-After are a
- * ConnectorRateLimitError. Other statuses (403 included: see the top of this file) are returned.
+ * One request to the Graph API with the connection's token, under the user's request budget
+ * (../request-budget.ts): a 429 or 503-with-Retry-After is retried in place after the wait Graph asked
+ * for, a few times, so a delta walk goes on where it was; then it is a ConnectorRateLimitError. A 401
+ * refreshes the token once and retries; a second 401 or a refused refresh is a ConnectorAuthError. Other
+ * statuses (403 included: see the top of this file) are returned.
  */
 export async function graphFetch(
   ctx: OnedriveContext,
@@ -122,10 +125,20 @@ export async function graphFetch(
     throw new Error(`Microsoft Graph returned a link to another host: ${target.origin}`);
   let token = await oauth.accessToken();
   for (let attempt = 0; ; attempt++) {
-    ctx.heartbeat();
-    const response = await fetchWithTimeout(ctx, target, {
-      headers: { accept: "application/json", ...options.headers, authorization: `Bearer ${token}` },
-      redirect: options.redirect ?? "follow",
+    const bearer = token;
+    const response = await sendBudgeted({
+      budget: await graphBudget(ctx, bearer),
+      ctx,
+      provider: "onedrive",
+      send: () =>
+        fetchWithTimeout(ctx, target, {
+          headers: { accept: "application/json", ...options.headers, authorization: `Bearer ${bearer}` },
+          redirect: options.redirect ?? "follow",
+        }),
+      throttled: (outcome, retry) => (outcome.ok ? throttleWaitMs(outcome.value, retry) : undefined),
+      discard: async (answer) => {
+        await answer.body?.cancel();
+      },
     });
     if (response.status === 401) {
       const problem = await errorOf(response);
@@ -139,6 +152,38 @@ export async function graphFetch(
     await throwIfThrottled(response);
     return response;
   }
+}
+
+/**
+ * The budget of the signed-in user (Graph's `/me` id, asked once per token), shared by every connection of
+ * that user in this process: SharePoint and OneDrive throttle per user, whichever app or token asks.
+ */
+async function graphBudget(ctx: OnedriveContext, token: string): Promise<RequestBudget> {
+  const account = await accountOf("microsoft-graph", token, async () => {
+    const response = await fetchWithTimeout(ctx, new URL(`${apiRoot(ctx)}/me?$select=id`), {
+      headers: { accept: "application/json", authorization: `Bearer ${token}` },
+      redirect: "follow",
+    });
+    if (!response.ok) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    return ((await response.json()) as { id?: string }).id;
+  });
+  // Another API root (a national cloud, a test server) is another service with limits of its own.
+  return budgetFor("microsoft-graph", `${apiRoot(ctx)} ${account}`);
+}
+
+/**
+ * How long Graph asked to wait (429, or 503 with Retry-After), undefined when not throttled. A 429 without
+ * Retry-After backs off 1 s, 2 s, 4 s: "use an exponential backoff retry policy"
+ * (https://learn.microsoft.com/en-us/graph/throttling#best-practices-to-handle-throttling).
+ */
+function throttleWaitMs(response: Response, attempt: number): number | undefined {
+  const retryAfter = response.headers.get("retry-after");
+  if (response.status === 429) return retryAfterHeaderMs(retryAfter) ?? 1000 * 2 ** attempt;
+  if (response.status === 503 && retryAfter !== null) return retryAfterHeaderMs(retryAfter);
+  return undefined;
 }
 
 async function throwIfThrottled(response: Response): Promise<void> {

@@ -14,6 +14,7 @@ import {
   githubSecretsSchema,
 } from "../../connectors/github/settings.ts";
 import type { GithubCarry } from "../../connectors/github/sync.ts";
+import { MAX_INLINE_RETRIES } from "../../connectors/request-budget.ts";
 import type { SourceItem, SyncContext } from "../../connectors/types.ts";
 import { type FakeGitHub, startFakeGitHub } from "../support/fake-github.ts";
 
@@ -444,22 +445,24 @@ describe("github connector", () => {
     ).toBeInstanceOf(ConnectorAuthError);
   });
 
-  it("reports rate limits as ConnectorRateLimitError with the wait GitHub asked for, and the same cursor then works", async () => {
-    seedDocs();
+  it("waits out a short secondary limit in place, and hands a primary or long one to the engine", async () => {
+    seedDocs("acme/docs");
     const ctx = contextFor({ repositories: "acme/docs" });
     const cursor = await githubConnector.initialCursor(ctx);
+    const clean = await githubConnector.listPage(ctx, cursor);
 
-    fake.rateLimitNext({ status: 429, retryAfterSeconds: 30 });
-    const secondary = await rejection(githubConnector.listPage(ctx, cursor));
-    expect(secondary).toBeInstanceOf(ConnectorRateLimitError);
-    expect((secondary as ConnectorRateLimitError).retryAfterMs).toBe(30_000);
+    // Secondary limits with a short retry-after (429, then 403): the same request goes again after each
+    // wait, and the page comes back whole.
+    fake.rateLimitNext({ status: 429, retryAfterSeconds: 1 });
+    fake.rateLimitNext({ status: 403, retryAfterSeconds: 1 });
+    const start = fake.requests.length;
+    const page = await githubConnector.listPage(ctx, cursor);
+    expect(page.items).toEqual(clean.items);
+    const sent = fake.requests.slice(start);
+    expect(sent.slice(0, 3).map((r) => r.status)).toEqual([429, 403, sent[2]?.status === 304 ? 304 : 200]);
+    expect(new Set(sent.slice(0, 3).map((r) => r.path)).size).toBe(1);
 
-    fake.rateLimitNext({ status: 403, retryAfterSeconds: 7 });
-    const secondary403 = await rejection(
-      githubConnector.fetchItem(ctx, { id: "acme/docs/issues/1", version: "x" }),
-    );
-    expect((secondary403 as ConnectorRateLimitError).retryAfterMs).toBe(7_000);
-
+    // The primary limit resets in two minutes: longer than an activity waits, so the engine's.
     fake.rateLimitNext({ resetInSeconds: 120 });
     const primary = await rejection(githubConnector.listPage(ctx, cursor));
     expect(primary).toBeInstanceOf(ConnectorRateLimitError);
@@ -467,9 +470,12 @@ describe("github connector", () => {
     // Measured against the response's Date header (whole seconds), so within a second or two of 120 s.
     expect((primary as ConnectorRateLimitError).retryAfterMs).toBeGreaterThanOrEqual(118_000);
     expect((primary as ConnectorRateLimitError).retryAfterMs).toBeLessThanOrEqual(121_000);
-
-    const page = await githubConnector.listPage(ctx, cursor);
-    expect(page.items.length).toBeGreaterThan(0);
+    // Meanwhile the user's other requests are held back without being sent.
+    const count = fake.requests.length;
+    const held = await rejection(githubConnector.fetchItem(ctx, { id: "acme/docs/issues/1", version: "x" }));
+    expect(held).toBeInstanceOf(ConnectorRateLimitError);
+    expect((held as ConnectorRateLimitError).retryAfterMs).toBeGreaterThan(60_000);
+    expect(fake.requests.length).toBe(count);
   });
 
   it("refuses a missing repository at creation, and a private-network host, as ConnectorConfigError", async () => {
@@ -561,23 +567,33 @@ describe("github connector when GitHub refuses one repository or item", () => {
     return { ctx: { ...contextFor(metadata), log }, lines };
   }
 
-  it("lists the other repositories and keeps a refused repository's ids (SAML, hidden, gone)", async () => {
+  it("lists the other repositories and keeps a refused repository's ids (SAML, IP allow list, hidden, gone)", async () => {
     seedDocs("sso-org/wiki");
+    seedDocs("fenced-org/handbook");
     seedDocs("acme/docs");
     seedDocs("acme/private");
-    const { ctx, lines } = loggingContext({ repositories: "sso-org/wiki,acme/gone,acme/private,acme/docs" });
+    const { ctx, lines } = loggingContext({
+      repositories: "sso-org/wiki,fenced-org/handbook,acme/gone,acme/private,acme/docs",
+    });
     const open = await passWithPrefixes(ctx);
     expect(open.unchanged).toEqual(["acme/gone/"]);
 
     fake.refuse("sso-org", "saml");
+    fake.refuse("fenced-org", "ip_allow_list");
     fake.refuse("acme/private", "hidden");
     const { ids, unchanged } = await passWithPrefixes(ctx);
     // The repository that still answers is listed in full; the others are kept, not listed as empty.
     expect(ids).toEqual(open.ids.filter((id) => id.startsWith("acme/docs/")));
-    expect(unchanged.sort()).toEqual(["acme/gone/", "acme/private/", "sso-org/wiki/"]);
+    expect(unchanged.sort()).toEqual([
+      "acme/gone/",
+      "acme/private/",
+      "fenced-org/handbook/",
+      "sso-org/wiki/",
+    ]);
     expect(fake.requests.some((r) => r.status === 403)).toBe(true);
     const said = lines.map((l) => String(l.msg)).join("\n");
     expect(said).toContain("Resource protected by organization SAML enforcement");
+    expect(said).toContain("organization has an IP allow list enabled");
     expect(lines.filter((l) => l.repository === "acme/private")).toEqual([
       expect.objectContaining({ reason: "not_found" }),
     ]);
@@ -668,9 +684,9 @@ describe("github connector when GitHub refuses one repository or item", () => {
     seedDocs("acme/docs");
     const ctx = contextFor({ repositories: "acme/docs" });
     const cursor = await githubConnector.initialCursor(ctx);
-    fake.rateLimitNext({ status: 403, resetInSeconds: 60 });
-    expect(await rejection(githubConnector.listPage(ctx, cursor))).toBeInstanceOf(ConnectorRateLimitError);
-    fake.rateLimitNext({ status: 403, retryAfterSeconds: 5 });
+    await githubConnector.listPage(ctx, cursor);
+    // A secondary limit that persists past the retries in place (the wait stays short for the test).
+    fake.rateLimitNext({ status: 403, retryAfterSeconds: 1, times: MAX_INLINE_RETRIES + 1 });
     expect(
       await rejection(githubConnector.fetchItem(ctx, { id: "acme/docs/blob/README.md", version: "x" })),
     ).toBeInstanceOf(ConnectorRateLimitError);

@@ -211,6 +211,7 @@ describe("google-drive requests against the Drive v3 discovery description", () 
     }
     expect(problems).toEqual([]);
     expect([...used].sort()).toEqual([
+      "Params$Resource$About$Get",
       "Params$Resource$Changes$Getstartpagetoken",
       "Params$Resource$Changes$List",
       "Params$Resource$Files$Export",

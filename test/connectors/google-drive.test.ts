@@ -22,6 +22,11 @@ import type { FetchedItem, OAuthSession, PickedItem, SyncContext } from "../../c
 import { extractPdf } from "../../pipeline/extract/pdf.ts";
 import { EXPORT_LIMIT_BYTES, type FakeGoogle, FORM_MIME, startFakeGoogle } from "../support/fake-google.ts";
 
+/** The fake's requests other than about.get, which the client sends once per token to find the user. */
+function calls(google: FakeGoogle) {
+  return google.requests.filter((r) => !r.path.startsWith("/drive/v3/about"));
+}
+
 type Ctx = SyncContext<GoogleDriveConfig, GoogleDriveSecrets>;
 
 let fake: FakeGoogle;
@@ -298,7 +303,7 @@ describe("google-drive connector", () => {
     expect(mirror.docs.get(ids.notes)).toMatchObject({ filepath: "/My Drive/", file: { name: "notes.txt" } });
 
     // Every request went to the fake's API root, with the session's bearer token.
-    const api = fake.requests.filter((r) => r.path.startsWith("/drive/v3/"));
+    const api = calls(fake).filter((r) => r.path.startsWith("/drive/v3/"));
     expect(api.length).toBeGreaterThan(10);
     expect(api.every((r) => /^Bearer ya29\./.test(r.authorization ?? ""))).toBe(true);
     const params = api.map((r) => new URL(r.path, fake.url).searchParams);
@@ -319,17 +324,21 @@ describe("google-drive connector", () => {
     expect(api[0]?.path).toMatch(/^\/drive\/v3\/changes\/startPageToken/);
 
     // A second sync with nothing changed reads the changes feed once and fetches nothing.
-    const before = fake.requests.length;
+    const before = calls(fake).length;
     const second = await mirror.sync(ctx);
     expect(second).toMatchObject({ listed: [], deleted: [], fetched: [], pages: 1 });
-    expect(fake.requests.slice(before).map((r) => r.path.split("?")[0])).toEqual(["/drive/v3/changes"]);
+    expect(
+      calls(fake)
+        .slice(before)
+        .map((r) => r.path.split("?")[0]),
+    ).toEqual(["/drive/v3/changes"]);
   });
 
   it("syncs only the picked files and folders (recursively), and nothing while none are picked", async () => {
     const ids = seedDrive();
     const none = await contextFor();
     const empty = new Mirror();
-    const driveRequests = () => fake.requests.filter((r) => r.path.startsWith("/drive/"));
+    const driveRequests = () => calls(fake).filter((r) => r.path.startsWith("/drive/"));
     expect(await empty.sync(none)).toMatchObject({ listed: [], deleted: [], pages: 1 });
     expect(driveRequests()).toEqual([]);
     // Nothing picked, nothing changes: still nothing to ask Google.
@@ -468,11 +477,11 @@ describe("google-drive connector", () => {
     const added = [1, 2, 3, 4, 5, 6, 7].map((n) =>
       fake.addFile({ name: `note-${n}.txt`, content: `note ${n}`, parent: folder }),
     );
-    const start = fake.requests.length;
+    const start = calls(fake).length;
     const second = await mirror.sync(ctx);
     expect(mirror.ids()).toEqual(sorted(added));
     expect(second.pages).toBeGreaterThanOrEqual(4);
-    const changePages = fake.requests
+    const changePages = calls(fake)
       .slice(start)
       .filter((r) => r.path.startsWith("/drive/v3/changes?"))
       .map((r) => new URL(r.path, fake.url).searchParams);
@@ -512,9 +521,13 @@ describe("google-drive connector", () => {
     // Nothing picked: everything goes, and the empty selection is followed without asking Google.
     await mirror.sync(await contextFor(small, []));
     expect(mirror.ids()).toEqual([]);
-    const count = fake.requests.length;
+    const count = calls(fake).length;
     await mirror.sync(await contextFor(small, []));
-    expect(fake.requests.slice(count).filter((r) => r.path.startsWith("/drive/"))).toEqual([]);
+    expect(
+      calls(fake)
+        .slice(count)
+        .filter((r) => r.path.startsWith("/drive/")),
+    ).toEqual([]);
   });
 
   it("refreshes an expired access token once and carries on", async () => {
@@ -530,7 +543,9 @@ describe("google-drive connector", () => {
     expect(mirror.docs.get(ids.plan)?.text).toBe("after refresh");
     expect(ctx.session.refreshes()).toBe(1);
     expect(fake.tokenGrants.refresh_token).toBe(1);
-    const statuses = fake.requests.filter((r) => r.path.startsWith("/drive/")).map((r) => r.status);
+    const statuses = calls(fake)
+      .filter((r) => r.path.startsWith("/drive/"))
+      .map((r) => r.status);
     expect(statuses.filter((s) => s === 401)).toHaveLength(1);
 
     // fetchItem and browse refresh the same way.
@@ -556,7 +571,7 @@ describe("google-drive connector", () => {
         ConnectorAuthError,
       );
       expect(ctx.session.refreshes()).toBe(1);
-      expect(other.requests.map((r) => r.status)).toEqual([401, 401]);
+      expect(calls(other).map((r) => r.status)).toEqual([401, 401]);
     } finally {
       await other.stop();
     }
@@ -585,9 +600,11 @@ describe("google-drive connector", () => {
     expect(await rejection(googleDriveConnector.fetchItem(ctx, { id: file, version: "1" }))).toBeInstanceOf(
       ConnectorAuthError,
     );
-    expect(fake.requests.filter((r) => r.path.startsWith("/drive/")).map((r) => r.status)).toEqual([
-      403, 403,
-    ]);
+    expect(
+      calls(fake)
+        .filter((r) => r.path.startsWith("/drive/"))
+        .map((r) => r.status),
+    ).toEqual([403, 403]);
     // The same status for one file's content is that file's problem only.
     fake.refuseContent(file, "insufficientFilePermissions");
     const granted = await contextFor({ syncScope: "full" });
@@ -599,32 +616,35 @@ describe("google-drive connector", () => {
     });
   });
 
-  it("turns 429 and 403 rate limits into ConnectorRateLimitError with Retry-After, and resumes", async () => {
-    const ids = seedDrive();
+  it("waits out 429 and 403 rate limits in place, and hands a long one to the engine", async () => {
+    seedDrive();
     const ctx = await contextFor({ syncScope: "full", pageSize: 50 });
     const cursor = await googleDriveConnector.initialCursor(ctx);
+    const clean = await googleDriveConnector.listPage(ctx, cursor);
 
-    fake.rateLimitNext({ retryAfterSeconds: 7 });
-    const limited = await rejection(googleDriveConnector.listPage(ctx, cursor));
-    expect(limited).toBeInstanceOf(ConnectorRateLimitError);
-    expect((limited as ConnectorRateLimitError).retryAfterMs).toBe(7000);
+    // A 429 with Retry-After, then a 403 userRateLimitExceeded without (exponential backoff): the same
+    // request goes again after each wait, and the page comes back whole.
+    fake.rateLimitNext({ retryAfterSeconds: 1 });
+    fake.rateLimitNext({ status: 403 });
+    const start = calls(fake).length;
+    const page = await googleDriveConnector.listPage(ctx, cursor);
+    expect(page.items).toEqual(clean.items);
+    const sent = calls(fake).slice(start);
+    expect(sent.slice(0, 3).map((r) => r.status)).toEqual([429, 403, 200]);
+    expect(new Set(sent.slice(0, 3).map((r) => r.path)).size).toBe(1);
+    expect(sent.slice(3).every((r) => r.status === 200)).toBe(true);
 
+    // Longer than an activity may wait: the engine's, and the user's other requests hold back meanwhile.
     fake.rateLimitNext({ retryAfterDate: new Date(Date.now() + 120_000).toUTCString() });
     const dated = (await rejection(googleDriveConnector.listPage(ctx, cursor))) as ConnectorRateLimitError;
     expect(dated).toBeInstanceOf(ConnectorRateLimitError);
     expect(dated.retryAfterMs).toBeGreaterThan(100_000);
     expect(dated.retryAfterMs).toBeLessThanOrEqual(120_000);
-
-    fake.rateLimitNext({ status: 403 });
-    const user = (await rejection(
-      googleDriveConnector.fetchItem(ctx, { id: ids.notes, version: "1" }),
-    )) as ConnectorRateLimitError;
-    expect(user).toBeInstanceOf(ConnectorRateLimitError);
-    expect(user.retryAfterMs).toBe(30_000);
-
-    // The same cursor works once Google lets requests through again.
-    const page = await googleDriveConnector.listPage(ctx, cursor);
-    expect(page.items.length).toBeGreaterThan(0);
+    const count = calls(fake).length;
+    const held = (await rejection(googleDriveConnector.listPage(ctx, cursor))) as ConnectorRateLimitError;
+    expect(held).toBeInstanceOf(ConnectorRateLimitError);
+    expect(held.retryAfterMs).toBeGreaterThan(60_000);
+    expect(calls(fake).length).toBe(count);
     expect(ctx.session.refreshes()).toBe(0);
   });
 
@@ -654,7 +674,7 @@ describe("google-drive connector", () => {
     ]);
     expect(inside.find((e) => e.id === zeta)?.kind).toBe("folder");
     expect(await browse(ctx, zeta)).toEqual([]);
-    const query = fake.requests
+    const query = calls(fake)
       .filter((r) => r.path.startsWith("/drive/v3/files?"))
       .map((r) => new URL(r.path, fake.url).searchParams.get("q"));
     expect(query).toEqual([
@@ -693,6 +713,11 @@ describe("google-drive connector", () => {
     fake.refuseContent(locked, "insufficientFilePermissions");
     const abusive = fake.addFile({ name: "flagged.exe", mimeType: "application/octet-stream", content: "x" });
     fake.refuseContent(abusive, "cannotDownloadAbusiveFile");
+    // The owner turned off downloads for viewers; another domain's policy keeps this one from the user.
+    const noDownload = fake.addFile({ name: "view-only.txt", content: "Viewers may only look." });
+    fake.refuseContent(noDownload, "cannotDownloadFile");
+    const policy = fake.addFile({ name: "partner.txt", content: "Kept in the partner's domain." });
+    fake.refuseContent(policy, "domainPolicy");
     const racing = fake.addFile({ name: "racing.txt", content: "Deleted while the sync ran." });
     fake.deleteAfterListing(racing);
 
@@ -705,13 +730,23 @@ describe("google-drive connector", () => {
       [big]: "export_limit",
       [locked]: "no_permission",
       [abusive]: "no_permission",
+      [noDownload]: "no_permission",
+      [policy]: "no_permission",
       [racing]: "not_found",
     });
     expect(mirror.ids()).toEqual([ok]);
     // Google's own bodies came back (403 with the documented reasons, 404 for the racing one).
-    const refusals = fake.requests.filter((r) => r.status === 403).map((r) => r.path.split("?")[0]);
+    const refusals = calls(fake)
+      .filter((r) => r.status === 403)
+      .map((r) => r.path.split("?")[0]);
     expect(refusals.sort()).toEqual(
-      [`/drive/v3/files/${abusive}`, `/drive/v3/files/${big}/export`, `/drive/v3/files/${locked}`].sort(),
+      [
+        `/drive/v3/files/${abusive}`,
+        `/drive/v3/files/${big}/export`,
+        `/drive/v3/files/${locked}`,
+        `/drive/v3/files/${noDownload}`,
+        `/drive/v3/files/${policy}`,
+      ].sort(),
     );
     // The token was never doubted: no refresh for a per-file refusal.
     expect(ctx.session.refreshes()).toBe(0);
@@ -729,7 +764,7 @@ describe("google-drive connector", () => {
     expect(mirror.ids()).toEqual([mine]);
     expect(second.listed).toEqual([]);
     // The exclusion is the connector's choice: it never asks for other drives' items.
-    const listings = fake.requests
+    const listings = calls(fake)
       .map((r) => new URL(r.path, fake.url))
       .filter((u) => u.pathname === "/drive/v3/files" || u.pathname === "/drive/v3/changes");
     expect(listings.some((u) => u.searchParams.has("includeItemsFromAllDrives"))).toBe(false);

@@ -6,7 +6,6 @@ import {
   blocksToMarkdown,
   richTextToMarkdown,
 } from "../../connectors/notion/blocks-to-text.ts";
-import { budgetFor, RequestBudget } from "../../connectors/notion/budget.ts";
 import { MAX_INLINE_RETRIES } from "../../connectors/notion/client.ts";
 import { type NotionCursor, notionConnector, notionOAuth } from "../../connectors/notion/index.ts";
 import {
@@ -15,6 +14,7 @@ import {
   notionConfigSchema,
 } from "../../connectors/notion/settings.ts";
 import { addRow, editVersion, SETTLE_MS } from "../../connectors/notion/sync.ts";
+import { budgetFor, RequestBudget } from "../../connectors/request-budget.ts";
 import type { OAuthSession, SourceItem, SyncContext } from "../../connectors/types.ts";
 import {
   FAKE_NOTION_VERSION,
@@ -813,6 +813,30 @@ describe("notion connector", () => {
     expect(reads()).toEqual(read);
   });
 
+  it("retries a 502 or 503 in place with backoff, and hands a persistent one to the engine", async () => {
+    const page = fake.addPage({ title: "Doc", blocks: [{ type: "paragraph", text: "Body" }] });
+    const ctx = await connected();
+    const item = { id: `page/${page}`, version: "x" };
+    const clean = await notionConnector.fetchItem(ctx, item);
+    fake.requests.length = 0;
+    // The page loads, then its blocks answer 503 and then 502: both retried, the page is read once.
+    fake.rateLimitNext({ after: 1, status: 503 });
+    const first = await notionConnector.fetchItem(ctx, item);
+    expect(first).toEqual(clean);
+    expect(fake.requests.map((r) => r.status)).toEqual([200, 503, 200]);
+    expect(fake.requests[1]?.path).toBe(fake.requests[2]?.path);
+    fake.requests.length = 0;
+    fake.rateLimitNext({ status: 502 });
+    expect(await notionConnector.fetchItem(ctx, item)).toEqual(clean);
+    expect(fake.requests.map((r) => r.status)).toEqual([502, 200, 200]);
+
+    fake.requests.length = 0;
+    fake.rateLimitNext({ status: 503, times: MAX_INLINE_RETRIES + 1 });
+    const refused = await rejection(notionConnector.fetchItem(ctx, item));
+    expect(refused).toBeInstanceOf(ConnectorRateLimitError);
+    expect(fake.requests.map((r) => r.status)).toEqual(Array(MAX_INLINE_RETRIES + 1).fill(503));
+  });
+
   it("hands a long or persistent 429 to the engine as ConnectorRateLimitError with Retry-After", async () => {
     const page = fake.addPage({ title: "Doc" });
     // Longer than Notion's per-connection window: the engine waits, not the activity.
@@ -945,15 +969,18 @@ describe("notion request budget", () => {
     expect(Math.round(budget.reserve(later))).toBe(333);
   });
 
-  it("holds every request with the token until Retry-After has passed, with no burst right after", () => {
+  it("holds every request with the token until Retry-After has passed, then goes on at half the pace", () => {
     const budget = new RequestBudget(3, 10);
     budget.pauseUntil(5000);
     expect(budget.reserve(0)).toBe(5000);
-    expect(Math.round(budget.reserve(0))).toBe(5333);
+    // No burst right after a 429, and 1.5 requests a second until answers come back unthrottled.
+    expect(Math.round(budget.reserve(0))).toBe(5667);
+    for (let i = 0; i < 100; i++) budget.answered();
+    expect(budget.pace).toBeGreaterThan(0.99);
   });
 
   it("is one budget per token in the process, shared by the connections that use it", () => {
-    expect(budgetFor("ntn_shared")).toBe(budgetFor("ntn_shared"));
-    expect(budgetFor("ntn_shared")).not.toBe(budgetFor("ntn_other"));
+    expect(budgetFor("notion", "ntn_shared")).toBe(budgetFor("notion", "ntn_shared"));
+    expect(budgetFor("notion", "ntn_shared")).not.toBe(budgetFor("notion", "ntn_other"));
   });
 });

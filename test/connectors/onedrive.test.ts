@@ -685,31 +685,38 @@ describe("onedrive connector: tokens and limits", () => {
     ).toBeInstanceOf(ConnectorAuthError);
   });
 
-  it("reports throttling (429, 503 with Retry-After) as ConnectorRateLimitError with the wait asked for", async () => {
+  it("waits out a short 429 or 503 in place, and reports a long one as ConnectorRateLimitError", async () => {
     const graph = await startFake();
     seed(graph);
     const ctx = contextFor(graph, await connect(graph), { syncScope: "full" });
     const cursor = await onedriveConnector.initialCursor(ctx, undefined);
 
-    graph.rateLimitNext({ retryAfterSeconds: 7 });
-    const limited = await rejection(onedriveConnector.listPage(ctx, cursor));
-    expect(limited).toBeInstanceOf(ConnectorRateLimitError);
-    expect((limited as ConnectorRateLimitError).retryAfterMs).toBe(7000);
+    await onedriveConnector.listPage(ctx, cursor);
+    // Within a minute: the same request is sent again after the wait, and the page comes back.
+    graph.rateLimitNext({ retryAfterSeconds: 1 });
+    graph.rateLimitNext({ status: 503, retryAfterSeconds: 1 });
+    const seen = graph.requests.length;
+    const waited = await onedriveConnector.listPage(ctx, cursor);
+    expect(waited.items.length).toBeGreaterThan(0);
+    const sent = graph.requests.slice(seen).filter((r) => r.path.includes("/delta"));
+    expect(sent.map((r) => r.status)).toEqual([429, 503, 200]);
+    expect(new Set(sent.map((r) => r.path)).size).toBe(1);
 
-    graph.rateLimitNext({ retryAfterDate: new Date(Date.now() + 20_000) });
+    // Longer than the activity may wait: the engine's, with the wait Graph asked for, and the user's
+    // other connections hold back too (no request is sent for them).
+    graph.rateLimitNext({ retryAfterDate: new Date(Date.now() + 90_000) });
     const dated = (await rejection(onedriveConnector.listPage(ctx, cursor))) as ConnectorRateLimitError;
     expect(dated).toBeInstanceOf(ConnectorRateLimitError);
-    expect(dated.retryAfterMs).toBeGreaterThan(15_000);
-    expect(dated.retryAfterMs).toBeLessThanOrEqual(20_000);
-
-    graph.rateLimitNext({ status: 503, retryAfterSeconds: 3 });
-    const unavailable = (await rejection(onedriveConnector.listPage(ctx, cursor))) as ConnectorRateLimitError;
-    expect(unavailable).toBeInstanceOf(ConnectorRateLimitError);
-    expect(unavailable.retryAfterMs).toBe(3000);
-
-    // The same cursor works once the limit is over.
-    const page = await onedriveConnector.listPage(ctx, cursor);
-    expect(page.items.length).toBeGreaterThan(0);
+    expect(dated.retryAfterMs).toBeGreaterThan(80_000);
+    expect(dated.retryAfterMs).toBeLessThanOrEqual(90_000);
+    const sibling = contextFor(graph, await connect(graph), { syncScope: "full" });
+    const before = graph.requests.filter((r) => r.path.includes("/delta")).length;
+    const held = (await rejection(
+      onedriveConnector.listPage(sibling, await onedriveConnector.initialCursor(sibling, undefined)),
+    )) as ConnectorRateLimitError;
+    expect(held).toBeInstanceOf(ConnectorRateLimitError);
+    expect(held.retryAfterMs).toBeGreaterThan(60_000);
+    expect(graph.requests.filter((r) => r.path.includes("/delta")).length).toBe(before);
   });
 });
 
@@ -864,6 +871,10 @@ describe("onedrive connector: content and browsing", () => {
     await verify(contextFor(graph, undefined));
     expect(graph.requests).toEqual([]);
     await verify(contextFor(graph, await connect(graph)));
-    expect(graph.requests.map((r) => [r.path, r.status])).toEqual([["/v1.0/me/drive", 200]]);
+    // The user's id once (for the request budget its connections share), then the drive.
+    expect(graph.requests.map((r) => [r.path, r.status])).toEqual([
+      ["/v1.0/me?$select=id", 200],
+      ["/v1.0/me/drive", 200],
+    ]);
   });
 });

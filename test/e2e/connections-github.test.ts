@@ -227,6 +227,80 @@ describe("GitHub connections through the sync engine", () => {
     // The wiki's documents were not listed this pass, and are kept all the same.
     expect(await tagged()).toEqual(before);
     github.refuse("sso-org", null);
+
+    // The organization turns on an IP allow list instead: the same, its repository alone is left out.
+    github.refuse("sso-org", "ip_allow_list");
+    const seen = github.requests.length;
+    github.setFile("acme/notes", "README.md", "# Notes\nMeeting notes of this month.");
+    await client.connections.import("github", { containerTags: ["acme-sso"] });
+    const fenced = await probe.syncAfter(run.id);
+    expect(fenced).toMatchObject({ status: "done", counts: { updated: 1, deleted: 0, failed: 0 } });
+    expect(
+      github.requests.slice(seen).some((r) => r.path.startsWith("/repos/sso-org/wiki") && r.status === 403),
+    ).toBe(true);
+    expect((await probe.connection()).status).toBe("active");
+    expect(await tagged()).toEqual(before);
+    github.refuse("sso-org", null);
+  });
+
+  it("shares one request budget between two connections of one user, waiting out secondary limits in place", async () => {
+    github.addRepository("acme/tracker");
+    github.setFile("acme/tracker", "README.md", "# Tracker\nWhere the team's requests are tracked.");
+    for (let i = 1; i <= 9; i++)
+      github.addIssue("acme/tracker", { title: `Request ${i}`, body: `Body ${i}.` });
+    // One connection through the OAuth consent (a GitHub App's expiring user token), one with a personal
+    // access token: two tokens of one GitHub user.
+    github.setExpiringUserTokens(true);
+    const viaApp = await client.connections.create("github", {
+      containerTag: "tracker-app",
+      metadata: { baseUrl: github.url, issuesPerPage: 2 },
+    });
+    const consent = await fetch(viaApp.authLink, { redirect: "manual" });
+    await fetch(consent.headers.get("location") as string, { redirect: "manual" });
+    const app = connectionProbe(call, () => viaApp.id);
+    const idle = await app.syncAfter(undefined);
+    github.setExpiringUserTokens(false);
+
+    const seen = github.requests.length;
+    // Far below what two syncs send at once, counted over both tokens.
+    github.throttleUser({ requests: 6, windowSeconds: 2 });
+    const viaToken = await client.connections.create("github", {
+      containerTag: "tracker-pat",
+      metadata: { baseUrl: github.url, token: github.token, repositories: "acme/tracker", issuesPerPage: 2 },
+    });
+    await client.connections.configure(viaApp.id, { resources: [{ full_name: "acme/tracker" }] });
+    const pat = connectionProbe(call, () => viaToken.id);
+    const runs = await Promise.all([app.syncAfter(idle.id), pat.syncAfter(undefined)]);
+    github.throttleUser(null);
+    for (const run of runs) {
+      expect(run, JSON.stringify(run)).toMatchObject({
+        status: "done",
+        errorCode: null,
+        counts: { added: 10 },
+      });
+    }
+    expect((await app.connection()).status).toBe("active");
+    expect((await pat.connection()).status).toBe("active");
+    const requests = github.requests.slice(seen);
+    const limited = requests.filter((r) => r.status === 403);
+    expect(limited.length).toBeGreaterThan(0);
+    const issuePages = (r: { path: string }) => r.path.startsWith("/repos/acme/tracker/issues?");
+    // Some came mid-listing: after a page of issues answered to the same token.
+    expect(
+      limited.some((t) =>
+        requests
+          .slice(0, requests.indexOf(t))
+          .some((r) => r.authorization === t.authorization && r.status === 200 && issuePages(r)),
+      ),
+    ).toBe(true);
+    // No page of issues answered twice to one connection: throttled requests were sent again in place.
+    const pages = new Map<string, number>();
+    for (const r of requests.filter((r) => r.status === 200 && issuePages(r))) {
+      const key = `${r.authorization} ${r.path}`;
+      pages.set(key, (pages.get(key) ?? 0) + 1);
+    }
+    expect(pages.size).toBeGreaterThanOrEqual(10);
+    expect([...pages.values()].every((n) => n === 1)).toBe(true);
   });
 
   it("renews an expired GitHub App user token, and stops with auth_expired once GitHub refuses the refresh", async () => {

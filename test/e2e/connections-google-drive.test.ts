@@ -179,14 +179,19 @@ describe("Google Drive with the hosted picker", () => {
       parent: ids.projects,
     });
     google.refuseContent(locked, "insufficientFilePermissions");
+    // Downloads turned off for viewers, and another domain's policy: each skipped alone.
+    const viewOnly = google.addFile({ name: "view-only.txt", content: "Look only.", parent: ids.projects });
+    google.refuseContent(viewOnly, "cannotDownloadFile");
+    const partner = google.addFile({ name: "partner.txt", content: "Their domain.", parent: ids.projects });
+    google.refuseContent(partner, "domainPolicy");
     // Deleted for good between the listing and the fetch: 404.
     const racing = google.addFile({ name: "racing.txt", content: "Soon gone.", parent: ids.projects });
     google.deleteAfterListing(racing);
     await client.connections.import("google-drive", {});
     const run = await syncAfter(before);
     expect(run).toMatchObject({ status: "done", counts: { added: 1 } });
-    // Counted as failed until the engine counts ItemSkippedError as skipped; either way, all three show.
-    expect(notSynced(run.counts)).toBe(3);
+    // Counted as failed until the engine counts ItemSkippedError as skipped; either way, all five show.
+    expect(notSynced(run.counts)).toBe(5);
     expect((await connection()).status).toBe("active");
     expect(await titles()).toEqual(["Household", "garden-plan.txt", "seeds.txt"]);
     await waitFor(async () => {
@@ -196,6 +201,65 @@ describe("Google Drive with the hosted picker", () => {
     // The second tab, which a CSV export would have dropped, is searchable.
     const found = await client.search.documents({ q: "boiler service plumber", containerTags: ["home"] });
     expect(found.results[0]?.title).toBe("Household");
+  });
+
+  it("shares one request budget between two connections of one user, waiting out 403 user rate limits in place", async () => {
+    const connect = async (tag: string) => {
+      const created = await client.connections.create("google-drive", {
+        containerTag: tag,
+        redirectUrl: landingUrl,
+        metadata: { syncScope: "full", pageSize: 2 },
+      });
+      // Consent → our callback → straight back to the caller (no picker with syncScope "full").
+      const toCallback = await fetch(created.authLink, { redirect: "manual" });
+      const back = await fetch(toCallback.headers.get("location") as string, { redirect: "manual" });
+      expect(back.headers.get("location")).toContain("status=connected");
+      return created.id;
+    };
+    const seen = google.requests.length;
+    // Far below what two first syncs send at once, counted over both connections' tokens.
+    google.throttleUser({ requests: 6, windowSeconds: 2 });
+    const first = await connect("shared-a");
+    const second = await connect("shared-b");
+    const runs = await Promise.all([syncAfter(undefined, first), syncAfter(undefined, second)]);
+    google.throttleUser(null);
+    const listed = async (tag: string) =>
+      (await client.connections.listDocuments("google-drive", { containerTags: [tag] }))
+        .map((d) => d.title)
+        .sort();
+    const a = await listed("shared-a");
+    expect(a).toContain("loose.txt");
+    expect(a).toContain("diary.txt");
+    expect(await listed("shared-b")).toEqual(a);
+    for (const [i, run] of runs.entries()) {
+      expect(run, JSON.stringify(run)).toMatchObject({ status: "done", errorCode: null });
+      expect(run.counts.added).toBe(a.length);
+      expect((await connection(i === 0 ? first : second)).status).toBe("active");
+    }
+    const requests = google.requests.slice(seen).filter((r) => r.path.startsWith("/drive/v3/"));
+    const limited = requests.filter((r) => r.status === 403);
+    expect(limited.length).toBeGreaterThan(0);
+    // Some came mid-listing: after a page of files.list answered to the same token.
+    expect(
+      limited.some((t) =>
+        requests
+          .slice(0, requests.indexOf(t))
+          .some(
+            (r) =>
+              r.authorization === t.authorization &&
+              r.status === 200 &&
+              r.path.startsWith("/drive/v3/files?"),
+          ),
+      ),
+    ).toBe(true);
+    // No listing page answered twice to one connection: throttled requests were sent again in place.
+    const pages = new Map<string, number>();
+    for (const r of requests.filter((r) => r.status === 200 && r.path.startsWith("/drive/v3/files?"))) {
+      const key = `${r.authorization} ${r.path}`;
+      pages.set(key, (pages.get(key) ?? 0) + 1);
+    }
+    expect(pages.size).toBeGreaterThan(4);
+    expect([...pages.values()].every((n) => n === 1)).toBe(true);
   });
 
   it("refreshes an expired token, and stops with auth_expired when access is revoked", async () => {

@@ -387,4 +387,52 @@ describe("OneDrive through OAuth, the picker and the sync engine", () => {
     const diary = await client.search.documents({ q: "private diary", containerTags: ["everything"] });
     expect(diary.results[0]?.title).toBe("diary.txt");
   });
+  it("shares one request budget between two connections of one user, waiting out 429s in place mid-listing", async () => {
+    // Two more connections of the same Microsoft account, small delta pages, and a user quota far below
+    // what two syncs would send at once: Graph answers 429 with Retry-After mid-listing.
+    const connect = async (tag: string) => {
+      const created = await client.connections.create("onedrive", {
+        containerTag: tag,
+        redirectUrl: landing,
+        metadata: { syncScope: "full", pageSize: 2 },
+      });
+      await consent(created.authLink);
+      return created.id;
+    };
+    const seen = graph.requests.length;
+    // Consent starts each first sync at once: the quota applies from the first listing request on.
+    graph.throttleUser({ requests: 6, windowSeconds: 2 });
+    const first = await connect("shared-a");
+    const second = await connect("shared-b");
+    const runs = await Promise.all([syncAfter(undefined, first), syncAfter(undefined, second)]);
+    graph.throttleUser(null);
+    const expected = await titles("everything");
+    for (const [i, run] of runs.entries()) {
+      expect(run, JSON.stringify(run)).toMatchObject({ status: "done", errorCode: null });
+      expect(run.counts.added).toBe(expected.length);
+      expect(await titles(i === 0 ? "shared-a" : "shared-b")).toEqual(expected);
+      expect((await connection(i === 0 ? first : second)).status).toBe("active");
+    }
+    const requests = graph.requests.slice(seen).filter((r) => r.path.startsWith("/v1.0/"));
+    const throttled = requests.filter((r) => r.status === 429);
+    expect(throttled.length).toBeGreaterThan(0);
+    // Throttled between delta pages of a walk already under way: a delta page answered before a 429 of
+    // the same token.
+    expect(
+      throttled.some((t) =>
+        requests
+          .slice(0, requests.indexOf(t))
+          .some((r) => r.token === t.token && r.status === 200 && r.path.includes("/delta")),
+      ),
+    ).toBe(true);
+    // No page was listed twice by one connection: each throttled request was sent again in place, and no
+    // attempt started its walk over.
+    const listed = new Map<string, number>();
+    for (const r of requests.filter((r) => r.status === 200 && r.path.includes("/delta"))) {
+      const key = `${r.token} ${r.path}`;
+      listed.set(key, (listed.get(key) ?? 0) + 1);
+    }
+    expect(listed.size).toBeGreaterThan(4);
+    expect([...listed.values()].every((n) => n === 1)).toBe(true);
+  });
 });

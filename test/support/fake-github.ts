@@ -47,18 +47,22 @@ export interface RateLimitInjection {
  * Why GitHub refuses a repository's resources to a token that is otherwise valid:
  * - "saml": the organization enforces SAML SSO and the token was not authorized for it (every repository
  *   of that owner answers 403);
+ * - "ip_allow_list": the organization accepts requests only from its allowed IP addresses, and ours is
+ *   not one (every repository of that owner answers 403);
  * - a list of fine-grained permissions: a fine-grained token granted only these on the repository (the
  *   repository itself, metadata, always answers; the other parts answer 403);
  * - "hidden": the token cannot see the repository at all, which GitHub answers with 404 as if it did not
  *   exist.
  */
-export type FakeRefusal = "saml" | "hidden" | FineGrainedPermission[];
+export type FakeRefusal = "saml" | "ip_allow_list" | "hidden" | FineGrainedPermission[];
 export type FineGrainedPermission = "contents" | "issues" | "pull_requests";
 
 export interface FakeRequest {
   method: string;
   path: string;
   status: number;
+  /** The Authorization header it came with (tells connections apart). */
+  authorization?: string;
 }
 
 export interface FakeGitHub {
@@ -84,6 +88,11 @@ export interface FakeGitHub {
   issueUpdatedAt(fullName: string, number: number): string;
   /** The next request(s) are refused with a rate limit. */
   rateLimitNext(injection?: RateLimitInjection): void;
+  /**
+   * From now on the user may send at most `requests` requests per `windowSeconds`, whichever of its tokens
+   * sends them; past that, 403 secondary rate limit with retry-after until the window ends. Null lifts it.
+   */
+  throttleUser(quota: { requests: number; windowSeconds: number } | null): void;
   /** From now on every token is refused with 401, as after the user revoked the app's access. */
   revokeToken(): void;
   /**
@@ -99,7 +108,7 @@ export interface FakeGitHub {
   expireUserTokens(options?: { refreshTokens?: boolean }): void;
   /** Requests to the OAuth token endpoint, in order: the grant type and the error answered, if any. */
   tokenRequests: { grantType: string; error?: string }[];
-  /** Refuses a repository (owner/name), or with "saml" every repository of an owner; null lifts it. */
+  /** Refuses a repository (owner/name), or with "saml" or "ip_allow_list" every repository of an owner; null lifts it. */
   refuse(target: string, refusal: FakeRefusal | null): void;
   /** Recursive tree listings with more entries than this come back cut off with `truncated: true`. */
   setTreeTruncation(limit: number | null): void;
@@ -176,6 +185,7 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
   const renamed = new Map<string, Repository>();
   const requests: FakeRequest[] = [];
   const injections: RateLimitInjection[] = [];
+  let userQuota: { requests: number; windowMs: number; start: number; used: number } | null = null;
   let treeTruncation: number | null = null;
   let nextId = 1000;
   // A clock that moves one second per change, so every change shows in updated_at.
@@ -545,7 +555,12 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     body: unknown,
     headers: Record<string, string> = {},
   ) {
-    requests.push({ method: req.method ?? "GET", path: req.url ?? "", status });
+    requests.push({
+      method: req.method ?? "GET",
+      path: req.url ?? "",
+      status,
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+    });
     const text = Buffer.from(JSON.stringify(body));
     // GitHub compresses whenever the client accepts it.
     const gzip = /\bgzip\b/.test(req.headers["accept-encoding"] ?? "");
@@ -570,7 +585,12 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     const etag = `W/"${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 32)}"`;
     const held = (req.headers["if-none-match"] ?? "").split(",").map((t) => t.trim().replace(/^W\//, ""));
     if (held.includes(etag.replace(/^W\//, ""))) {
-      requests.push({ method: req.method ?? "GET", path: req.url ?? "", status: 304 });
+      requests.push({
+        method: req.method ?? "GET",
+        path: req.url ?? "",
+        status: 304,
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      });
       res.writeHead(304, { etag, ...baseHeaders(), ...headers });
       res.end();
       return;
@@ -636,6 +656,22 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
         status: "401",
       });
       return;
+    }
+    // Secondary limits count the user's requests, whichever token sends them: 403 (or 429) with
+    // retry-after, to be honoured before trying again
+    // (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits,
+    // https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately).
+    if (userQuota) {
+      const now = Date.now();
+      if (now >= userQuota.start + userQuota.windowMs) {
+        userQuota.start = now;
+        userQuota.used = 0;
+      }
+      userQuota.used++;
+      if (userQuota.used > userQuota.requests) {
+        const seconds = Math.max(1, Math.ceil((userQuota.start + userQuota.windowMs - now) / 1000));
+        injections.unshift({ status: 403, retryAfterSeconds: seconds, times: 1 });
+      }
     }
     const injection = injections[0];
     if (injection) {
@@ -987,6 +1023,16 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     section: string | undefined,
     rest: string[],
   ): boolean {
+    // An organization's IP allow list: the message GitHub sends, as integrations quote it
+    // (https://docs.github.com/en/organizations/keeping-your-organization-secure/managing-security-settings-for-your-organization/managing-allowed-ip-addresses-for-your-organization).
+    if (refusals.get(repo.owner.toLowerCase()) === "ip_allow_list") {
+      send(req, res, 403, {
+        message: `Although you appear to have the correct authorization credentials, the \`${repo.owner}\` organization has an IP allow list enabled, and your IP address is not permitted to access this resource.`,
+        documentation_url: "https://docs.github.com/rest",
+        status: "403",
+      });
+      return true;
+    }
     if (refusals.get(repo.owner.toLowerCase()) === "saml") {
       send(
         req,
@@ -1006,7 +1052,7 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
       return true;
     }
     const refusal = refusals.get(`${repo.owner}/${repo.name}`.toLowerCase());
-    if (refusal === undefined || refusal === "saml") return false;
+    if (refusal === undefined || refusal === "saml" || refusal === "ip_allow_list") return false;
     if (refusal === "hidden") {
       notFound(req, res);
       return true;
@@ -1076,6 +1122,14 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     expireUserTokens(opts = {}) {
       userTokens.clear();
       if (opts.refreshTokens) refreshTokens.clear();
+    },
+    throttleUser(quota) {
+      userQuota = quota && {
+        requests: quota.requests,
+        windowMs: quota.windowSeconds * 1000,
+        start: 0,
+        used: 0,
+      };
     },
     refuse(target, refusal) {
       if (refusal === null) refusals.delete(target.toLowerCase());

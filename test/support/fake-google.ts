@@ -57,7 +57,17 @@ export interface FakeSheet {
  * Per-file 403s of https://developers.google.com/drive/api/guides/handle-errors: the account sees the file
  * but may not have its content (download disabled for viewers, or flagged as abusive).
  */
-export type FileRefusal = "insufficientFilePermissions" | "cannotDownloadAbusiveFile";
+/**
+ * Per-file refusals of a download or export (https://developers.google.com/drive/api/guides/handle-errors):
+ * no permission on the file, a file flagged as abusive, a file whose owner turned off downloading for
+ * viewers (cannotDownloadFile, with `capabilities.canDownload` false), and a file the owner's domain
+ * policy keeps from this user (domainPolicy).
+ */
+export type FileRefusal =
+  | "insufficientFilePermissions"
+  | "cannotDownloadAbusiveFile"
+  | "cannotDownloadFile"
+  | "domainPolicy";
 
 export interface FakeFileInput {
   name: string;
@@ -142,6 +152,13 @@ export interface FakeGoogle {
   revoke(): void;
   /** The next API request(s) are refused as rate limited. */
   rateLimitNext(injection?: RateLimitInjection): void;
+  /**
+   * From now on the user may send at most `requests` Drive requests per `windowSeconds`, whichever token
+   * (connection) sends them; past that, 403 userRateLimitExceeded without Retry-After. Null lifts it.
+   */
+  throttleUser(quota: { requests: number; windowSeconds: number } | null): void;
+  /** The user's id as about.get shows it (`user.permissionId`). */
+  permissionId: string;
   /** How many token requests were answered with tokens, by grant type. */
   tokenGrants: { authorization_code: number; refresh_token: number };
   addFolder(name: string, parent?: string): string;
@@ -193,6 +210,9 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
   /** Access token → the scopes it was granted (space-separated). */
   const accessTokens = new Map<string, string>();
   const injections: RateLimitInjection[] = [];
+  let userQuota: { requests: number; windowMs: number; start: number; used: number } | null = null;
+  // One fake is one Google user; the id differs per fake so that budgets kept per user stay apart.
+  const permissionId = randomDigits(20);
   const tokenGrants = { authorization_code: 0, refresh_token: 0 };
   let revoked = false;
 
@@ -387,12 +407,46 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
         headers,
       );
     }
+    // Drive's per-user quota counts every request of the user in the project, from any of its tokens;
+    // past it: "403: User rate limit exceeded", to be retried with exponential backoff (no Retry-After)
+    // (https://developers.google.com/drive/api/guides/limits,
+    // https://developers.google.com/drive/api/guides/handle-errors#resolve_a_403_error_user_rate_limit_exceeded).
+    if (userQuota) {
+      const now = Date.now();
+      if (now >= userQuota.start + userQuota.windowMs) {
+        userQuota.start = now;
+        userQuota.used = 0;
+      }
+      userQuota.used++;
+      if (userQuota.used > userQuota.requests) {
+        return send(
+          req,
+          res,
+          403,
+          apiError(403, "User Rate Limit Exceeded", "userRateLimitExceeded", {
+            domain: "usageLimits",
+            status: "PERMISSION_DENIED",
+          }),
+        );
+      }
+    }
     if (req.method !== "GET") return send(req, res, 405, apiError(405, "Method Not Allowed", "httpMethod"));
 
     const segments = target.pathname.split("/").slice(3).map(decodeURIComponent);
     const query = target.searchParams;
     const fields = query.get("fields");
 
+    // about.get: the user (https://developers.google.com/drive/api/reference/rest/v3/about).
+    if (segments[0] === "about" && segments.length === 1) {
+      const user = {
+        kind: "drive#user",
+        displayName: "Alice Example",
+        me: true,
+        permissionId,
+        emailAddress: options.mailUser ?? "alice@example.com",
+      };
+      return send(req, res, 200, project({ kind: "drive#about", user }, fields, "kind"));
+    }
     if (segments[0] === "files" && segments.length === 1) return listFiles(req, res, query);
     if (segments[0] === "files" && segments.length === 2) {
       const file = lookup(segments[1] ?? "", query);
@@ -497,10 +551,13 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
 
   /** The per-file 403 bodies of https://developers.google.com/drive/api/guides/handle-errors. */
   function refused(req: IncomingMessage, res: ServerResponse, file: FakeDriveFile) {
-    const message =
-      file.refusal === "cannotDownloadAbusiveFile"
-        ? "This file has been identified as malware or spam and cannot be downloaded."
-        : `The user does not have sufficient permissions for file ${file.id}.`;
+    const messages: Record<FileRefusal, string> = {
+      cannotDownloadAbusiveFile: "This file has been identified as malware or spam and cannot be downloaded.",
+      insufficientFilePermissions: `The user does not have sufficient permissions for file ${file.id}.`,
+      cannotDownloadFile: "This file cannot be downloaded by the user.",
+      domainPolicy: "The domain administrators have disabled Drive apps.",
+    };
+    const message = messages[file.refusal ?? "insufficientFilePermissions"];
     return send(
       req,
       res,
@@ -1007,6 +1064,15 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     rateLimitNext(injection = {}) {
       injections.push({ ...injection });
     },
+    throttleUser(quota) {
+      userQuota = quota && {
+        requests: quota.requests,
+        windowMs: quota.windowSeconds * 1000,
+        start: 0,
+        used: 0,
+      };
+    },
+    permissionId,
     addFolder: (name, parent) => create({ name, mimeType: FOLDER_MIME, ...(parent ? { parent } : {}) }),
     addFile: (input) => create({ ...input, mimeType: input.mimeType ?? "text/plain" }),
     addDoc: (name, text, parent) =>

@@ -59,6 +59,8 @@ export interface FakeGraphRequest {
   authorized: boolean;
   /** The `deltaExcludeParent` request header, if any. */
   deltaExcludeParent?: string;
+  /** The bearer token the request carried (tells connections of one user apart). */
+  token?: string;
 }
 
 export interface FakeTokenRequest {
@@ -104,6 +106,12 @@ export interface FakeGraph {
     times?: number;
     status?: 429 | 503;
   }): void;
+  /**
+   * From now on the user may send at most `requests` API requests per `windowSeconds` (every token of the
+   * user counts, whichever connection holds it); past that, 429 activityLimitReached with Retry-After until
+   * the window ends. Null lifts it.
+   */
+  throttleUser(quota: { requests: number; windowSeconds: number } | null): void;
   /** Delta and next links issued so far answer 410 resyncRequired, with a Location for a fresh enumeration. */
   expireDeltaTokens(): void;
   /**
@@ -179,7 +187,7 @@ interface Grant {
   revoked: boolean;
 }
 
-const USER = {
+const DEFAULT_USER = {
   id: "48d31887-5fad-4d73-a9f5-3c356e68a038",
   displayName: "Megan Bowen",
   mail: "MeganB@contoso.onmicrosoft.com",
@@ -254,6 +262,10 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
   const grants: Grant[] = [];
   const accessTokens = new Map<string, { grant: Grant; expired: boolean }>();
   const rateLimits: { retryAfter: string; status: number }[] = [];
+  // Each fake is one user's drive, with an id of its own: request budgets are kept per user in the worker
+  // process, so two fakes in one test process must not be taken for one account.
+  const USER = { ...DEFAULT_USER, id: randomUUID() };
+  let userQuota: { requests: number; windowMs: number; start: number; used: number } | null = null;
   const downloads = new Map<string, { id: string; generation: number }>();
   const forbidden = new Set<string>();
   const pendingAfterListing = new Map<string, "remove" | "forbid">();
@@ -667,6 +679,25 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
       );
     }
     authorize(req);
+    // SharePoint and OneDrive throttle each user across apps and tokens: 429 with a Retry-After to honour,
+    // and "throttled requests count towards usage limits"
+    // (https://learn.microsoft.com/en-us/sharepoint/dev/general-development/how-to-avoid-getting-throttled-or-blocked-in-sharepoint-online,
+    // https://learn.microsoft.com/en-us/graph/throttling). The answer's shape is Graph's
+    // activityLimitReached (https://learn.microsoft.com/en-us/graph/errors).
+    if (userQuota) {
+      const now = Date.now();
+      if (now >= userQuota.start + userQuota.windowMs) {
+        userQuota.start = now;
+        userQuota.used = 0;
+      }
+      userQuota.used++;
+      if (userQuota.used > userQuota.requests) {
+        const seconds = Math.max(1, Math.ceil((userQuota.start + userQuota.windowMs - now) / 1000));
+        throw new GraphProblem(429, "activityLimitReached", "The request has been throttled", {
+          "retry-after": String(seconds),
+        });
+      }
+    }
     const path = url.pathname.slice("/v1.0".length);
     const query = url.searchParams;
     if (driveDenied && path.startsWith("/me/drive")) throw accessDenied();
@@ -883,6 +914,9 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
           path: `${url.pathname}${url.search}`,
           status,
           authorized: Boolean(req.headers.authorization),
+          ...(req.headers.authorization
+            ? { token: String(req.headers.authorization).replace(/^Bearer\s+/i, "") }
+            : {}),
           ...(req.headers.deltaexcludeparent !== undefined
             ? { deltaExcludeParent: String(req.headers.deltaexcludeparent) }
             : {}),
@@ -951,6 +985,14 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
         ? opts.retryAfterDate.toUTCString()
         : String(opts.retryAfterSeconds ?? 1);
       for (let i = 0; i < (opts.times ?? 1); i++) rateLimits.push({ retryAfter, status: opts.status ?? 429 });
+    },
+    throttleUser(quota) {
+      userQuota = quota && {
+        requests: quota.requests,
+        windowMs: quota.windowSeconds * 1000,
+        start: 0,
+        used: 0,
+      };
     },
     expireDeltaTokens() {
       deltaGeneration++;

@@ -139,13 +139,15 @@ export interface FakeNotion {
   revoke(): void;
   /**
    * The next API call(s) answer 429 with Retry-After: `times` of them (default 1), after letting `after`
-   * calls through (default 0).
+   * calls through (default 0). With `status` 502 or 503 they answer bad_gateway or service_unavailable
+   * instead, without Retry-After.
    */
   rateLimitNext(options?: {
     retryAfterSeconds?: number;
     retryAfterDate?: Date;
     times?: number;
     after?: number;
+    status?: 429 | 502 | 503;
   }): void;
   /** Whether search also returns pages in the trash (with in_trash: true), as a lagging index can. */
   setSearchReturnsTrashed(value: boolean): void;
@@ -341,7 +343,7 @@ export async function startFakeNotion(
   let grants: Grant[] = [];
   const validAccess = new Set<string>();
   let revoked = false;
-  let rateLimit: { after: number; times: number; retryAfter: string } | null = null;
+  let rateLimit: { after: number; times: number; retryAfter: string; status: 429 | 502 | 503 } | null = null;
   let searchReturnsTrashed = false;
   let searchResultLimit: number | null = null;
   let indexing: { delaySearches: number; dropFraction: number; random: () => number } | null = null;
@@ -924,7 +926,18 @@ export async function startFakeNotion(
     else if (rateLimit && rateLimit.times > 0) {
       rateLimit.times--;
       const retryAfter = rateLimit.retryAfter;
+      const status = rateLimit.status;
       if (rateLimit.times === 0) rateLimit = null;
+      // 502 bad_gateway and 503 service_unavailable ("Notion is unavailable... Try again later") come
+      // without Retry-After (https://developers.notion.com/reference/status-codes).
+      if (status === 502)
+        throw new HttpProblem(
+          502,
+          "bad_gateway",
+          "Notion encountered an issue while attempting to complete this request. Please try again.",
+        );
+      if (status === 503)
+        throw new HttpProblem(503, "service_unavailable", "Notion is unavailable, please try again later.");
       throw new HttpProblem(
         429,
         "rate_limited",
@@ -1294,7 +1307,12 @@ export async function startFakeNotion(
       const retryAfter = options.retryAfterDate
         ? options.retryAfterDate.toUTCString()
         : String(options.retryAfterSeconds ?? 30);
-      rateLimit = { after: options.after ?? 0, times: options.times ?? 1, retryAfter };
+      rateLimit = {
+        after: options.after ?? 0,
+        times: options.times ?? 1,
+        retryAfter,
+        status: options.status ?? 429,
+      };
     },
     setSearchReturnsTrashed(value) {
       searchReturnsTrashed = value;
