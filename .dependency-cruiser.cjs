@@ -2,7 +2,7 @@
  * The layers of docs/architecture.md, as rules a build can check (`npm run check:deps`, part of `npm test`
  * through test/architecture.test.ts). Each rule names the arrow it forbids; the picture:
  *
- *   entry points (main.ts, api/main.ts, worker/main.ts, cli/, bench/, scripts/) → runtime/
+ *   entry points (main.ts, bin/, cli/, bench/, scripts/) → runtime/
  *   runtime/ → api/, worker/
  *   api/ → services/ → { temporal/ (the Temporal client), store/, blobs/, pipeline/, connectors/ }
  *   worker/ → workflows/, activities/ → services/, pipeline/, store/, connectors/

@@ -1,4 +1,4 @@
-// Benchmark of the scale-out shape as real processes: `api/main.ts` and `worker/main.ts` children
+// Benchmark of the scale-out shape as real processes: `bin/api.ts` and `bin/worker.ts` children
 // against one native PostgreSQL + pgvector and one Temporal dev server, and the embedded default
 // (`main.ts`) holding a large PGlite store. The scenario `scale` of bench/main.ts
 // (`npm run bench -- --with scale`, or `npm run bench:scale`); bench/lib/scale-report.ts renders it.
@@ -184,7 +184,7 @@ function deployment(
   };
   const start = async (entry: "api" | "worker") => {
     const port = entry === "api" ? await findFreePort() : 0;
-    const child = spawnEntry(`${entry}/main.ts`, { ...env, PORT: String(port), LOG_LEVEL: "info" });
+    const child = spawnEntry(`bin/${entry}.ts`, { ...env, PORT: String(port), LOG_LEVEL: "info" });
     cleanup.add(`${entry} process ${child.child.pid}`, () => child.stop("SIGTERM").then(() => undefined));
     await child.waitFor(new RegExp(`memory service running \\(${entry}\\)`), 240_000);
     return Object.assign(child, { url: `http://127.0.0.1:${port}` });

@@ -14,6 +14,7 @@ const config = createRequire(import.meta.url)(join(repoRoot, ".dependency-cruise
 };
 const sources = [
   "main.ts",
+  "bin",
   "api",
   "worker",
   "runtime",
