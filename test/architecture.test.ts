@@ -25,6 +25,7 @@ const sources = [
   "pipeline",
   "connectors",
   "workflows",
+  "contracts",
   "activities",
   "config",
   "cli",
@@ -79,7 +80,7 @@ describe("architecture", () => {
       "pipeline/work.ts": 'import { up } from "../store/up.ts";\nexport const work = up;\n',
       "connectors/source.ts": 'import { one } from "../services/one.ts";\nexport const source = one;\n',
       "config/env.ts": 'import { work } from "../pipeline/work.ts";\nexport const env = work;\n',
-      "workflows/contracts.ts": 'import { up } from "../store/up.ts";\nexport const c = up;\n',
+      "contracts/workflows.ts": 'import { up } from "../store/up.ts";\nexport const c = up;\n',
       "services/reach-up.ts": 'import { h } from "../api/handler.ts";\nexport const r = h;\n',
     };
     try {
