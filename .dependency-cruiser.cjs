@@ -1,13 +1,15 @@
 /**
  * The layers of docs/architecture.md, as rules a build can check (`npm run check:deps`, part of `npm test`
- * through test/architecture.test.ts). Each rule names the arrow it forbids; the picture:
+ * through test/architecture.test.ts). Each rule names an arrow it forbids; together they forbid every import
+ * that runs up this picture (a layer imports only the layers below it, and itself):
  *
- *   entry points (main.ts, bin/, cli/, bench/, scripts/) → runtime/
- *   runtime/ → api/, worker/
- *   api/ → services/ → { temporal/ (the Temporal client), store/, blobs/, pipeline/, connectors/ }
- *   worker/ → workflows/, activities/ → services/, pipeline/, store/, connectors/
- *   workflows/ → workflows/ only, plus activity *types*
- *   config/ → nothing of ours
+ *   entry points: main.ts, bin/, cli/, bench/, scripts/        (console/, the browser app, stands apart)
+ *   runtime/                                                   wiring
+ *   api/, worker/
+ *   workflows/, activities/
+ *   services/
+ *   temporal/ (the Temporal client), store/, blobs/, pipeline/, connectors/
+ *   contracts/ (what a workflow and its callers agree on), config/
  *
  * Type-only imports count too: a cycle through types still ties two modules' reasons to change together.
  */
@@ -22,6 +24,46 @@ module.exports = {
       comment: "No import cycle, through run-time or type-only imports.",
       from: {},
       to: { circular: true },
+    },
+    {
+      name: "entry-points-on-top",
+      severity: "error",
+      comment:
+        "main.ts, bin/, cli/, bench/ and scripts/ start things and runtime/ wires them; no layer below reaches back up to them, nor into the browser app.",
+      from: {
+        path: "^(api|worker|workflows|activities|services|temporal|store|blobs|pipeline|connectors|contracts|config)/",
+      },
+      to: { path: "^((runtime|bin|cli|bench|scripts|console)/|main\\.ts$)" },
+    },
+    {
+      name: "console-stands-apart",
+      severity: "error",
+      comment: "The web console is a browser app talking HTTP to the API: it imports nothing of the service.",
+      from: { path: "^console/" },
+      to: { path: ours, pathNot: "^console/" },
+    },
+    {
+      name: "activities-and-blobs-below-worker",
+      severity: "error",
+      comment:
+        "Activities and the file store are called by the worker and the API; they never import them or the wiring.",
+      from: { path: "^(activities|blobs)/" },
+      to: { path: "^(api|runtime|worker)/" },
+    },
+    {
+      name: "temporal-client-below-services",
+      severity: "error",
+      comment:
+        "temporal/ starts and signals workflows for the services that use it: it knows the store, the contracts and config, nothing above.",
+      from: { path: "^temporal/" },
+      to: { path: ours, pathNot: "^(temporal|store|contracts|config)/" },
+    },
+    {
+      name: "blobs-below-services",
+      severity: "error",
+      comment: "The file store knows files and config only.",
+      from: { path: "^blobs/" },
+      to: { path: ours, pathNot: "^(blobs|config)/" },
     },
     {
       name: "sql-only-in-store",
