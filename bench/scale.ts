@@ -13,7 +13,7 @@ import pg from "pg";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { findFreePort } from "../runtime/temporal-dev-server.ts";
 import { openStore, queryRows, type Store } from "../store/db.ts";
-import { ensureVectorIndexes } from "../store/vector-index.ts";
+import { ensureVectorIndexes } from "../store/search/vector-index.ts";
 import { startNativePostgres } from "../test/support/postgres.ts";
 import { type Spawned, spawnEntry } from "../test/support/processes.ts";
 import { blendedDocuments, type DocumentWithVectors } from "./lib/blended-chunks.ts";

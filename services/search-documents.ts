@@ -7,7 +7,13 @@ import type { Database } from "../store/db.ts";
 import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import { checkFilter, FilterError, type FilterNode } from "../store/filters.ts";
 import { type TagScope, tagsWithin } from "../store/scope.ts";
-import { type ChunkHit, chunksAt, type Fusion, hybridChunkSearch, type Retrieval } from "../store/search.ts";
+import {
+  type ChunkHit,
+  chunksAt,
+  type Fusion,
+  hybridChunkSearch,
+  type Retrieval,
+} from "../store/search/chunk-search.ts";
 import { RESCORER_MODEL, rescore } from "./rescorer.ts";
 
 /** Scores query–passage pairs jointly (a cross-encoder); higher is more relevant, 0..1. */
@@ -176,7 +182,7 @@ export async function searchDocuments(
     : undefined;
   const query = rewrittenQuery ?? request.q;
 
-  // Not awaited here: the search's keyword side runs while the query is embedded (store/search.ts).
+  // Not awaited here: the search's keyword side runs while the query is embedded (store/search/chunk-search.ts).
   const embedding = embedQuery(deps, query);
   const candidates = Math.max(50, request.limit * 10);
   let hits = await hybridChunkSearch(deps.db, {

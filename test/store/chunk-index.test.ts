@@ -3,20 +3,20 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../bench/lib/random.ts";
-import { lastChange } from "../../store/chunk-index/change-log.ts";
-import { kthLargest, TagRows } from "../../store/chunk-index/chunk-index.ts";
+import { openMemoryPglite, queryRows, type Store } from "../../store/db.ts";
+import { deleteDocument, updateDocument } from "../../store/documents.ts";
+import { lastChange } from "../../store/search/chunk-index/change-log.ts";
+import { kthLargest, TagRows } from "../../store/search/chunk-index/chunk-index.ts";
 import {
   ChunkIndex,
   detachChunkIndex,
   startChunkIndex,
   withoutChunkIndex,
-} from "../../store/chunk-index/index.ts";
-import { indexAnswers } from "../../store/chunk-index/search.ts";
-import { normalisedRank, parseTsvector, termScore } from "../../store/chunk-index/ts-rank.ts";
-import { openMemoryPglite, queryRows, type Store } from "../../store/db.ts";
-import { deleteDocument, updateDocument } from "../../store/documents.ts";
-import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../store/search.ts";
-import { ensureVectorIndexes } from "../../store/vector-index.ts";
+} from "../../store/search/chunk-index/index.ts";
+import { indexAnswers } from "../../store/search/chunk-index/search.ts";
+import { normalisedRank, parseTsvector, termScore } from "../../store/search/chunk-index/ts-rank.ts";
+import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../store/search/chunk-search.ts";
+import { ensureVectorIndexes } from "../../store/search/vector-index.ts";
 import { axis, processedDocument, space } from "./cases/support.ts";
 
 const WORDS =

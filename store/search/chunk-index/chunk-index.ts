@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { type Database, queryRows } from "../db.ts";
+import { type Database, queryRows } from "../../db.ts";
 import type { VectorSpace } from "../vector-index.ts";
 import { changesAfter, forgetChanges, lastChange, startChangeLog } from "./change-log.ts";
 import { buildGraph, type Graph, type GraphBuild, newGraph } from "./graph-build.ts";
@@ -642,7 +642,7 @@ export class ChunkIndex {
   }
 
   /**
-   * Ranks the scope's chunks as store/search.ts searchStatement does: the nearest `candidates` by cosine, the
+   * Ranks the scope's chunks as store/search/chunk-search.ts searchStatement does: the nearest `candidates` by cosine, the
    * best `candidates` keyword matches, fused by `fuse`, the best `candidates` of those, best first (ties by id).
    */
   rank(o: {

@@ -1,11 +1,11 @@
+import type { Database } from "../../db.ts";
 import type { ChunkHit } from "../chunk-hit.ts";
-import type { Database } from "../db.ts";
 import { budgetedLexemes, commonTerms } from "../keyword.ts";
-import { RRF_K, searchTuning } from "../search-tuning.ts";
+import { RRF_K, searchTuning } from "../tuning.ts";
 import { lastChangeAndLexemes } from "./change-log.ts";
 import { type ChunkIndex, heldMetadata, type SideScore } from "./chunk-index.ts";
 
-/** What an indexed search needs of a search (a subset of store/search.ts's query, to keep this free of it). */
+/** What an indexed search needs of a search (a subset of store/search/chunk-search.ts's query, to keep this free of it). */
 export interface IndexedSearchQuery {
   text: string;
   embedding: number[] | PromiseLike<number[]>;
@@ -41,7 +41,7 @@ export function indexAnswers(index: ChunkIndex, q: IndexedSearchQuery): boolean 
   );
 }
 
-/** store/search.ts fusedScore, over one row's two sides. */
+/** store/search/chunk-search.ts fusedScore, over one row's two sides. */
 function fuser(fusion: "rrf" | "blend"): (v: SideScore | null, k: SideScore | null) => number {
   if (fusion === "rrf") return (v, k) => (v ? 1 / (RRF_K + v.rank) : 0) + (k ? 1 / (RRF_K + k.rank) : 0);
   const w = searchTuning().blendVectorWeight;
