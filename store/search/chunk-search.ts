@@ -4,7 +4,7 @@ import { compileFilter, type FilterNode, metadataColumns } from "../filters.ts";
 import type { Metadata } from "../schema/index.ts";
 import type { TagScope } from "../scope.ts";
 import type { ChunkHit } from "./chunk-hit.ts";
-import { heldMetadata } from "./chunk-index/chunk-index.ts";
+import { heldMetadata } from "./chunk-index/held-chunks.ts";
 import { chunkIndexOf } from "./chunk-index/index.ts";
 import { indexAnswers, indexedChunkSearch } from "./chunk-index/search.ts";
 import { EXACT_RANK_LIMIT, fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";

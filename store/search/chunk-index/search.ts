@@ -3,7 +3,9 @@ import type { ChunkHit } from "../chunk-hit.ts";
 import { budgetedLexemes, commonTerms } from "../keyword.ts";
 import { RRF_K, searchTuning } from "../tuning.ts";
 import { lastChangeAndLexemes } from "./change-log.ts";
-import { type ChunkIndex, heldMetadata, type SideScore } from "./chunk-index.ts";
+import type { ChunkIndex } from "./chunk-index.ts";
+import { heldMetadata } from "./held-chunks.ts";
+import { rankChunks, type SideScore } from "./rank.ts";
 
 /** What an indexed search needs of a search (a subset of store/search/chunk-search.ts's query, to keep this free of it). */
 export interface IndexedSearchQuery {
@@ -70,7 +72,7 @@ export async function indexedChunkSearch(
   const lexemes = common ? budgetedLexemes(found.lexemes, common) : null;
   // Keyword retrieval alone still reports each row's similarity, as SQL does.
   const embedding = await pending;
-  const ranked = index.rank({
+  const ranked = rankChunks(index.held, {
     scope: { scope: q.scope ?? undefined, containerTags: q.containerTags, tagMode: q.tagMode },
     embedding,
     vectorSide: q.retrieval !== "keyword",
