@@ -6,7 +6,6 @@ import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
 import type { Database } from "../store/db.ts";
 import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import { checkFilter, FilterError, type FilterNode } from "../store/filters.ts";
-import { type TagScope, tagsWithin } from "../store/scope.ts";
 import {
   type ChunkHit,
   chunksAt,
@@ -14,6 +13,7 @@ import {
   hybridChunkSearch,
   type Retrieval,
 } from "../store/search/chunk-search.ts";
+import { type TagScope, tagsWithin } from "../store/tag-scope.ts";
 import { RESCORER_MODEL, rescore } from "./rescorer.ts";
 
 /** Scores query–passage pairs jointly (a cross-encoder); higher is more relevant, 0..1. */
@@ -270,7 +270,7 @@ export async function searchDocuments(
         title: doc.title,
         type: doc.type,
         metadata: doc.metadata,
-        // A shared document's other tenants' tags are theirs (store/scope.ts tagsWithin).
+        // A shared document's other tenants' tags are theirs (store/tag-scope.ts tagsWithin).
         containerTags: tagsWithin(doc.containerTags, scope),
         createdAt: doc.createdAt.toISOString(),
         updatedAt: doc.updatedAt.toISOString(),

@@ -4,8 +4,8 @@ import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import type { FilterNode } from "../store/filters.ts";
 import { type MemoryHit, memoryVersions, relatedMemories, searchMemories } from "../store/memories.ts";
 import type { MemoryFields } from "../store/schema/index.ts";
-import type { TagScope } from "../store/scope.ts";
 import { type ChunkHit, hybridChunkSearch } from "../store/search/chunk-search.ts";
+import type { TagScope } from "../store/tag-scope.ts";
 import {
   embedQuery,
   refuseInvalidFilters,

@@ -13,10 +13,10 @@ import {
   memories,
   memoryFields,
 } from "./schema/index.ts";
-import type { TagScope } from "./scope.ts";
 import { fewIds, inIdList, opaqueFilter } from "./search/exact-rank.ts";
 import { commonTerms, keywordTsquery, topKeywordMatches } from "./search/keyword.ts";
 import { hnswScanSettings, queryVectorText, type VectorSpace, vectorTerms } from "./search/vector-index.ts";
+import type { TagScope } from "./tag-scope.ts";
 
 export type { MemoryRow };
 

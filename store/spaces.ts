@@ -4,7 +4,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { documents, memories } from "./schema/index.ts";
-import type { TagScope } from "./scope.ts";
+import type { TagScope } from "./tag-scope.ts";
 
 export interface SpaceSummary {
   containerTag: string;

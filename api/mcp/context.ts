@@ -4,7 +4,7 @@ import { MemoryAlreadyForgottenError, MemoryNotFoundError } from "../../services
 import { SearchRequestError } from "../../services/search-documents.ts";
 import type { ApiKeyRow } from "../../store/api-keys.ts";
 import { ApiError } from "../errors.ts";
-import type { Scope } from "../scope.ts";
+import type { KeyScope } from "../key-scope.ts";
 
 /** The container tag Supermemory's memory server uses when a client names none. */
 export const DEFAULT_CONTAINER_TAG = "sm_project_default";
@@ -19,7 +19,7 @@ export const CONTAINER_TAG_PATTERN = /^[A-Za-z0-9_:.-]{1,100}$/;
 export class McpCaller {
   constructor(
     readonly key: ApiKeyRow,
-    readonly scope: Scope,
+    readonly scope: KeyScope,
     /** x-sm-project, when the client sent one. */
     readonly project: string | undefined,
   ) {}

@@ -2,7 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "../db.ts";
 import { compileFilter, type FilterNode, metadataColumns } from "../filters.ts";
 import type { Metadata } from "../schema/index.ts";
-import type { TagScope } from "../scope.ts";
+import type { TagScope } from "../tag-scope.ts";
 import type { ChunkHit } from "./chunk-hit.ts";
 import { heldMetadata } from "./chunk-index/held-chunks.ts";
 import { chunkIndexOf } from "./chunk-index/index.ts";
