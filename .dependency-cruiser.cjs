@@ -1,18 +1,20 @@
 /**
  * The layers of docs/architecture.md, as rules a build can check (`npm run check:deps`, part of `npm test`
- * through test/architecture.test.ts). Each rule names the arrow it forbids; the picture:
+ * through test/architecture.test.ts). Each rule names an arrow it forbids; together they forbid every import
+ * that runs up this picture (a layer imports only the layers below it, and itself):
  *
- *   entry points (main.ts, api/main.ts, worker/main.ts, cli/, bench/, scripts/) → runtime/
- *   runtime/ → api/, worker/
- *   api/ → services/ → { temporal/ (the Temporal client), store/, blobs/, pipeline/, connectors/ }
- *   worker/ → workflows/, activities/ → services/, pipeline/, store/, connectors/
- *   workflows/ → workflows/ only, plus activity *types*
- *   config/ → nothing of ours
+ *   entry points: main.ts, bin/, cli/, bench/, scripts/        (console/, the browser app, stands apart)
+ *   runtime/                                                   wiring
+ *   api/, worker/
+ *   workflows/, activities/
+ *   services/
+ *   temporal/ (the Temporal client), store/, blobs/, pipeline/, connectors/
+ *   contracts/ (what a workflow and its callers agree on), config/
  *
  * Type-only imports count too: a cycle through types still ties two modules' reasons to change together.
  */
 const ours =
-  "^(api|services|temporal|store|blobs|pipeline|connectors|workflows|activities|worker|runtime|config|cli|console|bench|scripts)/";
+  "^(bin|api|services|temporal|store|blobs|pipeline|connectors|contracts|workflows|activities|worker|runtime|config|cli|console|bench|scripts)/";
 
 module.exports = {
   forbidden: [
@@ -22,6 +24,46 @@ module.exports = {
       comment: "No import cycle, through run-time or type-only imports.",
       from: {},
       to: { circular: true },
+    },
+    {
+      name: "entry-points-on-top",
+      severity: "error",
+      comment:
+        "main.ts, bin/, cli/, bench/ and scripts/ start things and runtime/ wires them; no layer below reaches back up to them, nor into the browser app.",
+      from: {
+        path: "^(api|worker|workflows|activities|services|temporal|store|blobs|pipeline|connectors|contracts|config)/",
+      },
+      to: { path: "^((runtime|bin|cli|bench|scripts|console)/|main\\.ts$)" },
+    },
+    {
+      name: "console-stands-apart",
+      severity: "error",
+      comment: "The web console is a browser app talking HTTP to the API: it imports nothing of the service.",
+      from: { path: "^console/" },
+      to: { path: ours, pathNot: "^console/" },
+    },
+    {
+      name: "activities-and-blobs-below-worker",
+      severity: "error",
+      comment:
+        "Activities and the file store are called by the worker and the API; they never import them or the wiring.",
+      from: { path: "^(activities|blobs)/" },
+      to: { path: "^(api|runtime|worker)/" },
+    },
+    {
+      name: "temporal-client-below-services",
+      severity: "error",
+      comment:
+        "temporal/ starts and signals workflows for the services that use it: it knows the store, the contracts and config, nothing above.",
+      from: { path: "^temporal/" },
+      to: { path: ours, pathNot: "^(temporal|store|contracts|config)/" },
+    },
+    {
+      name: "blobs-below-services",
+      severity: "error",
+      comment: "The file store knows files and config only.",
+      from: { path: "^blobs/" },
+      to: { path: ours, pathNot: "^(blobs|config)/" },
     },
     {
       name: "sql-only-in-store",
@@ -44,9 +86,9 @@ module.exports = {
       name: "workflows-deterministic",
       severity: "error",
       comment:
-        "Workflow code imports only other workflow modules at run time (activities by type only), and no Node built-in.",
+        "Workflow code imports only other workflow modules and the contracts at run time (activities by type only), and no Node built-in.",
       from: { path: "^workflows/" },
-      to: { pathNot: "^workflows/", dependencyTypesNot: ["type-only"] },
+      to: { pathNot: "^(workflows|contracts)/", dependencyTypesNot: ["type-only"] },
     },
     {
       name: "workflows-no-node-builtins",
@@ -58,8 +100,8 @@ module.exports = {
       name: "contracts-are-plain",
       severity: "error",
       comment:
-        "workflows/contracts.ts is imported by both sides: constants and types, no code of either side.",
-      from: { path: "^workflows/contracts\\.ts$" },
+        "contracts/ is imported by both sides of a workflow: constants and types, no code of either side.",
+      from: { path: "^contracts/" },
       to: { path: "^(?!store/schema/)", dependencyTypesNot: ["type-only"] },
     },
     {
@@ -106,7 +148,6 @@ module.exports = {
       from: { path: "^services/" },
       to: {
         path: "^(api|worker|activities|runtime|workflows)/",
-        pathNot: "^workflows/contracts\\.ts$",
         dependencyTypesNot: ["type-only"],
       },
     },
@@ -117,7 +158,6 @@ module.exports = {
       from: { path: "^api/" },
       to: {
         path: "^(activities|worker|workflows)/",
-        pathNot: "^workflows/contracts\\.ts$",
         dependencyTypesNot: ["type-only"],
       },
     },

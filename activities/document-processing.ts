@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { BlobNotFoundError, type BlobStore } from "../blobs/index.ts";
 import type { Logger } from "../config/logger.ts";
+import { EXTRACTION_FAILED, type ProcessingRef, SUPERSEDED } from "../contracts/workflows.ts";
 import type { CpuPool } from "../pipeline/cpu-pool.ts";
 import type { Embedder, EmbeddingPriority } from "../pipeline/embedder/types.ts";
 import { chunkCapMetadata } from "../pipeline/extract/budget.ts";
@@ -30,7 +31,6 @@ import {
 } from "../store/processing.ts";
 import { readSettings } from "../store/settings.ts";
 import { DOCUMENT_PRIORITY } from "../store/vocabulary.ts";
-import { EXTRACTION_FAILED, type ProcessingRef, SUPERSEDED } from "../workflows/contracts.ts";
 import {
   type Captioner,
   type ExtractionRunner,

@@ -1,9 +1,9 @@
 import { Context } from "@temporalio/activity";
 import type { Logger } from "../config/logger.ts";
 import type { Database } from "../store/db.ts";
-import { analyzeIfGrown } from "../store/keyword.ts";
 import { type MaintenanceResult, runMaintenance, serverKind } from "../store/maintenance.ts";
 import { pruneRateLimits } from "../store/rate-limits.ts";
+import { analyzeIfGrown } from "../store/search/keyword.ts";
 
 /** The tables whose planner statistics search depends on (documents: the scope filter's selectivity). */
 const SEARCHED_TABLES = ["chunks", "documents", "memories"] as const;

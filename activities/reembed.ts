@@ -9,7 +9,7 @@ import {
   staleVectors,
   type VectorTable,
 } from "../store/reembed.ts";
-import { dropUnusedVectorIndexes } from "../store/vector-index.ts";
+import { dropUnusedVectorIndexes } from "../store/search/vector-index.ts";
 
 export interface ReembedDeps {
   db: Database;

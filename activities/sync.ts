@@ -16,6 +16,7 @@ import {
 } from "../connectors/errors.ts";
 import { findConnector } from "../connectors/registry.ts";
 import type { Connector, FetchedItem, NetworkPolicy, SourceItem, SyncContext } from "../connectors/types.ts";
+import { AUTH_EXPIRED, CONNECTOR_CONFIG, RATE_LIMITED, type SyncTrigger } from "../contracts/workflows.ts";
 import { buildSyncContext } from "../services/connections.ts";
 import { releaseFiles } from "../services/document-files.ts";
 import { saveDocumentForProcessing } from "../services/documents.ts";
@@ -45,7 +46,6 @@ import { ConnectionGoneError } from "../store/documents.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { DocumentProcessing } from "../temporal/processing-client.ts";
 import type { ConnectionSyncs } from "../temporal/sync-client.ts";
-import { AUTH_EXPIRED, CONNECTOR_CONFIG, RATE_LIMITED, type SyncTrigger } from "../workflows/contracts.ts";
 import { emitWebhookEvent } from "./webhooks.ts";
 
 export interface SyncActivityDeps {

@@ -3,9 +3,9 @@ import { createMiddleware } from "hono/factory";
 import type { ApiKeyRow } from "../store/api-keys.ts";
 import type { AuthFailures, ClientEnv } from "./auth-throttle.ts";
 import { ApiError } from "./errors.ts";
-import { endpointAllowed, SCOPED_KEY_ENDPOINTS, Scope } from "./scope.ts";
+import { endpointAllowed, KeyScope, SCOPED_KEY_ENDPOINTS } from "./key-scope.ts";
 
-export type AuthEnv = { Variables: { apiKey: ApiKeyRow; scope: Scope } & ClientEnv["Variables"] };
+export type AuthEnv = { Variables: { apiKey: ApiKeyRow; scope: KeyScope } & ClientEnv["Variables"] };
 
 /**
  * Authenticates a request by its console session cookie (api/console/session.ts): the admin identity,
@@ -27,7 +27,7 @@ export function bearerAuth(failures: AuthFailures, session?: SessionAuth) {
     const fromSession = !c.req.header("authorization") && session ? await session(c) : undefined;
     if (fromSession) {
       c.set("apiKey", fromSession);
-      c.set("scope", Scope.all);
+      c.set("scope", KeyScope.all);
       return next();
     }
     const header = c.req.header("authorization") ?? "";
@@ -38,7 +38,7 @@ export function bearerAuth(failures: AuthFailures, session?: SessionAuth) {
     // The error is made only when it is thrown: an Error captures a stack, which every request would pay for.
     const key = await failures.authenticate(c, match[1], unknownKey);
     c.set("apiKey", key);
-    c.set("scope", key.kind === "admin" ? Scope.all : new Scope(key.containerTags));
+    c.set("scope", key.kind === "admin" ? KeyScope.all : new KeyScope(key.containerTags));
     await next();
   });
 }

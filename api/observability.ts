@@ -4,12 +4,12 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Logger } from "../config/logger.ts";
+import { heavyQueueOf } from "../contracts/workflows.ts";
 import { findActiveKey } from "../store/api-keys.ts";
 import type { Database } from "../store/db.ts";
 import { documentCountsByStatus, pingStore, recentlyFinishedHistories } from "../store/health.ts";
 import type { StatusEvent } from "../store/schema/documents.ts";
 import { type DocumentStatus, documentStatuses } from "../store/vocabulary.ts";
-import { heavyQueueOf } from "../workflows/contracts.ts";
 import { errorBody } from "./errors.ts";
 
 export const REQUEST_ID_HEADER = "x-request-id";

@@ -15,10 +15,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { type Database, openPglite, type Store } from "../store/db.ts";
-import { analyzeIfGrown } from "../store/keyword.ts";
 import { type MaintenanceResult, runMaintenance } from "../store/maintenance.ts";
-import { hybridChunkSearch } from "../store/search.ts";
-import { ensureVectorIndexes } from "../store/vector-index.ts";
+import { hybridChunkSearch } from "../store/search/chunk-search.ts";
+import { analyzeIfGrown } from "../store/search/keyword.ts";
+import { ensureVectorIndexes } from "../store/search/vector-index.ts";
 import {
   addDocuments,
   CHURN_SPACE,

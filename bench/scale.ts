@@ -1,4 +1,4 @@
-// Benchmark of the scale-out shape as real processes: `api/main.ts` and `worker/main.ts` children
+// Benchmark of the scale-out shape as real processes: `bin/api.ts` and `bin/worker.ts` children
 // against one native PostgreSQL + pgvector and one Temporal dev server, and the embedded default
 // (`main.ts`) holding a large PGlite store. The scenario `scale` of bench/main.ts
 // (`npm run bench -- --with scale`, or `npm run bench:scale`); bench/lib/scale-report.ts renders it.
@@ -13,7 +13,7 @@ import pg from "pg";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { findFreePort } from "../runtime/temporal-dev-server.ts";
 import { openStore, queryRows, type Store } from "../store/db.ts";
-import { ensureVectorIndexes } from "../store/vector-index.ts";
+import { ensureVectorIndexes } from "../store/search/vector-index.ts";
 import { startNativePostgres } from "../test/support/postgres.ts";
 import { type Spawned, spawnEntry } from "../test/support/processes.ts";
 import { blendedDocuments, type DocumentWithVectors } from "./lib/blended-chunks.ts";
@@ -184,7 +184,7 @@ function deployment(
   };
   const start = async (entry: "api" | "worker") => {
     const port = entry === "api" ? await findFreePort() : 0;
-    const child = spawnEntry(`${entry}/main.ts`, { ...env, PORT: String(port), LOG_LEVEL: "info" });
+    const child = spawnEntry(`bin/${entry}.ts`, { ...env, PORT: String(port), LOG_LEVEL: "info" });
     cleanup.add(`${entry} process ${child.child.pid}`, () => child.stop("SIGTERM").then(() => undefined));
     await child.waitFor(new RegExp(`memory service running \\(${entry}\\)`), 240_000);
     return Object.assign(child, { url: `http://127.0.0.1:${port}` });

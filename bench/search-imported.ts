@@ -13,9 +13,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import path from "node:path";
 import { resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type Database, openPglite } from "../store/db.ts";
-import { analyzeIfGrown } from "../store/keyword.ts";
 import { type MaintenanceResult, runMaintenance } from "../store/maintenance.ts";
-import { ensureVectorIndexes } from "../store/vector-index.ts";
+import { analyzeIfGrown } from "../store/search/keyword.ts";
+import { ensureVectorIndexes } from "../store/search/vector-index.ts";
 import {
   addDocuments,
   CHURN_SPACE,
@@ -112,7 +112,7 @@ export interface ImportedSearchResult {
   /** The buffer pool the service's store started with (the default `auto` resolved, or PGLITE_SHARED_BUFFERS). */
   servicePool?: string;
   /**
-   * The same store served again with SEARCH_INDEX=memory (store/chunk-index): how long the index took to build
+   * The same store served again with SEARCH_INDEX=memory (store/search/chunk-index): how long the index took to build
    * once the service was up, and the resident memory of the benchmark's process before and after. Its rows are in
    * `sequential` and `concurrent`, their scope ending in INDEXED_SCOPE.
    */

@@ -14,9 +14,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import path from "node:path";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { openPglite } from "../store/db.ts";
-import { analyzeIfGrown } from "../store/keyword.ts";
 import { insertMemories, searchMemories } from "../store/memories.ts";
-import { ensureVectorIndexes } from "../store/vector-index.ts";
+import { analyzeIfGrown } from "../store/search/keyword.ts";
+import { ensureVectorIndexes } from "../store/search/vector-index.ts";
 import { CHURN_SPACE, loadTextPool, tableSizes } from "./lib/churn.ts";
 import { log, progress } from "./lib/progress.ts";
 import {
@@ -241,7 +241,7 @@ async function fillStore(dataDir: string, options: FillRecord["options"]): Promi
       });
       await insertMemories(store.db, BIG_CONTAINER, space, items);
       await insertMemories(store.db, smallContainer(b, options.tags), space, items);
-      // What the service's statistics schedule does as a table grows (store/keyword.ts).
+      // What the service's statistics schedule does as a table grows (store/search/keyword.ts).
       if (b % 50 === 49) await analyzeIfGrown(store.db, "memories");
       bar.update((b + 1) * 2 * BATCH);
     }

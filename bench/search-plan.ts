@@ -2,7 +2,7 @@
 //   npx tsx bench/search-plan.ts --chunks 100000 --tags 1,1000 [--queries 20] [--store DIR] [--rebuild]
 // Fills a PGlite store with the search benchmark's SciFact chunks (same migrations and bulk path as
 // bench/search.ts, vectors from the cache under ~/.cache/memory-service/bench/vectors), then for each tag
-// layout runs `EXPLAIN (ANALYZE, BUFFERS)` of the search statement's stages exactly as store/search.ts
+// layout runs `EXPLAIN (ANALYZE, BUFFERS)` of the search statement's stages exactly as store/search/chunk-search.ts
 // builds them (searchStatement): by_vector alone, by_keyword alone, the whole statement, for
 //   (a) every chunk in one tag, filtered on that tag (--tags 1),
 //   (c) no tag filter (--tags 1),
@@ -29,9 +29,9 @@ import { parseArgs } from "node:util";
 import { type SQL, sql } from "drizzle-orm";
 import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/index.ts";
 import { type Database, openPglite, openStore, queryRows, type Store } from "../store/db.ts";
-import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../store/keyword.ts";
-import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search.ts";
-import { ensureVectorIndexes, vectorTerms } from "../store/vector-index.ts";
+import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search/chunk-search.ts";
+import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../store/search/keyword.ts";
+import { ensureVectorIndexes, vectorTerms } from "../store/search/vector-index.ts";
 import { startNativePostgres } from "../test/support/postgres.ts";
 import { tagName as churnTagName } from "./lib/churn.ts";
 import { readCorpus, readQueries } from "./lib/corpus.ts";
@@ -171,7 +171,7 @@ async function explain(db: Database, settings: string[], statement: SQL): Promis
 }
 
 /**
- * The statement as store/search.ts built it before issue #25 (for the same-run comparison): the keyword
+ * The statement as store/search/chunk-search.ts built it before issue #25 (for the same-run comparison): the keyword
  * query (`tsq`, made without the match budget) read inside the statement from a CTE (an InitPlan the planner
  * cannot see into). The vector side is unchanged. Only the conditions the scenarios use (tags, scope) are built.
  */

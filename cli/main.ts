@@ -155,7 +155,7 @@ export function buildProgram(): Command {
     .action(async (opts: { project?: string }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
       await mcpCommand(resolveConnection({ url: globals.url, key: globals.key }), {
-        project: opts.project || process.env.MEMORY_PROJECT || undefined,
+        containerTag: opts.project || process.env.MEMORY_PROJECT || undefined,
       });
     });
 

@@ -18,7 +18,7 @@ const TAG = /^[A-Za-z0-9_:.-]{1,100}$/;
 
 export interface McpBridgeOptions {
   /** Sent as x-sm-project: the container tag of every call that names none. */
-  project?: string;
+  containerTag?: string;
   stdin?: NodeJS.ReadableStream;
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
@@ -28,7 +28,7 @@ export interface McpBridgeOptions {
 export async function mcpCommand(connection: ResolvedConnection, opts: McpBridgeOptions = {}): Promise<void> {
   const stderr = opts.stderr ?? process.stderr;
   const note = (message: string) => stderr.write(`memory mcp: ${message}\n`);
-  if (opts.project !== undefined && !TAG.test(opts.project)) {
+  if (opts.containerTag !== undefined && !TAG.test(opts.containerTag)) {
     throw new CliError(
       "--project may contain only letters, digits, hyphens, underscores, colons and dots (1-100)",
       2,
@@ -36,7 +36,7 @@ export async function mcpCommand(connection: ResolvedConnection, opts: McpBridge
   }
   const stdin = opts.stdin ?? process.stdin;
   const headers: Record<string, string> = { authorization: `Bearer ${connection.key}` };
-  if (opts.project) headers["x-sm-project"] = opts.project;
+  if (opts.containerTag) headers["x-sm-project"] = opts.containerTag;
 
   const local = new StdioServerTransport(
     stdin as typeof process.stdin,
@@ -89,7 +89,9 @@ export async function mcpCommand(connection: ResolvedConnection, opts: McpBridge
 
   await remote.start();
   await local.start();
-  note(`bridging stdio to ${connection.url}/mcp${opts.project ? ` (project ${opts.project})` : ""}`);
+  note(
+    `bridging stdio to ${connection.url}/mcp${opts.containerTag ? ` (container tag ${opts.containerTag})` : ""}`,
+  );
   await new Promise<void>((resolve) => {
     stdin.once("end", resolve);
     stdin.once("close", resolve);

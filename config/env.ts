@@ -229,7 +229,7 @@ export const envSchema = z.object({
     .default("auto"),
   /**
    * How the embedded store's searches rank chunks: `memory` (default), an in-memory copy of the chunks' tags,
-   * lexemes and vectors (store/chunk-index) built in the background at start and kept in step through a change
+   * lexemes and vectors (store/search/chunk-index) built in the background at start and kept in step through a change
    * log, SQL answering until it is built and for searches it cannot (metadata filters, a document, an end user,
    * a filepath); or `sql`, in PGlite alone (no copy: about 5 KB a chunk less memory, and slower under concurrent
    * searches). Ignored with DATABASE_URL: each process of a shared PostgreSQL ranks there.

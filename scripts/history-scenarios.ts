@@ -14,8 +14,8 @@ import type { MaintenanceActivities } from "../activities/maintenance.ts";
 import type { ReembedActivities } from "../activities/reembed.ts";
 import type { PageInput, PageResult, SyncActivities } from "../activities/sync.ts";
 import type { WebhookActivities } from "../activities/webhooks.ts";
+import { AUTH_EXPIRED, EXTRACTION_FAILED, type ProcessingRef, SUPERSEDED } from "../contracts/workflows.ts";
 import type { SyncCounts } from "../store/schema/sync-runs.ts";
-import { AUTH_EXPIRED, EXTRACTION_FAILED, type ProcessingRef, SUPERSEDED } from "../workflows/contracts.ts";
 
 export interface HistoryScenario {
   /** The workflow type, as workflows/index.ts exports it. */

@@ -20,8 +20,8 @@ import { parseArgs } from "node:util";
 import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
 import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
+import { heavyQueueOf } from "../contracts/workflows.ts";
 import { startTemporalDevServer } from "../runtime/temporal-dev-server.ts";
-import { heavyQueueOf } from "../workflows/contracts.ts";
 import { type HistoryScenario, historyScenarios } from "./history-scenarios.ts";
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));

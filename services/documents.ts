@@ -10,7 +10,7 @@ import { insertImportedDocuments } from "../store/container-tags.ts";
 import type { Database } from "../store/db.ts";
 import * as store from "../store/documents.ts";
 import type { DocumentRow, NewDocumentRow } from "../store/schema/index.ts";
-import type { TagScope } from "../store/scope.ts";
+import type { TagScope } from "../store/tag-scope.ts";
 import { releaseFiles, type StoredFile, storeDocumentFile } from "./document-files.ts";
 
 /**

@@ -8,7 +8,7 @@ import type { Database } from "../store/db.ts";
 import { type DeletedDocument, deletedOnly, forgetDocumentText } from "../store/documents.ts";
 import * as store from "../store/memories.ts";
 import type { MemoryRow, Metadata } from "../store/schema/index.ts";
-import type { TagScope } from "../store/scope.ts";
+import type { TagScope } from "../store/tag-scope.ts";
 import { SHORT_TEXT_MEMORY_KEY, SHORT_TEXT_MEMORY_SOURCE } from "../store/vocabulary.ts";
 import { releaseFiles } from "./document-files.ts";
 

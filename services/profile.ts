@@ -4,7 +4,7 @@
 import type { Database } from "../store/db.ts";
 import { FilterError, type FilterNode } from "../store/filters.ts";
 import { profileFacts } from "../store/memories.ts";
-import type { TagScope } from "../store/scope.ts";
+import type { TagScope } from "../store/tag-scope.ts";
 import { type SearchDeps, SearchRequestError } from "./search-documents.ts";
 import { searchMemoriesAndChunks, type V4Response } from "./search-memories.ts";
 

@@ -4,8 +4,8 @@
 // similarity, each min-max normalised over the candidates. Named in responses as RESCORER_MODEL so a
 // caller can tell it from a cross-encoder.
 
-import { bm25, termStatistics } from "../store/bm25.ts";
 import type { Database } from "../store/db.ts";
+import { bm25, termStatistics } from "../store/search/bm25.ts";
 
 export const RESCORER_MODEL = "bm25-dense-rescorer";
 /** Weight of the dense side; the lexical side gets the rest. Fixed at half, not tuned on the evaluation set. */

@@ -6,8 +6,14 @@ import { rewriteQuery } from "../pipeline/llm/rewrite-query.ts";
 import type { Database } from "../store/db.ts";
 import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import { checkFilter, FilterError, type FilterNode } from "../store/filters.ts";
-import { type TagScope, tagsWithin } from "../store/scope.ts";
-import { type ChunkHit, chunksAt, type Fusion, hybridChunkSearch, type Retrieval } from "../store/search.ts";
+import {
+  type ChunkHit,
+  chunksAt,
+  type Fusion,
+  hybridChunkSearch,
+  type Retrieval,
+} from "../store/search/chunk-search.ts";
+import { type TagScope, tagsWithin } from "../store/tag-scope.ts";
 import { RESCORER_MODEL, rescore } from "./rescorer.ts";
 
 /** Scores query–passage pairs jointly (a cross-encoder); higher is more relevant, 0..1. */
@@ -176,7 +182,7 @@ export async function searchDocuments(
     : undefined;
   const query = rewrittenQuery ?? request.q;
 
-  // Not awaited here: the search's keyword side runs while the query is embedded (store/search.ts).
+  // Not awaited here: the search's keyword side runs while the query is embedded (store/search/chunk-search.ts).
   const embedding = embedQuery(deps, query);
   const candidates = Math.max(50, request.limit * 10);
   let hits = await hybridChunkSearch(deps.db, {
@@ -264,7 +270,7 @@ export async function searchDocuments(
         title: doc.title,
         type: doc.type,
         metadata: doc.metadata,
-        // A shared document's other tenants' tags are theirs (store/scope.ts tagsWithin).
+        // A shared document's other tenants' tags are theirs (store/tag-scope.ts tagsWithin).
         containerTags: tagsWithin(doc.containerTags, scope),
         createdAt: doc.createdAt.toISOString(),
         updatedAt: doc.updatedAt.toISOString(),

@@ -4,8 +4,8 @@ import { type ResultDocument, resultDocuments } from "../store/documents.ts";
 import type { FilterNode } from "../store/filters.ts";
 import { type MemoryHit, memoryVersions, relatedMemories, searchMemories } from "../store/memories.ts";
 import type { MemoryFields } from "../store/schema/index.ts";
-import type { TagScope } from "../store/scope.ts";
-import { type ChunkHit, hybridChunkSearch } from "../store/search.ts";
+import { type ChunkHit, hybridChunkSearch } from "../store/search/chunk-search.ts";
+import type { TagScope } from "../store/tag-scope.ts";
 import {
   embedQuery,
   refuseInvalidFilters,
@@ -107,7 +107,7 @@ export async function searchMemoriesAndChunks(
     : undefined;
   const query = rewrittenQuery ?? request.q;
   const keywordText = rewrittenQuery ? `${request.q} ${rewrittenQuery}` : request.q;
-  // Not awaited yet: both keyword sides run while the query is embedded (store/search.ts, store/memories.ts).
+  // Not awaited yet: both keyword sides run while the query is embedded (store/search/chunk-search.ts, store/memories.ts).
   const embedding = embedQuery(deps, query);
   const candidates = Math.max(50, request.limit * 5);
 

@@ -13,8 +13,8 @@ import type { Logger } from "../config/logger.ts";
 import { addressRange, isPublicAddress } from "../pipeline/safe-fetch.ts";
 import type { Database } from "../store/db.ts";
 import { newId } from "../store/ids.ts";
-import { tagsWithin } from "../store/scope.ts";
 import type { SecretBox } from "../store/secrets.ts";
+import { tagsWithin } from "../store/tag-scope.ts";
 import {
   documentForEvent,
   findDelivery,
@@ -308,7 +308,7 @@ export async function emitEvent(deps: EmitDeps, emission: WebhookEmission): Prom
     for (const hook of subscribed.filter((h) => webhookCoversTags(h, subject.containerTags))) {
       const id = deliveryId(hook.id, emission.event, subject.key);
       // A webhook of some tags is one tenant's feed: a shared document's other tags are not its to see (as for a
-      // scoped key, store/scope.ts tagsWithin); a webhook of no tags sees them all.
+      // scoped key, store/tag-scope.ts tagsWithin); a webhook of no tags sees them all.
       const scope = hook.containerTags.length ? hook.containerTags : null;
       await insertDelivery(deps.db, {
         id,

@@ -15,7 +15,7 @@ import {
   type SyncRunStatus,
   syncRuns,
 } from "./schema/index.ts";
-import type { TagScope } from "./scope.ts";
+import type { TagScope } from "./tag-scope.ts";
 
 export type { ConnectionItemRow, ConnectionRow, SyncCounts, SyncRunRow };
 

@@ -14,7 +14,7 @@ import {
   type NewDocumentRow,
   type NewMemoryRow,
 } from "./schema/index.ts";
-import { customIdNamespace } from "./scope.ts";
+import { customIdNamespace } from "./tag-scope.ts";
 
 const hasTag = (tag: string) => arrayContains(documents.containerTags, [tag]);
 
@@ -193,7 +193,7 @@ export async function existingIds(db: Database, table: "documents" | "memories",
 
 /**
  * customId → id of the documents holding these customIds in the shared namespace, the one an (admin-only)
- * import writes into (store/scope.ts customIdNamespace).
+ * import writes into (store/tag-scope.ts customIdNamespace).
  */
 export async function customIdHolders(db: Database, customIds: string[]): Promise<Map<string, string>> {
   const holders = new Map<string, string>();

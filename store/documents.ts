@@ -31,7 +31,7 @@ import {
   SHORT_TEXT_MEMORY_KEY,
   SHORT_TEXT_MEMORY_SOURCE,
 } from "./schema/index.ts";
-import { customIdNamespace, inScope, type TagScope } from "./scope.ts";
+import { customIdNamespace, inScope, type TagScope } from "./tag-scope.ts";
 
 export type { DocumentRow, DocumentStatus, Metadata };
 
@@ -98,7 +98,7 @@ export async function saveDocument(
 }
 
 /**
- * A customId is unique within its namespace (store/scope.ts customIdNamespace): taken only by a document of the
+ * A customId is unique within its namespace (store/tag-scope.ts customIdNamespace): taken only by a document of the
  * caller's own namespace, never by another tenant's.
  */
 export class CustomIdTakenError extends Error {

@@ -185,7 +185,7 @@ export async function compactTable(db: Database, table: MaintainedTable, memoryM
 
 /**
  * The most maintenance_work_mem a rebuild on PGlite gets, in MB: the same as the first build of an index
- * (store/vector-index.ts). PGlite's default is 64MB, which holds the HNSW graph of about 30,000 384-d rows;
+ * (store/search/vector-index.ts). PGlite's default is 64MB, which holds the HNSW graph of about 30,000 384-d rows;
  * past that pgvector inserts the rest the slow way: a REINDEX of 50,000 chunks held the connection 99.5 s at
  * 64MB (bench/results/20261127T143817Z-b4effa3-dirty.json, round 10), where a build of 100,000 with the graph in
  * memory took 84 s. PGlite's WebAssembly memory keeps what it grew to, so the bound is also what a rebuild may
@@ -230,7 +230,7 @@ export interface HnswIndexSize {
   expectedBytes: number;
 }
 
-/** The HNSW indexes of chunks and memories (one per model, store/vector-index.ts) with their sizes. */
+/** The HNSW indexes of chunks and memories (one per model, store/search/vector-index.ts) with their sizes. */
 export async function hnswIndexSizes(db: Database): Promise<HnswIndexSize[]> {
   const rows = await queryRows<{ index: string; table: string; bytes: string; rows: string; def: string }>(
     db,

@@ -1,9 +1,7 @@
 import { and, desc, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
-import { fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";
 import { compileFilter, type FilterNode, metadataColumns } from "./filters.ts";
 import { newId } from "./ids.ts";
-import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
 import { type RunRef, SupersededRunError } from "./processing.ts";
 import {
   documents,
@@ -15,8 +13,10 @@ import {
   memories,
   memoryFields,
 } from "./schema/index.ts";
-import type { TagScope } from "./scope.ts";
-import { hnswScanSettings, queryVectorText, type VectorSpace, vectorTerms } from "./vector-index.ts";
+import { fewIds, inIdList, opaqueFilter } from "./search/exact-rank.ts";
+import { commonTerms, keywordTsquery, topKeywordMatches } from "./search/keyword.ts";
+import { hnswScanSettings, queryVectorText, type VectorSpace, vectorTerms } from "./search/vector-index.ts";
+import type { TagScope } from "./tag-scope.ts";
 
 export type { MemoryRow };
 
@@ -363,7 +363,7 @@ export function memoryConditions(q: MemorySearchQuery): SQL {
 
 /**
  * Hybrid search over the latest versions of memories: nearest by vector and best by keyword, fused by rank.
- * As in store/search.ts (hybridChunkSearch), the keyword side needs no vector, so it runs first, while the query
+ * As in store/search/chunk-search.ts (hybridChunkSearch), the keyword side needs no vector, so it runs first, while the query
  * is still being embedded, and its rows go into the vector side's statement as a value. In a container of 100,000
  * memories the keyword side ranks thousands of matches (p50 16.5 ms in process), as long as the embedding takes.
  */
@@ -373,7 +373,7 @@ export async function searchMemories(db: Database, q: MemorySearchQuery): Promis
   pending.catch(() => undefined);
   const scoped = memoryConditions(q);
   // A filter no index answers, when it keeps few memories of a big tag, is run first and its memories ranked
-  // exactly by id (store/exact-rank.ts), as store/search.ts does for documents.
+  // exactly by id (store/search/exact-rank.ts), as store/search/chunk-search.ts does for documents.
   const few = opaqueFilter(q.filters, metadataColumns("m"))
     ? await fewIds(db, sql`SELECT m.id FROM memories m WHERE ${scoped}`)
     : null;
@@ -429,7 +429,7 @@ export function memorySearchStatement(
   keywordRows: string,
 ): { settings: string; statement: SQL; byVector: SQL } {
   const v = vectorTerms("m", q.space);
-  // Sent once, read at each use (as in store/search.ts): each parameter is parsed on its own.
+  // Sent once, read at each use (as in store/search/chunk-search.ts): each parameter is parsed on its own.
   const queryVector = sql`(SELECT v FROM query_vector)`;
   const withVector = sql`WITH query_vector AS (SELECT ${queryVectorText(embedding)}${v.cast} AS v)`;
   const byVector = sql`

@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { Database } from "./db.ts";
 import { type MemoryFields, memories, memoryFields } from "./schema/index.ts";
-import type { TagScope } from "./scope.ts";
+import type { TagScope } from "./tag-scope.ts";
 
 /**
  * A memory is live unless it was forgotten or its forgetAfter has passed; checked at query time,

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
-import type { VectorSpace } from "./vector-index.ts";
+import type { VectorSpace } from "./search/vector-index.ts";
 
 /** Tables whose rows carry vectors; both migrate when the embedding model changes. */
 export const VECTOR_TABLES = ["chunks", "memories"] as const;

@@ -1,6 +1,6 @@
 import type { Client } from "@temporalio/client";
 import type { Logger } from "../config/logger.ts";
-import { WORKFLOW_TYPES } from "../workflows/contracts.ts";
+import { WORKFLOW_TYPES } from "../contracts/workflows.ts";
 import { ensureIntervalSchedule } from "./schedules.ts";
 
 /**

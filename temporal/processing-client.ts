@@ -2,6 +2,13 @@ import { createHash } from "node:crypto";
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
 import type { Logger } from "../config/logger.ts";
+// Workflow ids carry the run (processingWorkflowId), so each (document, run) is processed at most once by Temporal itself.
+import {
+  type ProcessDocumentWorkflow,
+  type ProcessingRef,
+  processingWorkflowId,
+  WORKFLOW_TYPES,
+} from "../contracts/workflows.ts";
 import {
   type AdmittedRun,
   admitRuns,
@@ -11,13 +18,6 @@ import {
 import type { Database } from "../store/db.ts";
 import { markWorkflowsStarted } from "../store/documents.ts";
 import { DOCUMENT_PRIORITY, type DocumentStatus } from "../store/vocabulary.ts";
-// Workflow ids carry the run (processingWorkflowId), so each (document, run) is processed at most once by Temporal itself.
-import {
-  type ProcessDocumentWorkflow,
-  type ProcessingRef,
-  processingWorkflowId,
-  WORKFLOW_TYPES,
-} from "../workflows/contracts.ts";
 
 /** Temporal's priority keys: 1 (first) … 5, default 3. Interactive runs go before bulk ones on the task queues too. */
 const TEMPORAL_PRIORITY_KEY = { [DOCUMENT_PRIORITY.interactive]: 1, [DOCUMENT_PRIORITY.bulk]: 3 } as const;

@@ -1,8 +1,8 @@
 import { type Client, WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
 import type { Logger } from "../config/logger.ts";
+import { WORKFLOW_TYPES } from "../contracts/workflows.ts";
 import type { Database } from "../store/db.ts";
 import { hasStaleVectors } from "../store/reembed.ts";
-import { WORKFLOW_TYPES } from "../workflows/contracts.ts";
 
 export const reembedWorkflowId = (model: string) => `reembed/${model}`;
 

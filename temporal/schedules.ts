@@ -10,7 +10,7 @@ import {
   ScheduleOverlapPolicy,
 } from "@temporalio/client";
 import type { Logger } from "../config/logger.ts";
-import { WORKFLOW_TYPES } from "../workflows/contracts.ts";
+import { WORKFLOW_TYPES } from "../contracts/workflows.ts";
 
 export interface IntervalSchedule {
   scheduleId: string;

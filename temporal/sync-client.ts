@@ -12,7 +12,7 @@ import {
   syncScheduleId,
   syncWorkflowId,
   WORKFLOW_TYPES,
-} from "../workflows/contracts.ts";
+} from "../contracts/workflows.ts";
 
 /** How the API starts, schedules and stops connection syncs. */
 export class ConnectionSyncs {

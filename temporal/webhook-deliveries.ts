@@ -3,7 +3,7 @@
 
 import { type Client, WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
 import { WorkflowIdReusePolicy } from "@temporalio/common";
-import { deliveryWorkflowId, type WebhookDeliveryWorkflow, WORKFLOW_TYPES } from "../workflows/contracts.ts";
+import { deliveryWorkflowId, type WebhookDeliveryWorkflow, WORKFLOW_TYPES } from "../contracts/workflows.ts";
 
 /** Idempotent: a delivery whose workflow is running or has completed is not started again. */
 export async function startWebhookDelivery(

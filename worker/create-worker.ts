@@ -6,7 +6,7 @@ import { createMaintenanceActivities, type MaintenanceActivityDeps } from "../ac
 import { createReembedActivities } from "../activities/reembed.ts";
 import { createSyncActivities, type SyncActivityDeps } from "../activities/sync.ts";
 import { createWebhookActivities } from "../activities/webhooks.ts";
-import { heavyQueueOf } from "../workflows/contracts.ts";
+import { heavyQueueOf } from "../contracts/workflows.ts";
 import { workflowBundleOptions } from "./workflow-bundle.ts";
 
 export interface WorkerOptions {

@@ -1,7 +1,7 @@
 import { ActivityFailure, proxyActivities } from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
 import type { WebhookActivities } from "../activities/webhooks.ts";
-import type { WebhookDeliveryOutcome, WebhookDeliveryWorkflow } from "./contracts.ts";
+import type { WebhookDeliveryOutcome, WebhookDeliveryWorkflow } from "../contracts/workflows.ts";
 
 /**
  * Receivers go down for minutes or hours: retries start at 1 s and back off fourfold up to an hour

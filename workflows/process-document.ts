@@ -16,7 +16,7 @@ import {
   type ProcessingOutcome,
   type ProcessingRef,
   SUPERSEDED,
-} from "./contracts.ts";
+} from "../contracts/workflows.ts";
 
 const nonRetryableErrorTypes = [SUPERSEDED, EXTRACTION_FAILED];
 

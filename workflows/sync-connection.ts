@@ -15,8 +15,6 @@ import {
 } from "@temporalio/workflow";
 // Type-only: the workflow bundle never contains activity code.
 import type { SyncActivities } from "../activities/sync.ts";
-import type { SyncCounts } from "../store/schema/sync-runs.ts";
-import type { SkipReason } from "../store/vocabulary.ts";
 import {
   AUTH_EXPIRED,
   CONNECTOR_CONFIG,
@@ -27,7 +25,9 @@ import {
   type SyncOutcome,
   type SyncState,
   syncWorkflowId,
-} from "./contracts.ts";
+} from "../contracts/workflows.ts";
+import type { SyncCounts } from "../store/schema/sync-runs.ts";
+import type { SkipReason } from "../store/vocabulary.ts";
 
 const nonRetryableErrorTypes = [AUTH_EXPIRED, CONNECTOR_CONFIG];
 
@@ -63,7 +63,7 @@ const paging = proxyActivities<SyncActivities>({
 /** Pages per workflow run before continuing as new, so histories of huge sources stay small. */
 const PAGES_PER_RUN = 200;
 
-/** "Sync again" (workflows/contracts.ts): handled while a pass runs, so it can go again once it ends. */
+/** "Sync again" (contracts/workflows.ts): handled while a pass runs, so it can go again once it ends. */
 const resyncSignal = defineSignal(RESYNC_SIGNAL);
 
 /** Syncs one connection: pages through the source from a checkpoint, then removes what vanished. */

@@ -11,8 +11,8 @@ import { FilterError, type FilterNode } from "../../store/filters.ts";
 import { DOCUMENT_PRIORITY } from "../../store/vocabulary.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { badRequest, notFound } from "../errors.ts";
+import type { KeyScope } from "../key-scope.ts";
 import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";
-import type { Scope } from "../scope.ts";
 import { presentDocument, presentFullDocument } from "./present.ts";
 import type * as routes from "./routes.ts";
 import { ListBody } from "./schemas.ts";
@@ -34,7 +34,7 @@ export function createDocumentHandlers(deps: ApiDeps) {
   }
 
   /** Every write goes through here: the tags are checked against the caller's scope (403 outside it). */
-  async function add(scope: Scope, input: DocumentToSave) {
+  async function add(scope: KeyScope, input: DocumentToSave) {
     const defaultTags = scope.writeTags(input.containerTags);
     const url = input.source !== undefined && store.looksLikeUrl(input.source) ? input.source.trim() : null;
     const saved = await saveDocumentForProcessing(

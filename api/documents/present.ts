@@ -1,9 +1,9 @@
 import type { DocumentRow } from "../../store/schema/index.ts";
-import { type TagScope, tagsWithin } from "../../store/scope.ts";
+import { type TagScope, tagsWithin } from "../../store/tag-scope.ts";
 
 /**
  * The public shape of a document (field names as in the official SDK), as the caller of `scope` sees it: a scoped
- * key is shown only the container tags within its scope (store/scope.ts tagsWithin).
+ * key is shown only the container tags within its scope (store/tag-scope.ts tagsWithin).
  */
 export function presentDocument(
   row: DocumentRow,

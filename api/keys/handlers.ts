@@ -3,7 +3,7 @@ import * as keys from "../../store/api-keys.ts";
 import { type KeyExpiryNoticeRow, listNotices, noticesOfKeys } from "../../store/key-notices.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
-import { SCOPED_KEY_ENDPOINTS } from "../scope.ts";
+import { SCOPED_KEY_ENDPOINTS } from "../key-scope.ts";
 import type * as routes from "./routes.ts";
 import { DEFAULT_RATE_LIMIT_MAX, DEFAULT_RATE_LIMIT_WINDOW_MS, DEFAULT_SCOPED_KEY_DAYS } from "./schemas.ts";
 

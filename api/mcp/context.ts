@@ -4,13 +4,13 @@ import { MemoryAlreadyForgottenError, MemoryNotFoundError } from "../../services
 import { SearchRequestError } from "../../services/search-documents.ts";
 import type { ApiKeyRow } from "../../store/api-keys.ts";
 import { ApiError } from "../errors.ts";
-import type { Scope } from "../scope.ts";
+import type { KeyScope } from "../key-scope.ts";
 
 /** The container tag Supermemory's memory server uses when a client names none. */
 export const DEFAULT_CONTAINER_TAG = "sm_project_default";
 
-/** Header that selects the container tag ("project") for a whole MCP connection. */
-export const PROJECT_HEADER = "x-sm-project";
+/** Header that selects the container tag for a whole MCP connection (Supermemory's name for it: "project"). */
+export const CONTAINER_TAG_HEADER = "x-sm-project";
 
 /** Same characters as the REST API allows for container tags. */
 export const CONTAINER_TAG_PATTERN = /^[A-Za-z0-9_:.-]{1,100}$/;
@@ -19,9 +19,9 @@ export const CONTAINER_TAG_PATTERN = /^[A-Za-z0-9_:.-]{1,100}$/;
 export class McpCaller {
   constructor(
     readonly key: ApiKeyRow,
-    readonly scope: Scope,
+    readonly scope: KeyScope,
     /** x-sm-project, when the client sent one. */
-    readonly project: string | undefined,
+    readonly headerTag: string | undefined,
   ) {}
 
   /**
@@ -37,7 +37,7 @@ export class McpCaller {
 
   /** The container tag a call works in: its argument, else x-sm-project, else the default. 403 outside the key's scope. */
   tag(argument?: string): string {
-    const tag = argument ?? this.project ?? this.defaultTag;
+    const tag = argument ?? this.headerTag ?? this.defaultTag;
     if (!CONTAINER_TAG_PATTERN.test(tag)) {
       throw new ApiError(
         400,

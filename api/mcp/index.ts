@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import type { Config } from "../../config/env.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError } from "../errors.ts";
-import { McpCaller, PROJECT_HEADER } from "./context.ts";
+import { CONTAINER_TAG_HEADER, McpCaller } from "./context.ts";
 import { createMcpServer } from "./server.ts";
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
@@ -51,7 +51,11 @@ export function mcpApp(deps: ApiDeps) {
   });
 
   app.post("/", async (c) => {
-    const caller = new McpCaller(c.get("apiKey"), c.get("scope"), c.req.header(PROJECT_HEADER) || undefined);
+    const caller = new McpCaller(
+      c.get("apiKey"),
+      c.get("scope"),
+      c.req.header(CONTAINER_TAG_HEADER) || undefined,
+    );
     const server = createMcpServer(deps, caller);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -4,14 +4,14 @@ import { z } from "zod";
 import { buildProfile } from "../../services/profile.ts";
 import type { ApiDeps } from "../deps.ts";
 import { ApiError } from "../errors.ts";
-import { DEFAULT_CONTAINER_TAG, errorMessage, type McpCaller, PROJECT_HEADER } from "./context.ts";
-import { profileText, registerTools, spaces } from "./tools.ts";
+import { CONTAINER_TAG_HEADER, DEFAULT_CONTAINER_TAG, errorMessage, type McpCaller } from "./context.ts";
+import { profileText, registerTools, visibleContainerTags } from "./tools.ts";
 
 export const SERVER_NAME = "supermemory";
 /** The major version follows Supermemory's memory server whose tool names (and earlier ones) this answers. */
 export const SERVER_VERSION = "4.0.0";
 
-const INSTRUCTIONS = `Long-term memory for this user. Save facts, preferences and decisions worth keeping with add_memory; look things up with search_memory before answering questions that may depend on earlier conversations. Memories live in container tags (spaces): the ${PROJECT_HEADER} header or a containerTag argument selects one, else '${DEFAULT_CONTAINER_TAG}'. listSpaces shows the tags this key can use.`;
+const INSTRUCTIONS = `Long-term memory for this user. Save facts, preferences and decisions worth keeping with add_memory; look things up with search_memory before answering questions that may depend on earlier conversations. Memories live in container tags (spaces): the ${CONTAINER_TAG_HEADER} header or a containerTag argument selects one, else '${DEFAULT_CONTAINER_TAG}'. listSpaces shows the tags this key can use.`;
 
 /** Errors of resources and prompts are protocol errors (tools answer isError results instead). */
 async function orProtocolError<T>(deps: ApiDeps, work: () => Promise<T>): Promise<T> {
@@ -71,7 +71,11 @@ export function createMcpServer(deps: ApiDeps, caller: McpCaller): McpServer {
     (uri) =>
       orProtocolError(deps, async () => ({
         contents: [
-          { uri: uri.href, mimeType: "application/json", text: JSON.stringify(await spaces(deps, caller)) },
+          {
+            uri: uri.href,
+            mimeType: "application/json",
+            text: JSON.stringify(await visibleContainerTags(deps, caller)),
+          },
         ],
       })),
   );

@@ -8,10 +8,10 @@ import { z } from "zod";
 import { createMemories, forgetMemory, MemoryNotFoundError } from "../../services/memories.ts";
 import { buildProfile } from "../../services/profile.ts";
 import { searchMemoriesAndChunks } from "../../services/search-memories.ts";
+import { listContainerTags } from "../../store/container-tag-list.ts";
 import { findDocument, listDocuments } from "../../store/documents.ts";
 import { listMemories } from "../../store/memory-list.ts";
 import type { MemoryFields, MemoryRow } from "../../store/schema/index.ts";
-import { listSpaces } from "../../store/spaces.ts";
 import type { ApiDeps } from "../deps.ts";
 import { presentDocument } from "../documents/present.ts";
 import { notFound } from "../errors.ts";
@@ -113,7 +113,7 @@ const MemoryOut = z.object({
   sourceDocumentId: z.string().nullable(),
 });
 
-const Space = z.object({ containerTag: z.string(), documents: z.number(), memories: z.number() });
+const ContainerTagCount = z.object({ containerTag: z.string(), documents: z.number(), memories: z.number() });
 
 type PageArgs = { page?: number; limit?: number; containerTag?: string };
 
@@ -460,10 +460,10 @@ export function registerTools(server: McpServer, deps: ApiDeps, caller: McpCalle
       description:
         "The container tags (spaces, projects) this key can see, with how many documents and memories each holds, and the tag used when none is named.",
       inputSchema: {},
-      outputSchema: z.object({ defaultContainerTag: z.string(), spaces: z.array(Space) }),
+      outputSchema: z.object({ defaultContainerTag: z.string(), spaces: z.array(ContainerTagCount) }),
       annotations: readOnly,
     },
-    tool(deps, () => spaces(deps, caller), spacesText),
+    tool(deps, () => visibleContainerTags(deps, caller), containerTagsText),
   );
 
   server.registerTool(
@@ -492,8 +492,8 @@ export function registerTools(server: McpServer, deps: ApiDeps, caller: McpCalle
         kind: caller.key.kind === "admin" ? ("admin" as const) : ("scoped" as const),
         containerTags: caller.scope.tags ? [...caller.scope.tags] : null,
         expiresAt: iso(caller.key.expiresAt),
-        project: caller.project ?? null,
-        defaultContainerTag: caller.project ?? caller.defaultTag,
+        project: caller.headerTag ?? null,
+        defaultContainerTag: caller.headerTag ?? caller.defaultTag,
       }),
       (out) =>
         [
@@ -506,20 +506,20 @@ export function registerTools(server: McpServer, deps: ApiDeps, caller: McpCalle
 }
 
 /** Container tags visible to the caller; shared by the listSpaces tool and the supermemory://spaces resource. */
-export async function spaces(deps: ApiDeps, caller: McpCaller) {
+export async function visibleContainerTags(deps: ApiDeps, caller: McpCaller) {
   return {
-    defaultContainerTag: caller.project ?? caller.defaultTag,
-    spaces: await listSpaces(deps.db, caller.scope.tags),
+    defaultContainerTag: caller.headerTag ?? caller.defaultTag,
+    spaces: await listContainerTags(deps.db, caller.scope.tags),
   };
 }
 
-function spacesText(out: Awaited<ReturnType<typeof spaces>>): string {
+function containerTagsText(out: Awaited<ReturnType<typeof visibleContainerTags>>): string {
   const lines = out.spaces.map(
     (s) =>
       `- ${s.containerTag}: ${s.documents} document${s.documents === 1 ? "" : "s"}, ${s.memories} memor${s.memories === 1 ? "y" : "ies"}${s.containerTag === out.defaultContainerTag ? " (default)" : ""}`,
   );
   return [
-    lines.length ? "Spaces (container tags):" : "No spaces yet.",
+    lines.length ? "Container tags:" : "No container tags yet.",
     ...lines,
     `Default container tag: ${out.defaultContainerTag}`,
   ].join("\n");

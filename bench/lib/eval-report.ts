@@ -2,7 +2,7 @@
 // Every figure is reported per half of the committed dev / test split (bench/lib/split.ts): the search
 // defaults are tuned on dev, so test is the held-out estimate.
 
-import type { SearchTuning } from "../../store/search-tuning.ts";
+import type { SearchTuning } from "../../store/search/tuning.ts";
 import { mean, ndcgAt, recallAt, reciprocalRankAt } from "./metrics.ts";
 import { SCIFACT_HEADING } from "./scifact.ts";
 
@@ -139,7 +139,7 @@ export interface EvalResult {
   };
   /** Queries run (all judged ones unless --queries cut them). */
   queries: { dev: number; test: number };
-  /** The tuning the service ran with for `modes` (store/search-tuning.ts). */
+  /** The tuning the service ran with for `modes` (store/search/tuning.ts). */
   tuning: SearchTuning;
   ingestion: string;
   modes: ModeResult[];
@@ -211,8 +211,8 @@ export function sweepTableLines(s: SweepResult): string[] {
 
 function sweepConclusion(s: SweepResult): string {
   const changed = (Object.keys(s.defaults) as TunedParameter[]).filter((k) => s.chosen[k] !== s.defaults[k]);
-  if (!changed.length) return "The dev split chooses every default as it is in `store/search-tuning.ts`.";
-  return `The dev split chooses other values than \`store/search-tuning.ts\` for ${changed
+  if (!changed.length) return "The dev split chooses every default as it is in `store/search/tuning.ts`.";
+  return `The dev split chooses other values than \`store/search/tuning.ts\` for ${changed
     .map((k) => `${k} (${valueCell(s.chosen[k])}, default ${valueCell(s.defaults[k])})`)
     .join(", ")}.`;
 }
@@ -246,7 +246,7 @@ export function renderEvalSection(r: EvalResult): string {
     lines.push(
       "### Tuning sweep (hybrid search, dev split chooses)",
       "",
-      `Each candidate is the defaults (\`store/search-tuning.ts\`) with one parameter changed, measured on both halves; the value with the best **dev** nDCG@10 is chosen, the test figures are shown but never used to choose. ${sweepConclusion(r.sweep)}`,
+      `Each candidate is the defaults (\`store/search/tuning.ts\`) with one parameter changed, measured on both halves; the value with the best **dev** nDCG@10 is chosen, the test figures are shown but never used to choose. ${sweepConclusion(r.sweep)}`,
       "",
       ...sweepTableLines(r.sweep),
       "",

@@ -110,7 +110,7 @@ function indexedComparison(r: ImportedSearchResult): string[] {
       : [];
   });
   return [
-    `The rows whose scope ends in "in-memory index (SEARCH_INDEX=memory)" come from a second start of the service on the same store with \`SEARCH_INDEX=memory\`${r.sqlNamed ? ", the embedded store's default (the rows above were served with `SEARCH_INDEX=sql`)" : ""} (\`store/chunk-index/\`: the chunks' tags, lexemes and vectors held in the service's memory and ranked there, with what a hit shows, so no chunk row is read). Its index of ${n(index.chunks)} chunks was built in ${(index.buildMs / 1000).toFixed(1)} s after the service was up, and the benchmark's process (service and clients) went from ${n(index.rssBeforeMb)} to ${n(index.rssAfterMb)} MiB resident. Against the same rows served by SQL above:`,
+    `The rows whose scope ends in "in-memory index (SEARCH_INDEX=memory)" come from a second start of the service on the same store with \`SEARCH_INDEX=memory\`${r.sqlNamed ? ", the embedded store's default (the rows above were served with `SEARCH_INDEX=sql`)" : ""} (\`store/search/chunk-index/\`: the chunks' tags, lexemes and vectors held in the service's memory and ranked there, with what a hit shows, so no chunk row is read). Its index of ${n(index.chunks)} chunks was built in ${(index.buildMs / 1000).toFixed(1)} s after the service was up, and the benchmark's process (service and clients) went from ${n(index.rssBeforeMb)} to ${n(index.rssAfterMb)} MiB resident. Against the same rows served by SQL above:`,
     "",
     ...[...sequential, ...concurrent].map((line) => `- ${line}.`),
     "",

@@ -130,7 +130,7 @@ export function renderScaleSection(r: ScaleResult, o: ScaleOptions): string[] {
   const lines = [
     SCALE_HEADING,
     "",
-    "Real processes: `api/main.ts` and `worker/main.ts` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. " +
+    "Real processes: `bin/api.ts` and `bin/worker.ts` children against one native PostgreSQL 16 + pgvector and one Temporal dev server, all on this machine; the load generator (autocannon) runs here too. " +
       `Embedder ${r.embedder}; ${fixed(r.totalMs / 60_000)} min for this scenario. The 1-minute load average before and after each measurement counts the benchmark's own processes too (API, workers, PostgreSQL, Temporal, the load generator), so it rises above the core count under load; a high value *before* a measurement means other work was running.`,
     "",
   ];

@@ -16,7 +16,7 @@ export const chunks = pgTable(
     content: text("content").notNull(),
     /** Where in the file the chunk comes from: page, slide, section, start/end seconds, source. */
     metadata: jsonb("metadata").$type<Record<string, string | number>>().notNull().default({}),
-    /** Made by `embeddingModel`; indexed per model (store/vector-index.ts). */
+    /** Made by `embeddingModel`; indexed per model (store/search/vector-index.ts). */
     embedding: anyVector("embedding"),
     embeddingModel: text("embedding_model"),
     embeddingDimension: integer("embedding_dimension"),

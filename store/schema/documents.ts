@@ -44,7 +44,7 @@ export const documents = pgTable(
   {
     id: text("id").primaryKey(),
     customId: text("custom_id"),
-    /** The writer's customId namespace (store/scope.ts customIdNamespace): customIds are unique within one. */
+    /** The writer's customId namespace (store/tag-scope.ts customIdNamespace): customIds are unique within one. */
     customIdNamespace: text("custom_id_namespace").notNull().default(""),
     title: text("title"),
     /** What the content is: text, webpage, ... (set at extraction). */

@@ -9,7 +9,7 @@ import {
   splitFigures,
 } from "../../bench/lib/eval-report.ts";
 import { reciprocalRankAt } from "../../bench/lib/metrics.ts";
-import { type SearchTuning, TUNED_SEARCH } from "../../store/search-tuning.ts";
+import { type SearchTuning, TUNED_SEARCH } from "../../store/search/tuning.ts";
 
 const judged = (...relevant: string[]) => new Map(relevant.map((id) => [id, 1]));
 

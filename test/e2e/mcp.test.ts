@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endpointAllowed } from "../../api/scope.ts";
+import { endpointAllowed } from "../../api/key-scope.ts";
 import { caller } from "../support/http.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService } from "../support/service.ts";
 

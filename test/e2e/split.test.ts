@@ -28,10 +28,10 @@ describe("separate API and worker processes", () => {
       DATA_DIR: dataDir,
       PORT: String(port),
     };
-    const worker = spawnEntry("worker/main.ts", env);
+    const worker = spawnEntry("bin/worker.ts", env);
     running.push(worker);
     await worker.waitFor(/memory service running \(worker\)/);
-    const api = spawnEntry("api/main.ts", env);
+    const api = spawnEntry("bin/api.ts", env);
     running.push(api);
     await api.waitFor(/memory service running \(api\)/);
 

@@ -42,10 +42,10 @@ describe("worker killed mid-sync", () => {
       PORT: String(port),
       ALLOW_PRIVATE_NETWORK: "true",
     };
-    const api = spawnEntry("api/main.ts", env);
+    const api = spawnEntry("bin/api.ts", env);
     running.push(api);
     await api.waitFor(/memory service running \(api\)/);
-    const first = spawnEntry("worker/main.ts", env);
+    const first = spawnEntry("bin/worker.ts", env);
     running.push(first);
     await first.waitFor(/memory service running \(worker\)/);
 
@@ -70,7 +70,7 @@ describe("worker killed mid-sync", () => {
     expect((connection as unknown as { lastSync: { status: string } }).lastSync.status).toBe("running");
     expect(atCrash).toBeLessThan(OBJECTS);
 
-    const second = spawnEntry("worker/main.ts", env);
+    const second = spawnEntry("bin/worker.ts", env);
     running.push(second);
     await second.waitFor(/memory service running \(worker\)/);
     const finished = await waitFor(

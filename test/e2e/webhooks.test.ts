@@ -5,6 +5,7 @@ import { Client, Connection, WorkflowNotFoundError } from "@temporalio/client";
 import Supermemory from "supermemory";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLogger } from "../../config/logger.ts";
+import { deliveryWorkflowId } from "../../contracts/workflows.ts";
 import {
   checkWebhookUrl,
   deliveryId,
@@ -14,7 +15,6 @@ import {
 } from "../../services/webhooks.ts";
 import { openStore, type Store } from "../../store/db.ts";
 import { startWebhookDelivery } from "../../temporal/webhook-deliveries.ts";
-import { deliveryWorkflowId } from "../../workflows/contracts.ts";
 import { caller } from "../support/http.ts";
 import {
   freshDatabase,

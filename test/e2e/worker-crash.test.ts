@@ -31,10 +31,10 @@ describe("worker killed mid-extraction", () => {
       DATA_DIR: dataDir,
       PORT: String(port),
     };
-    const api = spawnEntry("api/main.ts", env);
+    const api = spawnEntry("bin/api.ts", env);
     running.push(api);
     await api.waitFor(/memory service running \(api\)/);
-    const first = spawnEntry("worker/main.ts", env);
+    const first = spawnEntry("bin/worker.ts", env);
     running.push(first);
     await first.waitFor(/memory service running \(worker\)/);
 
@@ -57,7 +57,7 @@ describe("worker killed mid-extraction", () => {
     await first.exited;
     expect((await client.documents.get(id)).status).toBe("extracting");
 
-    const second = spawnEntry("worker/main.ts", env);
+    const second = spawnEntry("bin/worker.ts", env);
     running.push(second);
     await second.waitFor(/memory service running \(worker\)/);
     const doc = await untilProcessed((i) => client.documents.get(i), id, 180_000);

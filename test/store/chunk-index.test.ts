@@ -3,20 +3,21 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../bench/lib/random.ts";
-import { lastChange } from "../../store/chunk-index/change-log.ts";
-import { kthLargest, TagRows } from "../../store/chunk-index/chunk-index.ts";
+import { openMemoryPglite, queryRows, type Store } from "../../store/db.ts";
+import { deleteDocument, updateDocument } from "../../store/documents.ts";
+import { lastChange } from "../../store/search/chunk-index/change-log.ts";
+import { TagRows } from "../../store/search/chunk-index/held-chunks.ts";
 import {
   ChunkIndex,
   detachChunkIndex,
   startChunkIndex,
   withoutChunkIndex,
-} from "../../store/chunk-index/index.ts";
-import { indexAnswers } from "../../store/chunk-index/search.ts";
-import { normalisedRank, parseTsvector, termScore } from "../../store/chunk-index/ts-rank.ts";
-import { openMemoryPglite, queryRows, type Store } from "../../store/db.ts";
-import { deleteDocument, updateDocument } from "../../store/documents.ts";
-import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../store/search.ts";
-import { ensureVectorIndexes } from "../../store/vector-index.ts";
+} from "../../store/search/chunk-index/index.ts";
+import { kthLargest, rankChunks } from "../../store/search/chunk-index/rank.ts";
+import { indexAnswers } from "../../store/search/chunk-index/search.ts";
+import { normalisedRank, parseTsvector, termScore } from "../../store/search/chunk-index/ts-rank.ts";
+import { chunksAt, type HybridSearchQuery, hybridChunkSearch } from "../../store/search/chunk-search.ts";
+import { ensureVectorIndexes } from "../../store/search/vector-index.ts";
 import { axis, processedDocument, space } from "./cases/support.ts";
 
 const WORDS =
@@ -330,7 +331,7 @@ describe("in-memory chunk index", () => {
     expect(stats.live).toBe(122);
     expect(stats.stalePostings).toBe(0);
     expect(stats.livePostings).toBeGreaterThan(0);
-    const ranked = index.rank({
+    const ranked = rankChunks(index.held, {
       scope: { containerTags: ["churn-4"], tagMode: "any" },
       embedding: axis(4),
       lexemes: ["seal"],
@@ -382,15 +383,13 @@ describe("in-memory chunk index", () => {
     expect(index.ready).toBe(true);
     expect(index.size).toBe(before + 5_000);
     const nearest = (query: number[]) =>
-      index
-        .rank({
-          scope: { containerTags: ["large"], tagMode: "any" },
-          embedding: query,
-          lexemes: null,
-          candidates: 10,
-          fuse: (v) => (v ? v.score : 0),
-        })
-        .map((r) => r.id);
+      rankChunks(index.held, {
+        scope: { containerTags: ["large"], tagMode: "any" },
+        embedding: query,
+        lexemes: null,
+        candidates: 10,
+        fuse: (v) => (v ? v.score : 0),
+      }).map((r) => r.id);
     const random = seededRandom(5);
     let found = 0;
     for (let q = 0; q < 20; q++) {

@@ -11,7 +11,6 @@ import { type SQL, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../bench/lib/random.ts";
 import { type Database, queryRows, type Store } from "../../store/db.ts";
-import { inIdList, opaqueFilter } from "../../store/exact-rank.ts";
 import { metadataColumns } from "../../store/filters.ts";
 import {
   type MemorySearchQuery,
@@ -21,7 +20,8 @@ import {
   searchMemories,
 } from "../../store/memories.ts";
 import { memories } from "../../store/schema/index.ts";
-import { ensureVectorIndexes } from "../../store/vector-index.ts";
+import { inIdList, opaqueFilter } from "../../store/search/exact-rank.ts";
+import { ensureVectorIndexes } from "../../store/search/vector-index.ts";
 import { cosine, storeDrivers } from "../support/store-drivers.ts";
 
 const DIMENSION = 16;

@@ -9,7 +9,6 @@ import { type SQL, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, queryRows, type Store } from "../../store/db.ts";
 import { documentListStatements, listDocuments, unfinishedDocuments } from "../../store/documents.ts";
-import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../../store/keyword.ts";
 import { chunks } from "../../store/schema/index.ts";
 import {
   documentsInScope,
@@ -17,8 +16,9 @@ import {
   type HybridSearchQuery,
   hybridChunkSearch,
   searchStatement,
-} from "../../store/search.ts";
-import { ensureVectorIndexes } from "../../store/vector-index.ts";
+} from "../../store/search/chunk-search.ts";
+import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../../store/search/keyword.ts";
+import { ensureVectorIndexes } from "../../store/search/vector-index.ts";
 import { cosine, storeDrivers } from "../support/store-drivers.ts";
 
 const DIMENSION = 16;
@@ -427,7 +427,7 @@ describe.each(storeDrivers)("search plans on %s", (driver, open) => {
 
   it("keeps the statistics of 10,000 lexemes per text column the keyword budget weighs (migration 0015)", async () => {
     // At the default (100: about 1,000 lexemes) a term outside the list counts as rare; on a million chunks many
-    // such terms match thousands each, and the keyword side ranked twice its budget (store/keyword.ts).
+    // such terms match thousands each, and the keyword side ranked twice its budget (store/search/keyword.ts).
     const targets = await queryRows<{ table: string; target: number }>(
       store.db,
       sql`SELECT c.relname AS table, a.attstattarget::int AS target

@@ -1,7 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { afterEach, describe, expect, it } from "vitest";
-import { keywordRankSql, searchTuning, setSearchTuning, TUNED_SEARCH } from "../../store/search-tuning.ts";
+import { keywordRankSql, searchTuning, setSearchTuning, TUNED_SEARCH } from "../../store/search/tuning.ts";
 
 describe("search tuning", () => {
   afterEach(() => setSearchTuning());

@@ -21,8 +21,8 @@ import {
   tableChurn,
 } from "../../store/maintenance.ts";
 import { saveProcessedText } from "../../store/processing.ts";
-import { hybridChunkSearch } from "../../store/search.ts";
-import { ensureVectorIndexes } from "../../store/vector-index.ts";
+import { hybridChunkSearch } from "../../store/search/chunk-search.ts";
+import { ensureVectorIndexes } from "../../store/search/vector-index.ts";
 import { freshDatabase } from "../support/service.ts";
 import { publishTableCounters } from "../support/statistics.ts";
 

@@ -37,7 +37,7 @@ export async function deployment(name: string, databaseUrl?: string) {
   };
   const start = async (entry: "api" | "worker", extra: Record<string, string> = {}) => {
     const port = entry === "api" ? await findFreePort() : 0;
-    const child = spawnEntry(`${entry}/main.ts`, { ...env, PORT: String(port), ...extra });
+    const child = spawnEntry(`bin/${entry}.ts`, { ...env, PORT: String(port), ...extra });
     running.push(child);
     await child.waitFor(new RegExp(`memory service running \\(${entry}\\)`), 180_000);
     return Object.assign(child, { url: `http://127.0.0.1:${port}` });

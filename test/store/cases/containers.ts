@@ -1,11 +1,11 @@
 import { expect, it } from "vitest";
 import { createConnection, findConnection } from "../../../store/connections.ts";
+import { listContainerTags } from "../../../store/container-tag-list.ts";
 import * as tags from "../../../store/container-tags.ts";
 import { findDocument } from "../../../store/documents.ts";
 import { documentCountsByStatus, pingStore, recentlyFinishedHistories } from "../../../store/health.ts";
 import { forgetMemory, insertMemories } from "../../../store/memories.ts";
 import * as processing from "../../../store/processing.ts";
-import { listSpaces } from "../../../store/spaces.ts";
 import { addDocument, axis, type StoreOf, space } from "./support.ts";
 
 const file = (key: string) => ({ key, name: `${key}.pdf`, mimeType: "application/pdf", size: 10 });
@@ -120,7 +120,7 @@ export function containerCases(store: StoreOf) {
     );
   });
 
-  it("lists the spaces a scope sees, counting documents and live latest memories", async () => {
+  it("lists the container tags a scope sees, counting documents and live latest memories", async () => {
     const { db } = store();
     await addDocument(db, { source: "space a 1", containerTags: ["sp-a"] });
     await addDocument(db, { source: "space a 2", containerTags: ["sp-a", "sp-b"] });
@@ -130,12 +130,12 @@ export function containerCases(store: StoreOf) {
     ]);
     await forgetMemory(db, gone?.id as string, null);
     expect(live).toBeDefined();
-    expect(await listSpaces(db, ["sp-a", "sp-b", "sp-empty"])).toEqual([
+    expect(await listContainerTags(db, ["sp-a", "sp-b", "sp-empty"])).toEqual([
       { containerTag: "sp-a", documents: 2, memories: 0 },
       { containerTag: "sp-b", documents: 1, memories: 1 },
       { containerTag: "sp-empty", documents: 0, memories: 0 },
     ]);
-    const all = await listSpaces(db, null);
+    const all = await listContainerTags(db, null);
     expect(all).toContainEqual({ containerTag: "sp-a", documents: 2, memories: 0 });
     expect(all.map((s) => s.containerTag)).not.toContain("sp-empty");
   });

@@ -1,9 +1,9 @@
 import { expect, it } from "vitest";
 import { createKey } from "../../../store/api-keys.ts";
-import { bm25, termStatistics } from "../../../store/bm25.ts";
 import { documentChunks, findDocument } from "../../../store/documents.ts";
 import * as notices from "../../../store/key-notices.ts";
 import * as reembed from "../../../store/reembed.ts";
+import { bm25, termStatistics } from "../../../store/search/bm25.ts";
 import { processedDocument, type StoreOf, space } from "./support.ts";
 
 export function maintenanceCases(store: StoreOf) {

@@ -1,11 +1,11 @@
 import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
-import { fewIds } from "../../../store/exact-rank.ts";
 import { FilterError } from "../../../store/filters.ts";
 import * as mem from "../../../store/memories.ts";
 import { findMemory, listMemories } from "../../../store/memory-list.ts";
 import { SupersededRunError } from "../../../store/processing.ts";
-import { ensureVectorIndexes } from "../../../store/vector-index.ts";
+import { fewIds } from "../../../store/search/exact-rank.ts";
+import { ensureVectorIndexes } from "../../../store/search/vector-index.ts";
 import { addDocument, axis, type StoreOf, space } from "./support.ts";
 
 const search = (store: StoreOf, q: Partial<mem.MemorySearchQuery> & { embedding: number[] }) =>

@@ -11,8 +11,8 @@ import {
   type HybridSearchQuery,
   hybridChunkSearch,
   searchStatement,
-} from "../../../store/search.ts";
-import { ensureVectorIndexes, queryVectorText } from "../../../store/vector-index.ts";
+} from "../../../store/search/chunk-search.ts";
+import { ensureVectorIndexes, queryVectorText } from "../../../store/search/vector-index.ts";
 import { addDocument, axis, processedDocument, type StoreOf, space } from "./support.ts";
 
 export function searchCases(store: StoreOf) {

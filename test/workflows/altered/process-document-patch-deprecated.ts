@@ -9,7 +9,7 @@
  */
 import { ApplicationFailure, deprecatePatch, proxyLocalActivities } from "@temporalio/workflow";
 import type { DocumentActivities } from "../../../activities/document-processing.ts";
-import type { ProcessingRef } from "../../../workflows/contracts.ts";
+import type { ProcessingRef } from "../../../contracts/workflows.ts";
 
 const localPreparation = proxyLocalActivities<DocumentActivities>({ startToCloseTimeout: "10 minutes" });
 

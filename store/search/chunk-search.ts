@@ -1,15 +1,15 @@
 import { type SQL, sql } from "drizzle-orm";
+import { type Database, queryRows } from "../db.ts";
+import { compileFilter, type FilterNode, metadataColumns } from "../filters.ts";
+import type { Metadata } from "../schema/index.ts";
+import type { TagScope } from "../tag-scope.ts";
 import type { ChunkHit } from "./chunk-hit.ts";
-import { heldMetadata } from "./chunk-index/chunk-index.ts";
+import { heldMetadata } from "./chunk-index/held-chunks.ts";
 import { chunkIndexOf } from "./chunk-index/index.ts";
 import { indexAnswers, indexedChunkSearch } from "./chunk-index/search.ts";
-import { type Database, queryRows } from "./db.ts";
 import { EXACT_RANK_LIMIT, fewIds, inIdList, opaqueFilter } from "./exact-rank.ts";
-import { compileFilter, type FilterNode, metadataColumns } from "./filters.ts";
 import { commonTerms, keywordTsquery, topKeywordMatches } from "./keyword.ts";
-import type { Metadata } from "./schema/index.ts";
-import type { TagScope } from "./scope.ts";
-import { type Fusion, RRF_K, searchTuning } from "./search-tuning.ts";
+import { type Fusion, RRF_K, searchTuning } from "./tuning.ts";
 import { hnswScanSettings, queryVectorText, type VectorSpace, vectorTerms } from "./vector-index.ts";
 
 /** Which retrievers run: both fused (the default), or one alone (for evaluation and comparison). */
@@ -44,8 +44,8 @@ export interface HybridSearchQuery {
 
 export type { ChunkHit } from "./chunk-hit.ts";
 
-/** How the two rankings combine; the default and the blend's weights are tuned (store/search-tuning.ts). */
-export type { Fusion } from "./search-tuning.ts";
+/** How the two rankings combine; the default and the blend's weights are tuned (store/search/tuning.ts). */
+export type { Fusion } from "./tuning.ts";
 
 function fusedScore(fusion: Fusion): SQL {
   if (fusion === "blend") {
@@ -169,7 +169,7 @@ function keywordSide(q: KeywordSideQuery, tsq: string | null, scope = searchScop
 
 /**
  * One statement: the nearest chunks by cosine distance (HNSW, or an exact sort of a small tag's chunks)
- * and the best keyword matches (GIN + the tuned rank, any query term may match) are fused (store/search-tuning.ts:
+ * and the best keyword matches (GIN + the tuned rank, any query term may match) are fused (store/search/tuning.ts:
  * a score blend by default). `tsq` is the keyword query (keywordTsquery), passed as a value rather than computed inside the
  * statement: the planner then estimates its matches from the statistics. Computed in the statement (an
  * InitPlan), it was a guess of 500 rows, and under a small tag the planner rescanned the whole GIN

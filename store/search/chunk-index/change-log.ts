@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { type Database, queryRows } from "../db.ts";
+import { type Database, queryRows } from "../../db.ts";
 
 // The chunks an in-memory index must read again: every statement that inserts, updates or deletes chunks appends
 // their ids here (statement-level triggers with transition tables: one INSERT ... SELECT per statement, not one

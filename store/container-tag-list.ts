@@ -1,25 +1,25 @@
-// The container tags ("spaces", "projects") a key can see, with what each holds. Documents carry an
+// The container tags a key can see (Supermemory calls them "spaces" and "projects"), with what each holds. Documents carry an
 // array of tags, memories exactly one; only live memories (latest version, not forgotten) count.
 
 import { type SQL, sql } from "drizzle-orm";
 import { type Database, queryRows } from "./db.ts";
 import { documents, memories } from "./schema/index.ts";
-import type { TagScope } from "./scope.ts";
+import type { TagScope } from "./tag-scope.ts";
 
-export interface SpaceSummary {
+export interface ContainerTagSummary {
   containerTag: string;
   documents: number;
   memories: number;
 }
 
 /** At most this many tags are listed (the most used first when there are more). */
-const MAX_SPACES = 1000;
+const MAX_TAGS = 1000;
 
 /**
  * Every tag that has documents or memories, inside the scope. A scoped key also sees its own tags
  * while they are still empty: those are the tags it may write to.
  */
-export async function listSpaces(db: Database, scope: TagScope): Promise<SpaceSummary[]> {
+export async function listContainerTags(db: Database, scope: TagScope): Promise<ContainerTagSummary[]> {
   const inScope = (column: SQL) =>
     scope
       ? sql`${column} IN (${sql.join(
@@ -39,16 +39,16 @@ export async function listSpaces(db: Database, scope: TagScope): Promise<SpaceSu
       WHERE ${inScope(sql`tag`)}
       GROUP BY tag
       ORDER BY sum(d) + sum(m) DESC, tag
-      LIMIT ${MAX_SPACES}`,
+      LIMIT ${MAX_TAGS}`,
   );
-  const spaces = rows.map((r) => ({
+  const tags = rows.map((r) => ({
     containerTag: r.tag,
     documents: Number(r.documents),
     memories: Number(r.memories),
   }));
   for (const tag of scope ?? []) {
-    if (!spaces.some((s) => s.containerTag === tag))
-      spaces.push({ containerTag: tag, documents: 0, memories: 0 });
+    if (!tags.some((s) => s.containerTag === tag))
+      tags.push({ containerTag: tag, documents: 0, memories: 0 });
   }
-  return spaces;
+  return tags;
 }

@@ -1,4 +1,4 @@
-/** A chunk a search found, with how it ranked (store/search.ts, and the in-memory index of store/chunk-index). */
+/** A chunk a search found, with how it ranked (store/search/chunk-search.ts, and the in-memory index of store/search/chunk-index). */
 export interface ChunkHit {
   chunkId: string;
   documentId: string;

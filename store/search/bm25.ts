@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { type Database, queryRows } from "./db.ts";
+import { type Database, queryRows } from "../db.ts";
 
 export interface TermStatistics {
   /** Rows in the table (the planner's estimate, exact enough for IDF). */

@@ -1,4 +1,4 @@
-import type { TagScope } from "../store/scope.ts";
+import type { TagScope } from "../store/tag-scope.ts";
 import { ApiError } from "./errors.ts";
 
 /** Path prefixes a scoped key may call; everything else is 403 `forbidden`. */
@@ -38,10 +38,10 @@ const foreignTag = (tags: string[]) =>
  * query (reads are filtered in SQL, other tenants' ids are simply not found), `check` the tags a
  * request names (403 for a foreign one) and ask `writeTags` which tags a new document gets.
  */
-export class Scope {
+export class KeyScope {
   constructor(readonly tags: TagScope) {}
 
-  static readonly all = new Scope(null);
+  static readonly all = new KeyScope(null);
 
   /** Tags a write stores: the requested ones if all are the key's (403 otherwise); none → the key's first tag. */
   writeTags(requested: string[]): string[] {

@@ -1,4 +1,4 @@
-import type { Database } from "../db.ts";
+import type { Database } from "../../db.ts";
 import type { VectorSpace } from "../vector-index.ts";
 import { dropChangeLog } from "./change-log.ts";
 import { ChunkIndex } from "./chunk-index.ts";

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { type Database, queryRows } from "./db.ts";
+import { type Database, queryRows } from "../db.ts";
 
 /** The embedding model whose vectors a query compares against: its name and vector length. */
 export interface VectorSpace {

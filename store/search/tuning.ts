@@ -81,7 +81,7 @@ export function setSearchTuning(changes: Partial<SearchTuning> = {}): void {
 
 /**
  * The SQL ranking function of the keyword side over the alias's tsv and a tsquery (chunk and memory search
- * pass the query as a value: store/keyword.ts keywordTsquery).
+ * pass the query as a value: store/search/keyword.ts keywordTsquery).
  */
 export function keywordRankSql(rank: KeywordRank, alias: "c" | "m", query: SQL): SQL {
   const [fn, normalization] = rank.split("/") as [string, string];

@@ -1,4 +1,4 @@
-// Builds the chunk index's HNSW graph on a thread of its own (store/chunk-index/graph-build.ts starts it): at
+// Builds the chunk index's HNSW graph on a thread of its own (store/search/chunk-index/graph-build.ts starts it): at
 // start-up the graph's inserts were most of the index's build, ~0.4 ms each on the service's main thread. Plain
 // JavaScript, so the thread needs no TypeScript loader. It gets the graph's settings, the keys and the vectors,
 // adds them in one batch and saves the graph to `file`, which the main thread loads.

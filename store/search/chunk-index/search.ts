@@ -1,11 +1,13 @@
+import type { Database } from "../../db.ts";
 import type { ChunkHit } from "../chunk-hit.ts";
-import type { Database } from "../db.ts";
 import { budgetedLexemes, commonTerms } from "../keyword.ts";
-import { RRF_K, searchTuning } from "../search-tuning.ts";
+import { RRF_K, searchTuning } from "../tuning.ts";
 import { lastChangeAndLexemes } from "./change-log.ts";
-import { type ChunkIndex, heldMetadata, type SideScore } from "./chunk-index.ts";
+import type { ChunkIndex } from "./chunk-index.ts";
+import { heldMetadata } from "./held-chunks.ts";
+import { rankChunks, type SideScore } from "./rank.ts";
 
-/** What an indexed search needs of a search (a subset of store/search.ts's query, to keep this free of it). */
+/** What an indexed search needs of a search (a subset of store/search/chunk-search.ts's query, to keep this free of it). */
 export interface IndexedSearchQuery {
   text: string;
   embedding: number[] | PromiseLike<number[]>;
@@ -41,7 +43,7 @@ export function indexAnswers(index: ChunkIndex, q: IndexedSearchQuery): boolean 
   );
 }
 
-/** store/search.ts fusedScore, over one row's two sides. */
+/** store/search/chunk-search.ts fusedScore, over one row's two sides. */
 function fuser(fusion: "rrf" | "blend"): (v: SideScore | null, k: SideScore | null) => number {
   if (fusion === "rrf") return (v, k) => (v ? 1 / (RRF_K + v.rank) : 0) + (k ? 1 / (RRF_K + k.rank) : 0);
   const w = searchTuning().blendVectorWeight;
@@ -70,7 +72,7 @@ export async function indexedChunkSearch(
   const lexemes = common ? budgetedLexemes(found.lexemes, common) : null;
   // Keyword retrieval alone still reports each row's similarity, as SQL does.
   const embedding = await pending;
-  const ranked = index.rank({
+  const ranked = rankChunks(index.held, {
     scope: { scope: q.scope ?? undefined, containerTags: q.containerTags, tagMode: q.tagMode },
     embedding,
     vectorSide: q.retrieval !== "keyword",

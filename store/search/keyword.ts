@@ -1,8 +1,8 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Database, queryRows } from "./db.ts";
-import { keywordRankSql, searchTuning } from "./search-tuning.ts";
+import { type Database, queryRows } from "../db.ts";
+import { keywordRankSql, searchTuning } from "./tuning.ts";
 
-/** Terms in more rows than this share are left out of the keyword query (tuned: store/search-tuning.ts). */
+/** Terms in more rows than this share are left out of the keyword query (tuned: store/search/tuning.ts). */
 const maxTermFrequency = () => searchTuning().maxTermFrequency;
 /**
  * How many rows the keyword side may rank at most (as estimated from the planner statistics). A share of

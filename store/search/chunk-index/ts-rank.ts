@@ -1,4 +1,4 @@
-// PostgreSQL's ts_rank(tsv, query, 1) for the keyword queries of search (an OR of lexemes, store/keyword.ts),
+// PostgreSQL's ts_rank(tsv, query, 1) for the keyword queries of search (an OR of lexemes, store/search/keyword.ts),
 // computed outside the database from a tsvector's positions, with the same single-precision steps as
 // src/backend/utils/adt/tsrank.c (calc_rank_or, then the length normalisation of flag 1), so an in-memory
 // ranking orders rows the way the SQL keyword side does.

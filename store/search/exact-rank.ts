@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Database, queryRows } from "./db.ts";
-import { type FilterNode, filterIsIndexable, type MetadataColumns } from "./filters.ts";
+import { type Database, queryRows } from "../db.ts";
+import { type FilterNode, filterIsIndexable, type MetadataColumns } from "../filters.ts";
 
 /**
  * The most rows (documents, or memories) a search narrowed by a condition the planner cannot estimate ranks
