@@ -118,8 +118,7 @@ export const envSchema = z.object({
   /**
    * bge-small only: onnxruntime's native threads for each query thread's model. Unset: the embedder's default,
    * two (one on a single core): a query is a short text that one thread embeds in 10-16 ms, which caps 8 searching clients near
-   * 65 searches a second; two threads cut that wall time by a third for the same CPU (docs/operations.md,
-   * "Two onnxruntime threads for each query").
+   * 65 searches a second; two threads cut that wall time by a third for the same CPU (docs/decisions/README.md#0004-query-thread).
    */
   EMBEDDING_QUERY_INTRA_OP_THREADS: z.coerce.number().int().min(1).max(64).optional(),
   /**

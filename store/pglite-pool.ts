@@ -9,8 +9,8 @@ import path from "node:path";
  * 8 kB page, ~3 µs, plus the eviction of another page, in WebAssembly). A search in a big tag reads ~1,660 pages
  * (its HNSW walk and its keyword matches' rows), so with the pool far smaller than the store most of them miss.
  * The pool is a start parameter and PGlite's memory never shrinks, so it is chosen once, at open, from what the
- * store holds then: an empty or small store keeps the floor (a first import's memory is what issue #20 bounds),
- * a store that has grown gets a pool in proportion, up to the ceiling. Measured numbers: docs/operations.md.
+ * store holds then: an empty or small store keeps the floor (a first import's memory stays bounded),
+ * a store that has grown gets a pool in proportion, up to the ceiling. Measured numbers: docs/decisions/README.md#0005-buffer-pool-sized-from-the-store.
  */
 export const AUTO_POOL = {
   /** What a small store gets: the fixed default before `auto`. */

@@ -74,7 +74,7 @@ export interface BgeSmallOptions {
   /**
    * onnxruntime's native threads for each query thread's model. Default two (one on a single core): a query's
    * operators are small, yet two threads embedded one in two thirds of the time for the same CPU on 2 cores, and
-   * the query thread is what caps concurrent searches (docs/operations.md). With more than one, the query
+   * the query thread is what caps concurrent searches (docs/decisions/README.md#0004-query-thread). With more than one, the query
    * threads also hold a one-thread session of the same weights for queries that had to wait (under load the
    * second thread's CPU is taken from the API and the store): measured 50 MiB more resident memory with
    * int8-block queries, 180 MiB with fp32 ones.

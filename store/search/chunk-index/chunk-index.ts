@@ -7,7 +7,7 @@ import { type ChunkFields, HeldChunks, type LoadedRow } from "./held-chunks.ts";
 // An in-memory copy of what search ranks chunks by: their tags, their lexemes (with what each adds to ts_rank)
 // and their vectors (an HNSW graph for large scopes, an exact scan for small ones). PGlite runs every statement
 // on the service's one thread; at 100,000 chunks the two ranking statements of a search took ~30 ms of it
-// there, which capped concurrent searches (docs/operations.md "The floor under 8 clients"). rank.ts ranks the same
+// there, which capped concurrent searches (docs/decisions/README.md#0002-in-memory-search-index). rank.ts ranks the same
 // rows the same way in a few milliseconds, and holds what a hit shows (its document, position, text and
 // metadata) so that a search reads no chunk row: reading a hundred candidates' rows was another ~2 ms of the thread.
 //

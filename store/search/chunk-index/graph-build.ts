@@ -13,7 +13,7 @@ const BUILD_NICENESS = 10;
 
 function graphConfig(dimensions: number): GraphConfig {
   // f16 halves the graph's memory; its recall against an exact top 100 was 0.90 at 100,000 chunks, as pgvector's
-  // HNSW with the same connectivity (docs/operations.md).
+  // HNSW with the same connectivity (docs/decisions/README.md#0002-in-memory-search-index).
   return {
     dimensions,
     metric: MetricKind.Cos,
