@@ -207,7 +207,11 @@ export function createSyncActivities(deps: SyncActivityDeps) {
             }
             try {
               const written = await syncItem(connection, connector, ctx, item, input.runId);
-              if (written === "absent") continue;
+              // Listed, then gone or not content when fetched: counted, so a run never loses an item silently.
+              if (written === "absent") {
+                countSkipped(counts, new ItemSkippedError("not_found", `${item.id} was gone when fetched`));
+                continue;
+              }
               if (!before) {
                 counts.added++;
                 held++;

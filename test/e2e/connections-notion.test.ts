@@ -198,6 +198,41 @@ describe("Notion connections through OAuth and the sync engine", () => {
     expect(soup.results[0]?.title).toBe("Recipes");
   });
 
+  it("counts a listed page that answers 404 when fetched, syncs the rest and stays active", async () => {
+    const harbour = (await processed()).find((d) => d.title === "Harbour");
+    expect(harbour).toBeDefined();
+    const quayId = notion.addPage({
+      title: "Quay",
+      blocks: [{ type: "paragraph", text: "The quay wall was repaired with granite blocks." }],
+    });
+    later();
+    let before = (await connection()).lastSync.id;
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    expect(await syncAfter(before)).toMatchObject({ status: "done", counts: { added: 1 } });
+
+    // Quay is taken out of the integration's sharing while search still lists it, edited; Recipes is edited.
+    notion.editPage(quayId, { blocks: [{ type: "paragraph", text: "The quay wall is closed." }] });
+    notion.unsharePage(quayId);
+    notion.editPage(ids.recipes as string, {
+      blocks: [{ type: "paragraph", text: "The fish soup now takes a pinch of smoked paprika." }],
+    });
+    later();
+    before = (await connection()).lastSync.id;
+    await client.connections.import("notion", { containerTags: ["wiki"] });
+    const run = await syncAfter(before);
+    expect(run).toMatchObject({
+      status: "done",
+      errorCode: null,
+      counts: { updated: 1, failed: 0, skipped: 1, skippedReasons: { not_found: 1 }, deleted: 1 },
+    });
+    expect((await connection()).status).toBe("active");
+    const titles = (await processed()).map((d) => d.title);
+    expect(titles).not.toContain("Quay");
+    expect(titles).toContain("Harbour");
+    const paprika = await client.search.documents({ q: "smoked paprika fish soup", containerTags: ["wiki"] });
+    expect(paprika.results[0]?.title).toBe("Recipes");
+  });
+
   it("refreshes an expired access token and carries on", async () => {
     const before = (await connection()).lastSync.id;
     notion.expireAccessTokens();

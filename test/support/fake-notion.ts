@@ -167,6 +167,13 @@ export interface FakeNotion {
   editPage(id: string, patch: Partial<Omit<FakePageInput, "parent">>): void;
   trashPage(id: string): void;
   restorePage(id: string): void;
+  /**
+   * The page is no longer shared with the integration, but search's index still lists it: retrieving it
+   * answers 404 object_not_found, which Notion also uses for "not shared with the bearer token's owner"
+   * (https://developers.notion.com/reference/status-codes), and indexing lags such changes
+   * (https://developers.notion.com/reference/search-optimizations-and-limitations).
+   */
+  unsharePage(id: string): void;
   addDataSource(input: FakeDataSourceInput): { dataSourceId: string; databaseId: string };
   editDataSource(id: string, patch: { title?: string; description?: string }): void;
   trashDataSource(id: string): void;
@@ -337,6 +344,8 @@ export async function startFakeNotion(
   const requests: FakeRequest[] = [];
 
   const pages = new Map<string, Page>();
+  /** Pages taken out of the integration's sharing that search still lists (`unsharePage`). */
+  const unshared = new Set<string>();
   const blocks = new Map<string, Block>();
   const dataSources = new Map<string, DataSource>();
   const codes = new Map<string, { redirectUri?: string }>();
@@ -968,7 +977,7 @@ export async function startFakeNotion(
     const pageId = route("GET", /^\/v1\/pages\/([^/]+)$/);
     if (pageId !== undefined) {
       const page = pageById(pageId);
-      if (!page) throw notFound("page", pageId);
+      if (!page || unshared.has(page.id)) throw notFound("page", pageId);
       return pageJson(page);
     }
     const property = method === "GET" ? path.match(/^\/v1\/pages\/([^/]+)\/properties\/([^/]+)$/) : null;
@@ -1353,6 +1362,9 @@ export async function startFakeNotion(
       const page = mustPage(id);
       page.inTrash = true;
       page.lastEditedTime = now();
+    },
+    unsharePage(id) {
+      unshared.add(mustPage(id).id);
     },
     restorePage(id) {
       const page = mustPage(id);
