@@ -6,6 +6,7 @@ import { connectionProbe } from "../support/connections.ts";
 import { type Dovecot, startDovecot } from "../support/dovecot.ts";
 import { FIXTURES_DIR } from "../support/fixtures.ts";
 import { caller } from "../support/http.ts";
+import { GMAIL_FETCH_FAILURE, startImapProxy } from "../support/imap-proxy.ts";
 import { startTestService, TEST_ADMIN_KEY, type TestService, waitFor } from "../support/service.ts";
 
 // An IMAP mailbox end to end: a private Dovecot on 127.0.0.1 holding the well-formed fixture mails, a
@@ -246,5 +247,41 @@ describe("IMAP connections through the sync engine", () => {
     expect(all.map((d) => d.title).sort()).toEqual(titles);
     expect(new Set(all.map((d) => d.customId)).size).toBe(titles.length);
     for (const d of all) expect(d.customId).toMatch(/:INBOX\/777\/\d+(\/attachments\/.*)?$/);
+  });
+
+  it("a message the server refuses to FETCH is counted failed; the others sync and the connection stays active", async () => {
+    const proxy = await startImapProxy({ host: dovecot.host, port: dovecot.port });
+    try {
+      const created = await client.connections.create(IMAP, {
+        containerTag: "mail-refused",
+        metadata: {
+          host: "127.0.0.1",
+          port: proxy.port,
+          secure: false,
+          user: USER,
+          password: dovecot.password,
+        },
+      });
+      // The plain IMAP listing is UID SEARCH only, so the first UID FETCH is the first message's download.
+      proxy.refuseNext(/^UID FETCH$/i, "no", GMAIL_FETCH_FAILURE);
+      const run = await waitFor(async () => {
+        const c = (await call("GET", `/v3/connections/${created.id}`)).json;
+        return c.lastSync && c.lastSync.status !== "running" ? c : undefined;
+      }, "the first sync of the proxied connection");
+      expect(proxy.refused()).toEqual(["UID FETCH"]);
+      expect(run.status).toBe("active");
+      expect(run.lastSync).toMatchObject({ status: "done", counts: { added: 6, failed: 1 } });
+      // The refused message is fetched again by the next sync, and then it comes.
+      const before = run.lastSync.id;
+      expect((await call("POST", `/v3/connections/${created.id}/sync`)).status).toBe(200);
+      const again = await waitFor(async () => {
+        const c = (await call("GET", `/v3/connections/${created.id}`)).json;
+        return c.lastSync && c.lastSync.id !== before && c.lastSync.status !== "running" ? c : undefined;
+      }, "the second sync of the proxied connection");
+      expect(again.lastSync).toMatchObject({ status: "done", counts: { added: 1, failed: 0, unchanged: 6 } });
+      await client.connections.deleteByID(created.id);
+    } finally {
+      await proxy.stop();
+    }
   });
 });

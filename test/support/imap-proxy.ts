@@ -1,6 +1,6 @@
 // A TCP proxy in front of an IMAP server (Dovecot in tests) that passes every line through, except a
 // command it was told to refuse: that one gets the answer Gmail gives an account past its daily IMAP
-// limits, which no local server can be made to give.
+// limits, or another refusal Gmail gives and no local server can be made to give.
 //
 // Gmail's limits: https://support.google.com/a/answer/1071518 (2,500 MB download and 500 MB upload a day
 // by IMAP). Past them Gmail answers commands, the login included, with `NO [ALERT] Account exceeded
@@ -9,6 +9,11 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 
 export const GMAIL_BANDWIDTH_ALERT = "[ALERT] Account exceeded command or bandwidth limits";
+/**
+ * Gmail's answer to every FETCH of one message it cannot serve, as IMAP client users report it
+ * (https://github.com/mscdex/node-imap/issues/209, /284): one message fails, the session and the others go on.
+ */
+export const GMAIL_FETCH_FAILURE = "Some messages could not be FETCHed (Failure)";
 
 export interface ImapProxy {
   port: number;
@@ -16,14 +21,14 @@ export interface ImapProxy {
    * The next client command whose name matches (AUTHENTICATE, UID FETCH, EXAMINE...) is not passed on:
    * "no" answers it with a tagged NO and keeps the session, "bye" sends a BYE and closes it.
    */
-  refuseNext(command: RegExp, how: "no" | "bye"): void;
+  refuseNext(command: RegExp, how: "no" | "bye", text?: string): void;
   /** Commands refused so far. */
   refused(): string[];
   stop(): Promise<void>;
 }
 
 export async function startImapProxy(target: { host: string; port: number }): Promise<ImapProxy> {
-  const pending: { command: RegExp; how: "no" | "bye" }[] = [];
+  const pending: { command: RegExp; how: "no" | "bye"; text: string }[] = [];
   const refused: string[] = [];
   const sockets = new Set<Socket>();
 
@@ -50,9 +55,9 @@ export async function startImapProxy(target: { host: string; port: number }): Pr
         }
         refused.push(name.toUpperCase());
         if (rule.how === "no") {
-          client.write(`${tag} NO ${GMAIL_BANDWIDTH_ALERT}\r\n`);
+          client.write(`${tag} NO ${rule.text}\r\n`);
         } else {
-          client.end(`* BYE ${GMAIL_BANDWIDTH_ALERT}\r\n`);
+          client.end(`* BYE ${rule.text}\r\n`);
           upstream.destroy();
           return;
         }
@@ -65,8 +70,8 @@ export async function startImapProxy(target: { host: string; port: number }): Pr
 
   return {
     port: address.port,
-    refuseNext(command, how) {
-      pending.push({ command, how });
+    refuseNext(command, how, text = GMAIL_BANDWIDTH_ALERT) {
+      pending.push({ command, how, text });
     },
     refused: () => [...refused],
     async stop() {
