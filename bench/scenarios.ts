@@ -859,11 +859,9 @@ export function selectScenarios(v: ArgValues): string[] {
   for (const name of [...list(v.with), ...list(v.only), ...list(v.skip)])
     if (!known.has(name)) throw new Error(`unknown scenario "${name}" (known: ${[...known].join(", ")})`);
   let chosen: Set<string>;
-  if (v["bulk-only"]) chosen = new Set(["bulk"]);
-  else if (v.only !== undefined) chosen = new Set(list(v.only));
+  if (v.only !== undefined) chosen = new Set(list(v.only));
   else if (v.all) chosen = new Set(known);
   else chosen = new Set([...SCENARIOS.filter((s) => s.inDefault).map((s) => s.name), ...list(v.with)]);
   for (const name of list(v.skip)) chosen.delete(name);
-  for (const name of ["ingest", "search", "extraction", "bulk"]) if (v[`skip-${name}`]) chosen.delete(name);
   return SCENARIOS.map((s) => s.name).filter((name) => chosen.has(name));
 }
