@@ -159,7 +159,7 @@ interface IngestMeta {
   finishedAt?: string;
 }
 
-export interface IngestOutcome {
+interface IngestOutcome {
   /** Documents added (or re-added after a failure) in this run; 0 when the cache was complete. */
   added: number;
   /** Wall time of ingestion in this run (0 when skipped). */

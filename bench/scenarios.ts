@@ -467,7 +467,7 @@ interface EvalOptions {
 }
 
 /** What bench/eval.ts writes with --result-json. */
-export interface EvalRun {
+interface EvalRun {
   report: EvalResult;
   spreads?: Spread[];
 }

@@ -134,7 +134,7 @@ async function admitAndProcess(
   }
 }
 
-export interface FillOptions {
+interface FillOptions {
   /** Documents per admission pass (what a batch import of that size does). */
   batch?: number;
   /** Short texts up to this many characters are kept as memories too (the service's default: 600; 0: never). */

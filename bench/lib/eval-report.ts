@@ -94,7 +94,7 @@ export interface ModeResult {
   p95: number | null;
 }
 
-export type TunedParameter = keyof SearchTuning;
+type TunedParameter = keyof SearchTuning;
 
 /** One setting of the sweep: the defaults with one parameter changed (or none: the baseline). */
 export interface SweepCandidate {
