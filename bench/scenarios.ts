@@ -493,7 +493,7 @@ const evalScenario: Scenario<EvalOptions, EvalRun> = {
     "--eval-embedder use-lite  --eval-queries 300  --eval-modes keyword,vector,hybrid,rrf,rerank",
     "--eval-reset               ingest the corpus again (the store is cached per model)",
     "--eval-scores              also how the scores of relevant and irrelevant results spread",
-    "--eval-arg ARG             one more argument for bench/eval.ts as it is (repeatable), e.g. --eval-arg=--split",
+    "--eval-arg ARG             one more argument for bench/eval.ts as it is (repeatable), e.g. --eval-arg=--sweep",
   ],
   options: (v, ctx) => ({
     ...(typeof v["eval-embedder"] === "string" ? { embedder: v["eval-embedder"] } : {}),
