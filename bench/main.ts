@@ -49,7 +49,7 @@ function help(): string {
     "npm run bench -- [--with a,b | --all | --only a,b] [--skip a,b] [--threads N] [scenario options]",
     "",
     `Scenarios (${names.join(", ")}); a plain run takes the default ones:`,
-    ...SCENARIOS.map((s) => `  ${s.name.padEnd(12)}${s.inDefault ? "(default) " : ""}${s.about}`),
+    ...SCENARIOS.map((s) => `  ${s.name.padEnd(16)}${s.inDefault ? "(default) " : ""}${s.about}`),
     "",
     "  --with a,b       add scenarios to the default set        --all        every scenario",
     "  --only a,b       exactly these scenarios                 --skip a,b   leave these out",
