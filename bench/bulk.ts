@@ -63,7 +63,7 @@ const ADD_TIMEOUT_MS = 15 * 60_000;
 const INTERACTIVE_TIMEOUT_MS = 120_000;
 const IDLE_SAMPLES = 5;
 
-export type ImportOutcome = "complete" | "stalled" | "timed out" | "service exited";
+type ImportOutcome = "complete" | "stalled" | "timed out" | "service exited";
 
 export interface LatencyKind {
   kind: "search /v3" | "search /v4" | "memory add /v4";
@@ -81,7 +81,7 @@ export interface LatencyKind {
   missedSlots: number;
 }
 
-export interface TenantRun {
+interface TenantRun {
   documents: number;
   /** When the tenant's batch was sent, after the big import's first add. */
   submittedAtMs: number;

@@ -58,7 +58,7 @@ export interface ChurnSnapshot {
   search: Summary;
 }
 
-export interface ChurnPass {
+interface ChurnPass {
   round: number;
   ms: number;
   pass: MaintenanceResult;

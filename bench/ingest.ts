@@ -21,7 +21,7 @@ const POLL_MS = 500;
 const STALL_MS = 5 * 60_000;
 const TAG = "bench-ingest";
 
-export interface EmbedderRun {
+interface EmbedderRun {
   /** The model timed (missing from results stored before it was recorded). */
   model?: string;
   texts: number;

@@ -41,12 +41,6 @@ const SHARED_ARGS: Record<string, ArgSpec> = {
   out: { type: "string" },
   "no-page": { type: "boolean" },
   help: { type: "boolean", short: "h" },
-  // Older spellings, still accepted.
-  "skip-ingest": { type: "boolean" },
-  "skip-search": { type: "boolean" },
-  "skip-extraction": { type: "boolean" },
-  "skip-bulk": { type: "boolean" },
-  "bulk-only": { type: "boolean" },
 };
 
 function help(): string {
@@ -55,13 +49,12 @@ function help(): string {
     "npm run bench -- [--with a,b | --all | --only a,b] [--skip a,b] [--threads N] [scenario options]",
     "",
     `Scenarios (${names.join(", ")}); a plain run takes the default ones:`,
-    ...SCENARIOS.map((s) => `  ${s.name.padEnd(12)}${s.inDefault ? "(default) " : ""}${s.about}`),
+    ...SCENARIOS.map((s) => `  ${s.name.padEnd(16)}${s.inDefault ? "(default) " : ""}${s.about}`),
     "",
     "  --with a,b       add scenarios to the default set        --all        every scenario",
     "  --only a,b       exactly these scenarios                 --skip a,b   leave these out",
     "  --threads N      EMBEDDING_THREADS for the in-process service and the embedder baselines (default: the service's)",
     "  --out FILE       render the page there instead of docs/benchmarks.md   --no-page   store the result file only",
-    "  (older spellings: --skip-ingest, --skip-search, --skip-extraction, --skip-bulk, --bulk-only)",
     "",
     "Each run writes bench/results/<UTC time>-<commit>[-dirty].json, then renders docs/benchmarks.md from it;",
     "`npm run bench:page -- [file]` renders the page again from a stored run (default: the newest) without running anything.",

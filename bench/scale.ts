@@ -86,7 +86,7 @@ export interface LoadRun {
   load: [number, number];
 }
 
-export interface MemoryRun {
+interface MemoryRun {
   chunks: number;
   seedMs: number;
   startMs: number;
@@ -95,7 +95,7 @@ export interface MemoryRun {
   search: LoadRun;
 }
 
-export interface ProcessMemory {
+interface ProcessMemory {
   /** The node process: API, worker, embedder threads and PGlite (WebAssembly) together. */
   serviceRss: number;
   /** The Temporal dev server child. */
@@ -282,7 +282,7 @@ async function runIngest(o: {
 
 /** Loads `size` search chunks (the search benchmark's corpus and cached vectors) into a store. */
 /** Real chunks (text and cached vector) a seeded store holds at most; past them, blends (bench/lib/blended-chunks.ts). */
-export const REAL_SEED_CHUNKS = 100_000;
+const REAL_SEED_CHUNKS = 100_000;
 
 /** How a seeded store was built, and what it takes on disk. */
 export interface Seeding {

@@ -467,7 +467,7 @@ interface EvalOptions {
 }
 
 /** What bench/eval.ts writes with --result-json. */
-export interface EvalRun {
+interface EvalRun {
   report: EvalResult;
   spreads?: Spread[];
 }
@@ -493,7 +493,7 @@ const evalScenario: Scenario<EvalOptions, EvalRun> = {
     "--eval-embedder use-lite  --eval-queries 300  --eval-modes keyword,vector,hybrid,rrf,rerank",
     "--eval-reset               ingest the corpus again (the store is cached per model)",
     "--eval-scores              also how the scores of relevant and irrelevant results spread",
-    "--eval-arg ARG             one more argument for bench/eval.ts as it is (repeatable), e.g. --eval-arg=--split",
+    "--eval-arg ARG             one more argument for bench/eval.ts as it is (repeatable), e.g. --eval-arg=--sweep",
   ],
   options: (v, ctx) => ({
     ...(typeof v["eval-embedder"] === "string" ? { embedder: v["eval-embedder"] } : {}),
@@ -859,11 +859,9 @@ export function selectScenarios(v: ArgValues): string[] {
   for (const name of [...list(v.with), ...list(v.only), ...list(v.skip)])
     if (!known.has(name)) throw new Error(`unknown scenario "${name}" (known: ${[...known].join(", ")})`);
   let chosen: Set<string>;
-  if (v["bulk-only"]) chosen = new Set(["bulk"]);
-  else if (v.only !== undefined) chosen = new Set(list(v.only));
+  if (v.only !== undefined) chosen = new Set(list(v.only));
   else if (v.all) chosen = new Set(known);
   else chosen = new Set([...SCENARIOS.filter((s) => s.inDefault).map((s) => s.name), ...list(v.with)]);
   for (const name of list(v.skip)) chosen.delete(name);
-  for (const name of ["ingest", "search", "extraction", "bulk"]) if (v[`skip-${name}`]) chosen.delete(name);
   return SCENARIOS.map((s) => s.name).filter((name) => chosen.has(name));
 }

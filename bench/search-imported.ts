@@ -43,12 +43,12 @@ export const BIG_TAG = "all";
  * tag keeps a small share of it (a project: 0.5 %) or a large one (a team: 10 %).
  */
 export const PROJECTS = 200;
-export const TEAMS = 10;
+const TEAMS = 10;
 /**
  * A tag no document carries: searches in it find nothing, so the store has next to nothing to rank, and what
  * 8 clients get there is the floor the rest of a search (HTTP, the key, the query's embedding) sets on this machine.
  */
-export const EMPTY_TAG = "no-documents";
+const EMPTY_TAG = "no-documents";
 const metadataOf = (i: number) => ({
   project: `p${i % PROJECTS}`,
   team: `t${Math.floor(i / PROJECTS) % TEAMS}`,

@@ -29,7 +29,7 @@ import {
 import { type Cleanup, serviceQueryPrecision, startBenchService, tempDir } from "./lib/service.ts";
 import { type Summary, summarize } from "./lib/stats.ts";
 
-export const BIG_CONTAINER = "all";
+const BIG_CONTAINER = "all";
 const PROJECTS = 200;
 const IGNORE_CASE_SCOPE = `"${BIG_CONTAINER}", filtered to one of ${PROJECTS} projects with ignoreCase`;
 const BATCH = 100;
@@ -47,7 +47,7 @@ export interface MemorySearchOptions {
   store?: string;
 }
 
-export interface StoreLatency {
+interface StoreLatency {
   scope: string;
   latency: Summary;
   meanResults: number;

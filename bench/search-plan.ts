@@ -31,7 +31,7 @@ import { createEmbedder, resolveDefaultEmbedder } from "../pipeline/embedder/ind
 import { type Database, openPglite, openStore, queryRows, type Store } from "../store/db.ts";
 import { type HybridSearchQuery, hybridChunkSearch, searchStatement } from "../store/search/chunk-search.ts";
 import { commonTerms, keywordTsquery, MATCH_BUDGET } from "../store/search/keyword.ts";
-import { ensureVectorIndexes, vectorTerms } from "../store/search/vector-index.ts";
+import { ensureVectorIndexes } from "../store/search/vector-index.ts";
 import { startNativePostgres } from "../test/support/postgres.ts";
 import { tagName as churnTagName } from "./lib/churn.ts";
 import { readCorpus, readQueries } from "./lib/corpus.ts";
@@ -63,11 +63,10 @@ const { values } = parseArgs({
     /** PGlite's buffer pool for the measured runs (default: PGlite's own; the service sets PGLITE_SHARED_BUFFERS=32MB). */
     "shared-buffers": { type: "string" },
     "no-plans": { type: "boolean", default: false },
-    /** Only the current statements' stages: no "before" stages, no recall against an exact ranking (slow at 1M). */
+    /** No recall against an exact ranking (slow at 1M). */
     quick: { type: "boolean", default: false },
     /** Statements run once on the store before measuring (an experiment: --run "ANALYZE chunks"); they persist. */
     run: { type: "string", multiple: true, default: [] },
-    "before-plans": { type: "boolean", default: false },
     /** SciFact test queries to score (nDCG@10 by document) with and without the keyword match budget. */
     judged: { type: "string", default: "0" },
   },
@@ -167,55 +166,6 @@ async function explain(db: Database, settings: string[], statement: SQL): Promis
     planningMs: num(/Planning Time: ([\d.]+) ms/),
     buffers,
     lines,
-  };
-}
-
-/**
- * The statement as store/search/chunk-search.ts built it before issue #25 (for the same-run comparison): the keyword
- * query (`tsq`, made without the match budget) read inside the statement from a CTE (an InitPlan the planner
- * cannot see into). The vector side is unchanged. Only the conditions the scenarios use (tags, scope) are built.
- */
-function legacyStatements(q: HybridSearchQuery, tsq: string | null) {
-  const v = vectorTerms("c", q.space);
-  const queryVector = sql`${`[${q.embedding.join(",")}]`}${v.cast}`;
-  const arr = (tags: readonly string[]) =>
-    sql`ARRAY[${sql.join(
-      tags.map((t) => sql`${t}`),
-      sql`, `,
-    )}]::text[]`;
-  const scope = sql.join(
-    [
-      sql`d.status = 'done'`,
-      q.scope ? sql`d.container_tags && ${arr(q.scope)}` : undefined,
-      q.containerTags?.length ? sql`d.container_tags && ${arr(q.containerTags)}` : undefined,
-    ].filter((c): c is SQL => Boolean(c)),
-    sql` AND `,
-  );
-  const rank = sql.raw("ts_rank(c.tsv, (SELECT tsq FROM query), 1)");
-  const query = sql`SELECT ${tsq}::tsquery AS tsq`;
-  const byVector = sql`SELECT c.id, row_number() OVER (ORDER BY ${v.column} <=> ${queryVector}) AS rank,
-      1 - (${v.column} <=> ${queryVector}) AS score
-      FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE ${v.inSpace} AND ${scope} ORDER BY ${v.column} <=> ${queryVector} LIMIT ${q.candidates}`;
-  const keywordBody = sql`SELECT c.id, row_number() OVER (ORDER BY ${rank} DESC) AS rank, ${rank}::float8 AS score
-      FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.tsv @@ (SELECT tsq FROM query) AND ${scope} ORDER BY ${rank} DESC LIMIT ${q.candidates}`;
-  const norm = (side: string) =>
-    sql.raw(
-      `coalesce((${side}.score - ${side}.lo) / nullif(${side}.hi - ${side}.lo, 0), CASE WHEN ${side}.id IS NULL THEN 0 ELSE 1 END)`,
-    );
-  return {
-    byKeyword: sql`WITH query AS (${query}) ${keywordBody}`,
-    statement: sql`
-    WITH query AS (${query}), by_vector AS (${byVector}), by_keyword AS (${keywordBody}),
-    fused AS (
-      SELECT coalesce(v.id, k.id) AS id, 0.5 * ${norm("v")} + 0.5 * ${norm("k")} AS fused, k.rank AS keyword_rank
-      FROM (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_vector) v
-      FULL OUTER JOIN (SELECT *, min(score) OVER () AS lo, max(score) OVER () AS hi FROM by_keyword) k ON v.id = k.id
-    )
-    SELECT c.id AS chunk_id, c.document_id, c.position, c.content, c.metadata,
-           1 - (${v.column} <=> ${queryVector}) AS similarity, f.keyword_rank, f.fused
-    FROM fused f JOIN chunks c ON c.id = f.id ORDER BY f.fused DESC LIMIT ${q.candidates}`,
   };
 }
 
@@ -363,12 +313,7 @@ async function main() {
       current = sc.tags;
     }
     const common = await commonTerms(db, "chunks");
-    const stageNames = [
-      "by_vector",
-      "by_keyword",
-      "whole",
-      ...(values.quick ? [] : ["before: by_keyword", "before: whole"]),
-    ];
+    const stageNames = ["by_vector", "by_keyword", "whole"];
     const stageMs: Record<string, number[]> = Object.fromEntries(stageNames.map((n) => [n, []]));
     const stageBuffers: Record<string, number[]> = Object.fromEntries(stageNames.map((n) => [n, []]));
     const wall: number[] = [];
@@ -389,14 +334,10 @@ async function main() {
         ...sc.query(i),
       };
       const s = searchStatement(q, await keywordTsquery(db, q.text, common));
-      const before = legacyStatements(q, await keywordTsquery(db, q.text, { ...common, rows: 0 }));
       const stages: Record<string, SQL> = {
         by_vector: s.byVector,
         by_keyword: s.byKeyword,
         whole: s.statement,
-        ...(values.quick
-          ? {}
-          : { "before: by_keyword": before.byKeyword, "before: whole": before.statement }),
       };
       const plans: Record<string, string[]> = {};
       for (const [stage, statement] of Object.entries(stages)) {
@@ -451,9 +392,7 @@ async function main() {
       `  hybrid top-${K} overlap with the keyword query without the match budget: ${mean(sameAsUnbudgeted).toFixed(3)}\n`,
     );
     if (!values["no-plans"] && firstPlans)
-      for (const [stage, lines] of Object.entries(firstPlans).filter(
-        ([n]) => values["before-plans"] || !n.startsWith("before"),
-      )) {
+      for (const [stage, lines] of Object.entries(firstPlans)) {
         process.stdout.write(`  --- plan of ${stage} (first query) ---\n`);
         for (const l of lines) process.stdout.write(`    ${l}\n`);
       }

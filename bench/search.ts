@@ -25,7 +25,7 @@ const WARMUP = 20;
 /** What the search handler asks for with the default limit of 10: max(50, limit * 10). */
 export const CANDIDATES = 100;
 
-export interface SlowQuery {
+interface SlowQuery {
   query: string;
   ms: number;
   /** Chunks the keyword query matched (each is ranked). */

@@ -24,7 +24,7 @@ export const ATTACK_KINDS = [
   "sign-in-password",
   "sign-in-key",
 ] as const;
-export type AttackKind = (typeof ATTACK_KINDS)[number];
+type AttackKind = (typeof ATTACK_KINDS)[number];
 export const CHUNKED_KINDS: readonly AttackKind[] = [
   "chunked-sign-in",
   "chunked-picker",
@@ -116,7 +116,7 @@ export function* chunkedBody(total: number): Generator<Buffer> {
   yield TAIL;
 }
 
-export const madeUpKey = () => `sm_${randomBytes(24).toString("hex")}`;
+const madeUpKey = () => `sm_${randomBytes(24).toString("hex")}`;
 
 /**
  * One request on a connection of its own. With `body` as a generator the body goes chunked (no content-length);
@@ -361,7 +361,7 @@ export async function attack(o: AttackerOptions, signal?: AbortSignal): Promise<
 /** The line attacker.child.ts prints its result on. */
 export const RESULT_PREFIX = "ATTACKER-RESULT ";
 
-export interface AttackerProcess {
+interface AttackerProcess {
   pid: number;
   /** Ends the attack early (SIGTERM): it stops starting requests, lets those in flight finish within the grace. */
   stop(): void;

@@ -8,14 +8,14 @@ import { ms, ratio } from "./stats.ts";
 export const CHURN_HEADING = "## Search over months on the embedded store (issue #25 point 2)";
 
 /** Issue #25's bound: sizes and search p95 after the churn within this factor of a fresh load. */
-export const CHURN_RATIO_GOAL = 1.2;
+const CHURN_RATIO_GOAL = 1.2;
 
 const n = (v: number) => v.toLocaleString("en-US");
 const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`;
 const TABLES = ["chunks", "documents", "memories"] as const;
 
 /** One compared figure: a table's heap or one index, or a search percentile. */
-export interface ChurnComparison {
+interface ChurnComparison {
   what: string;
   fresh: number;
   after: number;

@@ -134,7 +134,7 @@ async function admitAndProcess(
   }
 }
 
-export interface FillOptions {
+interface FillOptions {
   /** Documents per admission pass (what a batch import of that size does). */
   batch?: number;
   /** Short texts up to this many characters are kept as memories too (the service's default: 600; 0: never). */
@@ -202,26 +202,6 @@ export async function deleteDocuments(db: Database, ids: readonly string[], labe
     bar.update(++done);
   }
   bar.finish();
-}
-
-/**
- * A store holding `documents` imported documents spread round robin over `tags` container tags, through the
- * service's own store path (for measurements on "imported" data). Answers the documents as planned, with ids.
- */
-export async function fillImported(
-  db: Database,
-  opts: { documents: number; tags: number; chunksPerDoc?: number; pool?: TextPool } & FillOptions,
-): Promise<{ pool: TextPool; docs: (PlannedDocument & { id: string })[] }> {
-  const chunksPerDoc = opts.chunksPerDoc ?? 1;
-  const pool = opts.pool ?? (await loadTextPool(Math.min(100_000, opts.documents * chunksPerDoc)));
-  const planned = plannedDocuments({
-    count: opts.documents,
-    tags: opts.tags,
-    chunksPerDoc,
-    poolSize: pool.texts.length,
-  });
-  const ids = await addDocuments(db, pool, planned, opts);
-  return { pool, docs: planned.map((d, i) => ({ ...d, id: ids[i] as string })) };
 }
 
 /** Sizes in bytes of a table (heap, TOAST) and of each of its indexes, with live and dead tuple counts. */

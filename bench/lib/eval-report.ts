@@ -94,7 +94,7 @@ export interface ModeResult {
   p95: number | null;
 }
 
-export type TunedParameter = keyof SearchTuning;
+type TunedParameter = keyof SearchTuning;
 
 /** One setting of the sweep: the defaults with one parameter changed (or none: the baseline). */
 export interface SweepCandidate {
@@ -257,7 +257,7 @@ export function renderEvalSection(r: EvalResult): string {
     "",
     "- **nDCG@10** as BEIR / trec_eval compute it: gain = the qrels grade, discount log2(rank + 1), ideal DCG from the query's qrels; **recall@100** = share of the query's relevant abstracts among the first 100 results; **MRR@10** = mean reciprocal rank of the first relevant result within 10. Averaged over the queries of each half; a query with no result scores 0.",
     "- **p50 / p95** are client-side latencies of single HTTP requests (query embedding, SQL, response), informational; the first request of each mode is a warm-up and not counted.",
-    "- The store is kept per embedding model under `<cacheDir>/eval/scifact-<model>`: later runs reuse it and skip ingestion (`--reset` starts over). Options: `--embedder NAME`, `--queries N`, `--modes keyword,vector,hybrid,rrf,rerank`, `--sweep`, `--threads N`, `--data-dir DIR`, `--reset`, `--result-json FILE`, `--out FILE`.",
+    "- The store is kept per embedding model under `<cacheDir>/eval/scifact-<model>`: later runs reuse it and skip ingestion (`--reset` starts over). Options: `--embedder NAME`, `--queries N`, `--modes keyword,vector,hybrid,rrf,rerank`, `--sweep`, `--threads N`, `--data-dir DIR`, `--reset`, `--result-json FILE`.",
     "",
   );
   return lines.join("\n");

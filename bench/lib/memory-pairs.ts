@@ -2,7 +2,7 @@
 // word where English allows it), written for this benchmark. They measure how a saved fact scores when a
 // user asks for it in other words, against how the other facts score for the same question.
 
-export interface MemoryPair {
+interface MemoryPair {
   fact: string;
   question: string;
 }

@@ -2,7 +2,7 @@
 // log2 discount, the ideal ranking built from the qrels alone.
 
 /** Relevance judgements of one query: document id → grade (0 = judged not relevant). */
-export type Judgements = ReadonlyMap<string, number>;
+type Judgements = ReadonlyMap<string, number>;
 
 /** Document ids in rank order, each once (a repeated id after its first rank is ignored). */
 function distinct(ranked: readonly string[]): string[] {

@@ -14,19 +14,19 @@ import { withMachine } from "./report.ts";
 import { PAGE, REPORT, RESULTS_DIR, ROOT as ROOT_DIR, type RunFile } from "./results.ts";
 import { revisionLabel } from "./revision.ts";
 
-export const HISTORY_HEADING = "## History";
+const HISTORY_HEADING = "## History";
 /** Rows of the History table: the page stays short, and every run stays in `bench/results/`. */
 const HISTORY_ROWS = 6;
 /** Body rows of a table on the page; the report has them all. */
 const PAGE_TABLE_ROWS = 6;
-export const HOW_TO_RUN_HEADING = "## How to run";
+const HOW_TO_RUN_HEADING = "## How to run";
 
 const minutes = (msValue: number) =>
   msValue >= 120_000 ? `${(msValue / 60_000).toFixed(1)} min` : `${(msValue / 1000).toFixed(1)} s`;
 const loads = (v: number[]) => v.map((x) => x.toFixed(2)).join(" / ");
 
 /** Options as one phrase: `docs=200, chunks=10000,100000`. */
-export function optionsPhrase(options: unknown): string {
+function optionsPhrase(options: unknown): string {
   if (!options || typeof options !== "object") return "defaults";
   const parts = Object.entries(options as Record<string, unknown>)
     .filter(([, v]) => v !== undefined && !(Array.isArray(v) && v.length === 0))
@@ -155,7 +155,7 @@ function earlierRuns(
 }
 
 /** One row per stored run, newest first: when, which commit, and each scenario's headline figures. */
-export function historyLines(runs: { file: string; run: RunFile }[]): string[] {
+function historyLines(runs: { file: string; run: RunFile }[]): string[] {
   if (!runs.length) return [HISTORY_HEADING, "", "No stored runs in `bench/results/`.", ""];
   const columns: string[] = [];
   const rows = runs.map(({ file, run }) => {
@@ -358,7 +358,7 @@ function pageHowToLines(): string[] {
   ];
 }
 
-export interface RenderOptions {
+interface RenderOptions {
   /** The rendered run's file, named in the header. */
   file?: string;
   /** Every stored run (the rendered one included) for the History table. */

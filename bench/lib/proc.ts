@@ -117,7 +117,7 @@ export function processCpuMeter(opts: { servicePid: number; temporalPid?: number
 }
 
 /** CPU time this process's threads spent in a window, in milliseconds (the bench service runs in this process). */
-export interface ThreadCpu {
+interface ThreadCpu {
   /** The main thread: the event loop, where PGlite, the API and the benchmark's HTTP client run. */
   mainMs: number;
   /** The busiest other thread (the query-embedding thread while searches run). */

@@ -125,7 +125,7 @@ export function readRunFile(file: string): RunFile {
 }
 
 /** Every result file in `dir`, oldest first (by the run's start, then by name). */
-export function listRunFiles(dir = RESULTS_DIR): string[] {
+function listRunFiles(dir = RESULTS_DIR): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((f) => f.endsWith(".json"))

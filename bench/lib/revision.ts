@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** What a benchmark run writes: changes to these never make the measured code dirty. */
-export const OUTPUT_PATHS = ["docs/benchmarks.md", "bench/results/"];
+const OUTPUT_PATHS = ["docs/benchmarks.md", "bench/results/"];
 
 export interface Revision {
   /** Short commit hash of HEAD ("unknown" outside a git checkout). */

@@ -13,10 +13,10 @@ const WORDS_PER_DOCUMENT = 200;
 const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
 const fixed = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : "n/a");
 /** Within this share of each other, two rates count as the same (run-to-run noise on a shared machine). */
-export const SAME_WITHIN = 0.1;
+const SAME_WITHIN = 0.1;
 
 /** What the worker-count rows show, from their own figures. */
-export function workersVerdict(runs: IngestRun[], cores: number): string {
+function workersVerdict(runs: IngestRun[], cores: number): string {
   const base = runs[0];
   const more = runs.slice(1);
   if (!base || !more.length)
@@ -71,7 +71,7 @@ export function seedingLines(x: Seeding, cores: number): string[] {
 }
 
 /** What the API-process and connection rows show, from their own figures. */
-export function apisVerdict(runs: LoadRun[], cores: number): string {
+function apisVerdict(runs: LoadRun[], cores: number): string {
   const out: string[] = [];
   const single = runs.filter((x) => x.apis === 1).sort((a, b) => a.connections - b.connections);
   const few = single[0];

@@ -9,7 +9,7 @@ import { percentile } from "./stats.ts";
 export const SCORES_HEADING = "## What a score means (similarity of relevant and irrelevant results)";
 
 /** The part of the eval's HTTP client used here. */
-export interface JsonApi {
+interface JsonApi {
   ok<T>(method: "GET" | "POST", route: string, body?: unknown): Promise<T>;
 }
 

@@ -21,7 +21,7 @@ const MAX_WINDOW = 3;
 
 const wordCount = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
-export function sentencesOf(text: string): string[] {
+function sentencesOf(text: string): string[] {
   const segmenter = new Intl.Segmenter("en", { granularity: "sentence" });
   return [...segmenter.segment(text)].map((s) => s.segment.trim().replace(/\s+/g, " ")).filter(Boolean);
 }

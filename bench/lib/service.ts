@@ -63,7 +63,7 @@ export async function startTemporal(cleanup: Cleanup): Promise<{ address: string
   return { address: dev.address, pid: dev.pid };
 }
 
-export interface BenchService {
+interface BenchService {
   url: string;
   /** The admin key the service was started with (for plain HTTP calls next to the SDK client). */
   apiKey: string;

@@ -11,9 +11,9 @@ import { fileURLToPath } from "node:url";
 export const SPLIT_FILE = fileURLToPath(new URL("../scifact-split.json", import.meta.url));
 
 /** The salt of the hash: a new split needs a new version here (and a new file), never an edit. */
-export const SPLIT_SALT = "scifact-dev-test-v1";
+const SPLIT_SALT = "scifact-dev-test-v1";
 
-export interface ScifactSplit {
+interface ScifactSplit {
   description: string;
   method: string;
   salt: string;

@@ -23,7 +23,7 @@ import path from "node:path";
 import { cacheDir } from "../../config/paths.ts";
 import { log } from "./progress.ts";
 
-export interface CachedVectors {
+interface CachedVectors {
   /** The cache directory of the model. */
   file: string;
   /** True when every vector was read from the cache rather than computed in this run. */
@@ -43,11 +43,11 @@ export interface VectorSource {
   threads: number;
 }
 
-export function benchCacheDir(): string {
+function benchCacheDir(): string {
   return path.join(cacheDir(), "bench");
 }
 
-export function textKey(text: string): string {
+function textKey(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { mean, ndcgAt, recallAt } from "../../bench/lib/metrics.ts";
-import { findSection, replaceSection } from "../../bench/lib/sections.ts";
 
 const judged = (entries: [string, number][]) => new Map(entries);
 
@@ -82,21 +81,5 @@ describe("mean", () => {
   it("averages, NaN when empty", () => {
     expect(mean([1, 0, 0.5])).toBeCloseTo(0.5, 12);
     expect(mean([])).toBeNaN();
-  });
-});
-
-describe("replaceSection", () => {
-  const doc = "# Benchmarks\n\nintro\n\n## A\n\nold a\n\n## B\n\nb\n";
-  it("replaces a section up to the next heading and keeps the rest", () => {
-    const out = replaceSection(doc, "## A", "## A\n\nnew a\n");
-    expect(out).toBe("# Benchmarks\n\nintro\n\n## A\n\nnew a\n\n## B\n\nb\n");
-    expect(findSection(out, "## A")).toBe("## A\n\nnew a\n");
-  });
-  it("replaces the last section and appends a missing one", () => {
-    expect(replaceSection(doc, "## B", "## B\n\nnew b")).toBe(
-      "# Benchmarks\n\nintro\n\n## A\n\nold a\n\n## B\n\nnew b\n",
-    );
-    expect(replaceSection(doc, "## C", "## C\n\nc")).toBe(`${doc}\n## C\n\nc\n`);
-    expect(replaceSection("", "## C", "## C\n\nc")).toBe("## C\n\nc\n");
   });
 });

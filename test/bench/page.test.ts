@@ -365,7 +365,7 @@ describe("the benchmark page", () => {
     expect(back.result?.totalMs).toBe(Number.POSITIVE_INFINITY);
   });
 
-  it("selects scenarios: defaults, --with, --only, --all, --skip and the older flags", () => {
+  it("selects scenarios: defaults, --with, --only, --all and --skip", () => {
     expect(selectScenarios({})).toEqual(["ingest", "search", "extraction", "attack"]);
     expect(selectScenarios({ with: "bulk,scale" })).toEqual([
       "ingest",
@@ -377,8 +377,7 @@ describe("the benchmark page", () => {
     ]);
     expect(selectScenarios({ only: "scale" })).toEqual(["scale"]);
     expect(selectScenarios({ all: true, skip: "bulk" })).toHaveLength(SCENARIOS.length - 1);
-    expect(selectScenarios({ "skip-search": true })).toEqual(["ingest", "extraction", "attack"]);
-    expect(selectScenarios({ "bulk-only": true })).toEqual(["bulk"]);
+    expect(selectScenarios({ skip: "search" })).toEqual(["ingest", "extraction", "attack"]);
     expect(() => selectScenarios({ with: "nope" })).toThrow(/unknown scenario/);
   });
 });
