@@ -1,8 +1,16 @@
 import { randomBytes } from "node:crypto";
 import Supermemory, { toFile } from "supermemory";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectionProbe } from "../support/connections.ts";
 import { caller } from "../support/http.ts";
-import { startTestService, TEST_ADMIN_KEY, type TestService, untilProcessed } from "../support/service.ts";
+import { htmlPage, type LocalSite, startLocalSite } from "../support/local-site.ts";
+import {
+  startTestService,
+  TEST_ADMIN_KEY,
+  type TestService,
+  untilProcessed,
+  waitFor,
+} from "../support/service.ts";
 import { storedCopies } from "../support/stored-files.ts";
 
 // POST /v3/settings/reset on the real service: refused without its confirmation or to a scoped key; with it, the
@@ -13,8 +21,17 @@ describe("organisation reset", () => {
   const call = caller(() => service.url);
   const fileBytes = Buffer.from(`reset ledger ${randomBytes(8).toString("hex")}\n`.repeat(20));
   let scopedKey: string;
+  let site: LocalSite;
+  let connectionId = "";
+  const { syncAfter } = connectionProbe(call, () => connectionId);
 
   beforeAll(async () => {
+    site = await startLocalSite();
+    site.setPage(
+      "/",
+      htmlPage("Harbour log", ["The harbour master logs every ferry arrival by hand."], ["/tides"]),
+    );
+    site.setPage("/tides", htmlPage("Tides", ["Spring tides run strongest two hours after high water."]));
     service = await startTestService({ env: { MEMORY_EXTRACTION: "false" } });
     client = new Supermemory({ apiKey: TEST_ADMIN_KEY, baseURL: service.url, maxRetries: 0 });
     const uploaded = await client.documents.uploadFile({
@@ -39,6 +56,17 @@ describe("organisation reset", () => {
       });
       expect(res.status).toBe(200);
     }
+    // A connection with its synced documents: the reset removes it the way DELETE /v3/connections does.
+    const created = await client.connections.create("web-crawler", {
+      containerTag: "reset-site",
+      metadata: { startUrls: `${site.url}/`, maxDepth: 1, maxPages: 10 },
+    });
+    connectionId = created.id;
+    expect(await syncAfter(undefined)).toMatchObject({ status: "done", counts: { added: 2 } });
+    await waitFor(async () => {
+      const docs = await client.connections.listDocuments("web-crawler", { containerTags: ["reset-site"] });
+      return docs.length === 2 && docs.every((d) => d.status === "done") ? docs : undefined;
+    }, "the crawled pages to be processed");
     // A forgotten memory and an earlier version are rows of the organisation too.
     const [first] = (await call("POST", "/v4/memories/list", { containerTag: "reset-a" })).json.memories;
     await call("PATCH", "/v4/memories", {
@@ -52,6 +80,7 @@ describe("organisation reset", () => {
   }, 240_000);
   afterAll(async () => {
     await service?.stop();
+    await site?.stop();
   });
 
   const memoryRows = async () =>
@@ -67,7 +96,7 @@ describe("organisation reset", () => {
     expect(wrong.status).toBe(400);
     expect(wrong.json.error.message).toContain("'default'");
     // Nothing was deleted.
-    expect((await call("POST", "/v3/documents/list", {})).json.memories).toHaveLength(2);
+    expect((await call("POST", "/v3/documents/list", {})).json.memories).toHaveLength(4);
     expect(await memoryRows()).toBeGreaterThanOrEqual(5);
   });
 
@@ -79,17 +108,19 @@ describe("organisation reset", () => {
     expect(res.status, res.text).toBe(200);
     expect(res.json).toEqual({
       success: true,
-      deletedConnections: 0,
+      deletedConnections: 1,
       deletedDocumentBatches: 1,
-      deletedDocumentsApprox: 2,
+      deletedDocumentsApprox: 4,
       deletedMemoryRows: rowsBefore,
-      deletedExtraSpaces: 3,
+      deletedExtraSpaces: 4,
       clearedDefaultSpaceContext: false,
       clearedBrainMemoryRegistry: false,
       settingsReset: true,
     });
 
     expect((await call("POST", "/v3/documents/list", {})).json.memories).toEqual([]);
+    expect((await call("POST", "/v3/connections/list", {})).json).toEqual([]);
+    expect((await call("GET", `/v3/connections/${connectionId}`)).status).toBe(404);
     expect(await memoryRows()).toBe(0);
     const search = await call("POST", "/v4/search", {
       q: "green tea",
