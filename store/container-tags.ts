@@ -4,7 +4,7 @@
 
 import { and, arrayContained, arrayContains, asc, count, eq, inArray, sql } from "drizzle-orm";
 import { fairnessKeySql } from "./admission.ts";
-import type { Database } from "./db.ts";
+import { type Database, queryRows } from "./db.ts";
 import {
   connections,
   type DocumentStatus,
@@ -89,6 +89,32 @@ export async function deleteContainerTag(db: Database, tag: string): Promise<Tag
       deletedConnectionIds: goneConnections.map((c) => c.id),
     };
   });
+}
+
+/** How many documents there are, and how many container tags hold any document or memory (before a reset). */
+export async function contentCounts(db: Database): Promise<{ documents: number; tags: number }> {
+  const [row] = await queryRows<{ documents: number | string; tags: number | string }>(
+    db,
+    sql`SELECT (SELECT count(*) FROM documents) AS documents,
+               (SELECT count(*) FROM (SELECT unnest(container_tags) FROM documents
+                                      UNION SELECT container_tag FROM memories) t) AS tags`,
+  );
+  return { documents: Number(row?.documents ?? 0), tags: Number(row?.tags ?? 0) };
+}
+
+/** Ids of up to `limit` documents of any tag (an organisation reset deletes them a batch at a time). */
+export async function someDocumentIds(db: Database, limit: number): Promise<string[]> {
+  const rows = await db.select({ id: documents.id }).from(documents).orderBy(asc(documents.id)).limit(limit);
+  return rows.map((r) => r.id);
+}
+
+/** Deletes every memory, every version (an organisation reset); answers how many rows went. */
+export async function deleteAllMemories(db: Database): Promise<number> {
+  const [row] = await queryRows<{ n: number | string }>(
+    db,
+    sql`WITH gone AS (DELETE FROM memories RETURNING 1) SELECT count(*) AS n FROM gone`,
+  );
+  return Number(row?.n ?? 0);
 }
 
 /** The given file keys that some document still references. */

@@ -119,6 +119,68 @@ export async function forgetMemory(db: Database, id: string, reason: string | nu
   return updated.length > 0;
 }
 
+/** Whether a memory is still shown: not forgotten and not past its forgetAfter (as of the statement). */
+const isLive = sql`NOT ${memories.isForgotten} AND (${memories.forgetAfter} IS NULL OR ${memories.forgetAfter} > now())`;
+
+/**
+ * The live latest memories of a container named by these ids (an earlier version's id names its latest version,
+ * as DELETE /v4/memories takes it), in the order first named; unknown ids, other containers' and ids outside
+ * the scope are left out. A scope is a list of container tags: a memory carries exactly one.
+ */
+export async function liveMemoriesByIds(
+  db: Database,
+  containerTag: string,
+  ids: readonly string[],
+  scope: TagScope = null,
+): Promise<MemoryFields[]> {
+  if (!ids.length || (scope && !scope.includes(containerTag))) return [];
+  const root = sql<string>`coalesce(${memories.rootId}, ${memories.id})`;
+  const named = await db
+    .select({ id: memories.id, root })
+    .from(memories)
+    .where(and(inArray(memories.id, [...new Set(ids)]), eq(memories.containerTag, containerTag)));
+  if (!named.length) return [];
+  const rootOf = new Map(named.map((n) => [n.id, n.root]));
+  const rows = await db
+    .select(memoryFields)
+    .from(memories)
+    .where(
+      and(
+        eq(memories.containerTag, containerTag),
+        eq(memories.isLatest, true),
+        isLive,
+        inArray(root, [...new Set(rootOf.values())]),
+      ),
+    );
+  // A chain's versions share their root: the first id naming any of them places it.
+  const position = new Map<string, number>();
+  ids.forEach((id, i) => {
+    const r = rootOf.get(id);
+    if (r !== undefined && !position.has(r)) position.set(r, i);
+  });
+  const at = (m: MemoryFields) => position.get(m.rootId ?? m.id) ?? 0;
+  return rows.sort((a, b) => at(a) - at(b));
+}
+
+/**
+ * Marks these memories forgotten in one statement (a reason, when given, is stored as their forgetReason) and
+ * answers the ids it changed: one forgotten meanwhile, or no longer the latest version, is not changed.
+ */
+export async function forgetMemories(
+  db: Database,
+  ids: readonly string[],
+  reason: string | null,
+): Promise<string[]> {
+  if (!ids.length) return [];
+  const now = new Date();
+  const updated = await db
+    .update(memories)
+    .set({ isForgotten: true, forgottenAt: now, updatedAt: now, ...(reason ? { forgetReason: reason } : {}) })
+    .where(and(inArray(memories.id, [...ids]), eq(memories.isLatest, true), isLive))
+    .returning({ id: memories.id });
+  return updated.map((u) => u.id);
+}
+
 export interface MemoryUpdate {
   content: string;
   embedding: number[];

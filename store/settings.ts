@@ -56,3 +56,9 @@ export async function updateSettings(
     .returning();
   return { values: row?.values ?? {}, secretsSet: Object.keys(row?.secrets ?? {}) };
 }
+
+/** Removes every setting and sealed secret (an organisation reset); answers whether there were any. */
+export async function clearSettings(db: Database): Promise<boolean> {
+  const gone = await db.delete(settings).where(eq(settings.id, ROW)).returning({ id: settings.id });
+  return gone.length > 0;
+}

@@ -1,4 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { forgetMatching as forgetMatchingMemories } from "../../services/forget-matching.ts";
 import {
   createMemories,
   forgetMemory,
@@ -7,6 +8,7 @@ import {
   MemoryNotFoundError,
   updateMemory,
 } from "../../services/memories.ts";
+import type { SearchDeps } from "../../services/search-documents.ts";
 import { findMemory, listMemories } from "../../store/memory-list.ts";
 import type { MemoryFields } from "../../store/schema/index.ts";
 import type { AppEnv } from "../deps.ts";
@@ -28,7 +30,7 @@ async function translate<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-export function createMemoryHandlers(deps: MemoryDeps) {
+export function createMemoryHandlers(deps: MemoryDeps & SearchDeps) {
   const create: RouteHandler<typeof routes.createMemories, AppEnv> = async (c) => {
     const body = c.req.valid("json");
     c.get("scope").check([body.containerTag]);
@@ -139,7 +141,14 @@ export function createMemoryHandlers(deps: MemoryDeps) {
     return c.json(presentMemory(row), 200);
   };
 
-  return { create, forget, update, list, get };
+  const forgetMatching: RouteHandler<typeof routes.forgetMatching, AppEnv> = async (c) => {
+    const body = c.req.valid("json");
+    const scope = c.get("scope");
+    scope.check([body.containerTag]);
+    return c.json(await forgetMatchingMemories(deps, body, scope.tags), 200);
+  };
+
+  return { create, forget, update, list, get, forgetMatching };
 }
 
 /** A stored memory in the shape POST /v4/memories answers, with its container, state and links. */

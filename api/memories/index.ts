@@ -10,6 +10,7 @@ export function memoriesApp(deps: ApiDeps) {
   return new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     .openapi(routes.createMemories, h.create)
     .openapi(routes.listMemories, h.list)
+    .openapi(routes.forgetMatching, h.forgetMatching)
     .openapi(routes.getMemory, h.get)
     .openapi(routes.forgetMemory, h.forget)
     .openapi(routes.updateMemory, h.update);

@@ -3,6 +3,8 @@ import { ErrorResponse, errorResponses, jsonBody, jsonResponse, notFoundResponse
 import {
   CreateMemoriesBody,
   CreateMemoriesResponse,
+  ForgetMatchingBody,
+  ForgetMatchingResponse,
   ForgetMemoryBody,
   ForgetMemoryResponse,
   ListMemoriesBody,
@@ -80,4 +82,23 @@ export const getMemory = createRoute({
   description: "A memory of a container tag outside the key's scope is 404, exactly like an unknown id.",
   request: { params: MemoryIdParam },
   responses: { 200: json(MemoryJson, "The memory"), ...errorResponses, ...notFoundResponse },
+});
+
+export const forgetMatching = createRoute({
+  method: "post",
+  path: "/forget-matching",
+  tags,
+  security,
+  summary: "Forget the memories of a container matching a query (or these ids); dryRun previews",
+  description:
+    "Selects by search with the threshold (no LLM), best match first, at most maxForget (default 100, " +
+    "at most 500): a dry run answers exactly the memories the same call would forget. Forgotten memories " +
+    "leave search and profiles and come back with include.forgottenMemories. A scoped key may name only " +
+    "its own tags (403 otherwise).",
+  request: body(ForgetMatchingBody),
+  responses: {
+    200: json(ForgetMatchingResponse, "Forgotten (or previewed)"),
+    ...errorResponses,
+    403: json(ErrorResponse, "A container tag outside the key's scope"),
+  },
 });

@@ -153,3 +153,59 @@ export const MemoryIdParam = z.object({
     .max(255)
     .openapi({ param: { name: "id", in: "path" } }),
 });
+
+export const ForgetMatchingBody = z
+  .object({
+    query: z
+      .string()
+      .trim()
+      .min(1)
+      .max(2000)
+      .optional()
+      .openapi({
+        description:
+          "An instruction ('forget everything about Project Titan') or a bare topic; the container's memories are " +
+          "searched for it. Give query or ids.",
+        example: "forget everything about Project Titan",
+      }),
+    ids: z.array(z.string().min(1).max(255)).min(1).max(500).optional().openapi({
+      description: "Forget exactly these memories (no search); unknown or out-of-scope ids are ignored",
+    }),
+    containerTag: ContainerTag,
+    dryRun: z
+      .boolean()
+      .default(false)
+      .openapi({ description: "Answer what would be forgotten, forget nothing" }),
+    threshold: z.number().min(0).max(1).default(0.5).openapi({
+      description: "Least similarity (as /v4/search reports it) a memory must reach to be forgotten",
+    }),
+    maxForget: z
+      .number()
+      .int()
+      .min(1)
+      .max(500)
+      .default(100)
+      .openapi({ description: "At most this many (≤ 500)" }),
+    reason: z.string().max(1000).optional().openapi({ description: "Stored as forgetReason on each memory" }),
+  })
+  .refine((b) => (b.query === undefined) !== (b.ids === undefined), {
+    message: "give query or ids (exactly one of them)",
+    path: ["query"],
+  })
+  .openapi("ForgetMatching");
+
+const ForgetCandidate = z.object({ id: z.string(), memory: z.string(), score: z.number() });
+
+export const ForgetMatchingResponse = z
+  .object({
+    dryRun: z.boolean(),
+    count: z.number().openapi({ description: "Memories selected (dry run) or forgotten" }),
+    forgetBatchId: z
+      .string()
+      .nullable()
+      .openapi({ description: "Names this call's forget (null on a dry run or when nothing was forgotten)" }),
+    summary: z.string(),
+    candidates: z.array(ForgetCandidate).optional().openapi({ description: "On a dry run: what would go" }),
+    forgotten: z.array(ForgetCandidate).optional().openapi({ description: "On a real run: what went" }),
+  })
+  .openapi("ForgetMatchingResult");

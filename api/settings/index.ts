@@ -1,8 +1,11 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { declaredOAuthSettingsPrefixes, oauthSettingsKeys } from "../../connectors/oauth-apps.ts";
+import { resetOrganisation } from "../../services/reset.ts";
 import { readSettings, type StoredSettings, updateSettings } from "../../store/settings.ts";
 import { requireAdmin } from "../auth.ts";
+import { connectionDeps } from "../connections/deps.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
+import { badRequest } from "../errors.ts";
 import { ErrorResponse, errorResponses } from "../schemas.ts";
 import { validationHook } from "../validation.ts";
 
@@ -110,6 +113,57 @@ const patchSettings = createRoute({
   },
 });
 
+/** The one organisation's slug (as PATCH answers it): what a reset must be confirmed with. */
+const ORG_SLUG = "default";
+
+const ResetBody = z
+  .object({
+    confirmation: z
+      .string()
+      .min(1)
+      .openapi({
+        description: `The organisation's slug, '${ORG_SLUG}', typed out: anything else is refused (400)`,
+        example: ORG_SLUG,
+      }),
+  })
+  .openapi("SettingsReset");
+
+const ResetResult = z
+  .object({
+    success: z.literal(true),
+    deletedConnections: z.number(),
+    deletedDocumentBatches: z.number(),
+    deletedDocumentsApprox: z.number().openapi({ description: "Documents there were when the reset began" }),
+    deletedMemoryRows: z.number().openapi({ description: "Memory rows, every version and forgotten ones" }),
+    deletedExtraSpaces: z.number().openapi({ description: "Container tags that held documents or memories" }),
+    clearedDefaultSpaceContext: z
+      .boolean()
+      .openapi({ description: "Always false: there is no default space" }),
+    clearedBrainMemoryRegistry: z
+      .boolean()
+      .openapi({ description: "Always false: there is no such registry" }),
+    settingsReset: z.boolean(),
+  })
+  .openapi("SettingsResetResult");
+
+const resetSettings = createRoute({
+  method: "post",
+  path: "/reset",
+  tags,
+  security,
+  summary:
+    "Delete the organisation's content: connections, documents, files, memories, settings (admin only)",
+  description:
+    "Keeps API keys, console users and webhooks. Documents go the way DELETE /v3/documents takes them (runs " +
+    `stopped, stored files deleted). Needs {"confirmation": "${ORG_SLUG}"}.`,
+  request: { body: { content: { "application/json": { schema: ResetBody } }, required: true } },
+  responses: {
+    200: { description: "Reset done", content: { "application/json": { schema: ResetResult } } },
+    ...errorResponses,
+    ...forbidden,
+  },
+});
+
 /** Mounted at /v3/settings; the shapes are the SDK's `settings` resource. One organisation: `default`. */
 export function settingsApp(deps: ApiDeps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -126,6 +180,14 @@ export function settingsApp(deps: ApiDeps) {
         else values[k] = v;
       }
       const stored = await updateSettings(deps.db, deps.secrets, { values, secrets });
-      return c.json({ orgId: "default", orgSlug: "default", updated: present(stored) }, 200);
+      return c.json({ orgId: ORG_SLUG, orgSlug: ORG_SLUG, updated: present(stored) }, 200);
+    })
+    .openapi(resetSettings, async (c) => {
+      if (c.req.valid("json").confirmation !== ORG_SLUG)
+        throw badRequest(
+          `confirmation must be the organisation's slug, '${ORG_SLUG}': the reset deletes all of its content`,
+          "confirmation",
+        );
+      return c.json(await resetOrganisation(connectionDeps(deps)), 200);
     });
 }

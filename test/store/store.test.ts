@@ -23,7 +23,7 @@ import { freshDatabase } from "../support/service.ts";
 import { storeDrivers } from "../support/store-drivers.ts";
 import { accessCases } from "./cases/access.ts";
 import { connectionCases } from "./cases/connections.ts";
-import { containerCases } from "./cases/containers.ts";
+import { containerCases, resetCases } from "./cases/containers.ts";
 import { maintenanceCases } from "./cases/maintenance.ts";
 import { memoryCases } from "./cases/memories.ts";
 import { processingCases } from "./cases/processing.ts";
@@ -753,6 +753,8 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
   describe("connections", () => connectionCases(() => store));
   describe("container tags, spaces and health", () => containerCases(() => store));
   describe("re-embedding, key-expiry notices and BM25 statistics", () => maintenanceCases(() => store));
+  // Last: it empties the store.
+  describe("organisation reset", () => resetCases(() => store));
 });
 
 describe("a new PostgreSQL database opened by several processes at once", () => {

@@ -1,11 +1,16 @@
+import { randomBytes } from "node:crypto";
+import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
 import { createConnection, findConnection } from "../../../store/connections.ts";
 import { listContainerTags } from "../../../store/container-tag-list.ts";
 import * as tags from "../../../store/container-tags.ts";
-import { findDocument } from "../../../store/documents.ts";
+import { queryRows } from "../../../store/db.ts";
+import { deleteDocumentsByIds, findDocument } from "../../../store/documents.ts";
 import { documentCountsByStatus, pingStore, recentlyFinishedHistories } from "../../../store/health.ts";
 import { forgetMemory, insertMemories } from "../../../store/memories.ts";
 import * as processing from "../../../store/processing.ts";
+import { SecretBox } from "../../../store/secrets.ts";
+import { clearSettings, readSettings, updateSettings } from "../../../store/settings.ts";
 import { addDocument, axis, type StoreOf, space } from "./support.ts";
 
 const file = (key: string) => ({ key, name: `${key}.pdf`, mimeType: "application/pdf", size: 10 });
@@ -156,5 +161,38 @@ export function containerCases(store: StoreOf) {
     expect(finished[0]?.history.at(-1)).toMatchObject({ status: "failed", run: document.processingRun });
     expect((await documentCountsByStatus(db)).get("failed")).toBe((before.get("failed") ?? 0) + 1);
     expect(await recentlyFinishedHistories(db, new Date(Date.now() + 60_000), 10)).toEqual([]);
+  });
+}
+
+/** Empties the whole store: registered last, after every other group of cases. */
+export function resetCases(store: StoreOf) {
+  it("counts and deletes every document, memory and setting, as an organisation reset does", async () => {
+    const { db } = store();
+    await addDocument(db, { source: "reset one", containerTags: ["rs-a"] });
+    await addDocument(db, { source: "reset two", containerTags: ["rs-a", "rs-b"] });
+    await insertMemories(db, "rs-c", space, [{ content: "reset memory", embedding: axis(0) }]);
+    await updateSettings(db, SecretBox.fromKey(randomBytes(32)), { values: { chunkSize: 900 }, secrets: {} });
+    const before = await tags.contentCounts(db);
+    const [counted] = await queryRows<{ documents: number; tags: number; memories: number }>(
+      db,
+      sql`SELECT (SELECT count(*)::int FROM documents) AS documents,
+                 (SELECT count(*)::int FROM memories) AS memories,
+                 (SELECT count(DISTINCT t)::int FROM (SELECT unnest(container_tags) AS t FROM documents
+                    UNION ALL SELECT container_tag FROM memories) x) AS tags`,
+    );
+    expect(before).toEqual({ documents: counted?.documents, tags: counted?.tags });
+    expect(before.tags).toBeGreaterThanOrEqual(3);
+
+    const page = await tags.someDocumentIds(db, 2);
+    expect(page).toHaveLength(2);
+    expect(page).toEqual([...page].sort());
+    expect(await tags.deleteAllMemories(db)).toBe(counted?.memories);
+    expect(await tags.deleteAllMemories(db)).toBe(0);
+    for (let ids = page; ids.length; ids = await tags.someDocumentIds(db, 500))
+      await deleteDocumentsByIds(db, ids);
+    expect(await tags.contentCounts(db)).toEqual({ documents: 0, tags: 0 });
+    expect(await clearSettings(db)).toBe(true);
+    expect(await readSettings(db)).toEqual({ values: {}, secretsSet: [] });
+    expect(await clearSettings(db)).toBe(false);
   });
 }

@@ -227,4 +227,40 @@ export function memoryCases(store: StoreOf) {
     expect((await mem.relatedMemories(db, [extension?.id as string])).map((m) => m.id)).toEqual([base?.id]);
     expect(await mem.relatedMemories(db, [])).toEqual([]);
   });
+
+  it("finds live latest memories by id for forget-matching and forgets them in one statement", async () => {
+    const { db } = store();
+    const [one, two, gone] = await mem.insertMemories(db, "fm-ids", space, [
+      { content: "first", embedding: axis(3) },
+      { content: "second", embedding: axis(4) },
+      { content: "already gone", embedding: axis(5) },
+    ]);
+    const [elsewhere] = await mem.insertMemories(db, "fm-other", space, [
+      { content: "other", embedding: axis(3) },
+    ]);
+    if (!one || !two || !gone || !elsewhere)
+      throw new Error("insertMemories returned fewer rows than it was given");
+    await mem.forgetMemory(db, gone.id, null);
+    const newer = await mem.updateMemory(db, one.id, space, { content: "first, edited", embedding: axis(3) });
+    if (!newer) throw new Error("update refused");
+
+    // In the order first named; an old version's id names the latest; unknown, forgotten and foreign ids drop.
+    const named = [two.id, "nope", elsewhere.id, gone.id, one.id, newer.id];
+    const found = await mem.liveMemoriesByIds(db, "fm-ids", named);
+    expect(found.map((m) => m.id)).toEqual([two.id, newer.id]);
+    expect(await mem.liveMemoriesByIds(db, "fm-ids", named, ["fm-other"])).toEqual([]);
+    expect((await mem.liveMemoriesByIds(db, "fm-ids", named, ["fm-ids"])).map((m) => m.id)).toEqual([
+      two.id,
+      newer.id,
+    ]);
+    expect(await mem.liveMemoriesByIds(db, "fm-ids", [])).toEqual([]);
+
+    // Only latest, live rows change: the old version and the forgotten one are left as they are.
+    const changed = await mem.forgetMemories(db, [two.id, one.id, gone.id, newer.id], "tidy up");
+    expect(changed.sort()).toEqual([two.id, newer.id].sort());
+    expect(await findMemory(db, two.id, null)).toMatchObject({ isForgotten: true, forgetReason: "tidy up" });
+    expect(await findMemory(db, gone.id, null)).toMatchObject({ isForgotten: true, forgetReason: null });
+    expect(await mem.forgetMemories(db, [two.id], "again")).toEqual([]);
+    expect(await mem.liveMemoriesByIds(db, "fm-ids", named)).toEqual([]);
+  });
 }
