@@ -12,6 +12,7 @@ import { extractMemories } from "../pipeline/llm/extract-memories.ts";
 import { shortTextMemory } from "../pipeline/short-text-memory.ts";
 import { TranscriberUnavailableError } from "../pipeline/transcribe/types.ts";
 import { releaseFiles } from "../services/document-files.ts";
+import { readTagSettings } from "../store/container-tag-settings.ts";
 import type { Database } from "../store/db.ts";
 import { isStoreUnavailable, storeErrorMessage } from "../store/errors.ts";
 import { type ExtractedForTag, memoriesNear, saveExtractedMemories } from "../store/memories.ts";
@@ -372,7 +373,14 @@ export function createDocumentActivities(deps: DocumentActivityDeps) {
           const known = await memoriesNear(db, containerTag, space, probe as number[], KNOWN_MEMORIES);
           const result = await extractMemories(
             llm,
-            { containerTag, entityContext: doc.entityContext, title: doc.title, content: text, known },
+            {
+              containerTag,
+              // The document's own context first; else the one its tag was given (PATCH /v3/container-tags).
+              entityContext: doc.entityContext ?? (await readTagSettings(db, containerTag))?.entityContext,
+              title: doc.title,
+              content: text,
+              known,
+            },
             { signal: ctx.cancellationSignal },
           );
           ctx.heartbeat();

@@ -13,7 +13,7 @@ import {
 } from "./console/index.ts";
 import { containerTagsApp } from "./container-tags/index.ts";
 import type { ApiDeps, AppEnv } from "./deps.ts";
-import { documentsApp } from "./documents/index.ts";
+import { documentFileLinksApp, documentsApp } from "./documents/index.ts";
 import { errorBody, renderError } from "./errors.ts";
 import { keyNoticesApp, keysApp, scopedKeysApp } from "./keys/index.ts";
 import { mcpApp } from "./mcp/index.ts";
@@ -78,6 +78,8 @@ export function createApp(deps: ApiDeps) {
 
   // Reached by people's browsers (OAuth callback, hosted picker): authenticated by state and link tokens, not keys.
   app.route("/v3/connections", connectionBrowserApp(deps));
+  // Reached through a signed, time-limited link (GET /v3/documents/{id}/file-url on the disk store): no key.
+  app.route("/v3/documents", documentFileLinksApp(deps));
   // The web console: its static files, and signing in (a session cookie the API then accepts as an admin).
   const authFailures = createAuthFailures(deps.db, deps.config);
   const consoleSessions = createConsoleSessions(deps);

@@ -6,6 +6,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
+import { presignS3Get } from "./s3-presign.ts";
 import { BlobNotFoundError, type BlobStore } from "./types.ts";
 
 export interface S3BlobOptions {
@@ -20,10 +21,11 @@ export interface S3BlobOptions {
 
 /** Any S3-compatible object store (AWS, MinIO, R2, ...), for deployments with several machines. */
 export function createS3BlobStore(opts: S3BlobOptions): BlobStore {
+  const forcePathStyle = opts.forcePathStyle ?? Boolean(opts.endpoint);
   const client = new S3Client({
     region: opts.region,
     endpoint: opts.endpoint,
-    forcePathStyle: opts.forcePathStyle ?? Boolean(opts.endpoint),
+    forcePathStyle,
     credentials:
       opts.accessKeyId && opts.secretAccessKey
         ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey }
@@ -56,6 +58,24 @@ export function createS3BlobStore(opts: S3BlobOptions): BlobStore {
     async delete(k) {
       await client.send(new DeleteObjectCommand({ Bucket: opts.bucket, Key: key(k) }));
     },
+    async presignGet(k, { expiresInSeconds, fileName, contentType }) {
+      // The client's own credentials: the configured pair, or whatever the default chain resolved (a role's
+      // temporary ones carry a session token, and a URL signed with them dies with them).
+      const credentials = await client.config.credentials();
+      const responseHeaders: Record<string, string> = {};
+      if (fileName) responseHeaders["response-content-disposition"] = attachment(fileName);
+      if (contentType) responseHeaders["response-content-type"] = contentType;
+      return presignS3Get({
+        bucket: opts.bucket,
+        key: key(k),
+        region: opts.region,
+        endpoint: opts.endpoint,
+        forcePathStyle,
+        credentials,
+        expiresInSeconds,
+        responseHeaders,
+      });
+    },
     async *list(prefix) {
       const own = opts.prefix ?? "";
       let token: string | undefined;
@@ -70,4 +90,14 @@ export function createS3BlobStore(opts: S3BlobOptions): BlobStore {
       } while (token);
     },
   };
+}
+
+/** `attachment` with the name in both forms of RFC 6266: a plain ASCII fallback and the UTF-8 original. */
+export function attachment(fileName: string): string {
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  const utf8 = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${utf8}`;
 }

@@ -39,7 +39,8 @@ export async function deleteContainerTag(
     !result.deletedDocuments.length &&
     !result.untaggedDocuments &&
     !result.deletedMemories &&
-    !result.deletedConnectionIds.length
+    !result.deletedConnectionIds.length &&
+    !result.deletedSettings
   )
     return undefined;
   for (const connectionId of result.deletedConnectionIds)

@@ -7,6 +7,7 @@ import { fairnessKeySql } from "./admission.ts";
 import { type Database, queryRows } from "./db.ts";
 import {
   connections,
+  containerTagSettings,
   type DocumentStatus,
   documents,
   memories,
@@ -29,6 +30,8 @@ export interface TagDeletion {
   unreferencedFileKeys: string[];
   /** Connections that synced into this tag only: deleted (their items and runs by cascade); their syncs must stop. */
   deletedConnectionIds: string[];
+  /** The tag had settings (a name, entity context, buckets): they went with it. */
+  deletedSettings: boolean;
 }
 
 /** Removes a container tag from the database in one transaction; stored files are the caller's to delete. */
@@ -74,6 +77,10 @@ export async function deleteContainerTag(db: Database, tag: string): Promise<Tag
       .update(connections)
       .set({ containerTags: sql`array_remove(${connections.containerTags}, ${tag})`, updatedAt: new Date() })
       .where(arrayContains(connections.containerTags, [tag]));
+    const settingsGone = await tx
+      .delete(containerTagSettings)
+      .where(eq(containerTagSettings.containerTag, tag))
+      .returning({ tag: containerTagSettings.containerTag });
     const keys = [...new Set(deleted.flatMap((d) => (d.fileKey ? [d.fileKey] : [])))];
     const stillUsed = await referencedFileKeys(tx as Database, keys);
     return {
@@ -87,6 +94,7 @@ export async function deleteContainerTag(db: Database, tag: string): Promise<Tag
       deletedMemories: removedMemories.length,
       unreferencedFileKeys: keys.filter((k) => !stillUsed.has(k)),
       deletedConnectionIds: goneConnections.map((c) => c.id),
+      deletedSettings: settingsGone.length > 0,
     };
   });
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -17,6 +17,15 @@ export class SecretBox {
     const data = Buffer.concat([cipher.update(clear, "utf8"), cipher.final()]);
     const tag = cipher.getAuthTag();
     return ["v1", iv, tag, data].map((p) => (typeof p === "string" ? p : p.toString("base64url"))).join(":");
+  }
+
+  /**
+   * A key of its own for one purpose (HKDF-SHA256 of this key, `purpose` as info): signing download links
+   * needs a secret every API process shares, and MEMORY_ENCRYPTION_KEY already is one, but a signature must
+   * never be made with the key that encrypts.
+   */
+  derive(purpose: string): Buffer {
+    return Buffer.from(hkdfSync("sha256", this.key, Buffer.alloc(0), `memory-service:${purpose}`, 32));
   }
 
   decrypt(sealed: string): string {

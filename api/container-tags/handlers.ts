@@ -7,6 +7,12 @@ import {
   importContainerTag,
   parseImport,
 } from "../../services/export.ts";
+import {
+  containerTagOverview,
+  listContainerTagOverviews,
+  saveTagSettings,
+} from "../../store/container-tag-settings.ts";
+import type { ContainerTagSettingsRow } from "../../store/schema/container-tag-settings.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
 import { ApiError, notFound } from "../errors.ts";
 import type * as routes from "./routes.ts";
@@ -16,7 +22,15 @@ export function createContainerTagHandlers(deps: ApiDeps) {
     const { containerTag } = c.req.valid("param");
     const deleted = await deleteContainerTag(deps, containerTag);
     if (!deleted) throw notFound("container tag");
-    return c.json(deleted, 200);
+    return c.json(
+      {
+        ...deleted,
+        success: true,
+        deletedDocumentsCount: deleted.deletedDocuments,
+        deletedMemoriesCount: deleted.deletedMemories,
+      },
+      200,
+    );
   };
 
   const exportTag: RouteHandler<typeof routes.exportContainerTag, AppEnv> = async (c) => {
@@ -48,5 +62,60 @@ export function createContainerTagHandlers(deps: ApiDeps) {
     }
   };
 
-  return { remove, exportTag, importTag };
+  const list: RouteHandler<typeof routes.listContainerTags, AppEnv> = async (c) => {
+    const tags = await listContainerTagOverviews(deps.db, c.get("scope").tags);
+    return c.json(
+      tags.map((t) => ({
+        id: t.containerTag,
+        name: t.settings?.name ?? t.containerTag,
+        containerTag: t.containerTag,
+        description: null,
+        createdAt: t.createdAt.toISOString(),
+        updatedAt: t.updatedAt.toISOString(),
+        isExperimental: false,
+        isNova: t.containerTag.startsWith("sm_project_"),
+        documentCount: t.documents,
+        memoryCount: t.memories,
+        lastActivityAt: t.lastActivityAt?.toISOString() ?? null,
+      })),
+      200,
+    );
+  };
+
+  const get: RouteHandler<typeof routes.getContainerTag, AppEnv> = async (c) => {
+    const { containerTag } = c.req.valid("param");
+    const tag = await containerTagOverview(deps.db, containerTag);
+    if (!tag) throw notFound("container tag");
+    return c.json(presentSettings(containerTag, tag.settings, tag), 200);
+  };
+
+  const update: RouteHandler<typeof routes.updateContainerTag, AppEnv> = async (c) => {
+    const { containerTag } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const saved = await saveTagSettings(deps.db, containerTag, {
+      name: body.name,
+      entityContext: body.entityContext,
+      memoryFilesystemPaths: body.memoryFilesystemPaths,
+      profileBuckets: body.profileBuckets,
+    });
+    return c.json(presentSettings(containerTag, saved, saved), 200);
+  };
+
+  return { remove, exportTag, importTag, list, get, update };
+}
+
+function presentSettings(
+  containerTag: string,
+  settings: ContainerTagSettingsRow | null,
+  times: { createdAt: Date; updatedAt: Date },
+) {
+  return {
+    containerTag,
+    name: settings?.name ?? null,
+    entityContext: settings?.entityContext ?? null,
+    memoryFilesystemPaths: settings?.memoryFilesystemPaths ?? null,
+    profileBuckets: settings?.profileBuckets ?? [],
+    createdAt: times.createdAt.toISOString(),
+    updatedAt: times.updatedAt.toISOString(),
+  };
 }

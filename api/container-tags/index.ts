@@ -10,7 +10,11 @@ export function containerTagsApp(deps: ApiDeps) {
   const h = createContainerTagHandlers(deps);
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use("*", requireAdmin());
+  // The list before /{containerTag}, which would take "list" for a tag.
   return app
+    .openapi(routes.listContainerTags, h.list)
+    .openapi(routes.getContainerTag, h.get)
+    .openapi(routes.updateContainerTag, h.update)
     .openapi(routes.exportContainerTag, h.exportTag)
     .openapi(routes.importContainerTag, h.importTag)
     .openapi(routes.deleteContainerTag, h.remove);

@@ -1,6 +1,15 @@
 import { createRoute } from "@hono/zod-openapi";
-import { ErrorResponse, errorResponses, jsonResponse, notFoundResponse } from "../schemas.ts";
-import { DeletedTag, ExportQuery, ImportResult, JsonLines, TagParam } from "./schemas.ts";
+import { ErrorResponse, errorResponses, jsonBody, jsonResponse, notFoundResponse } from "../schemas.ts";
+import {
+  DeletedTag,
+  ExportQuery,
+  ImportResult,
+  JsonLines,
+  TagList,
+  TagParam,
+  TagSettings,
+  TagSettingsBody,
+} from "./schemas.ts";
 
 const security = [{ bearer: [] }];
 const tags = ["container tags"];
@@ -73,5 +82,50 @@ export const importContainerTag = createRoute({
     ...forbidden,
     409: jsonResponse(ErrorResponse, "A customId is held by another document"),
     413: jsonResponse(ErrorResponse, "Body larger than MAX_FILE_BYTES"),
+  },
+});
+
+export const listContainerTags = createRoute({
+  method: "get",
+  path: "/list",
+  tags,
+  security,
+  summary: "List the container tags with their counts (admin only)",
+  description:
+    "Every tag that documents or live memories carry, or whose settings were saved, the most used first " +
+    "(at most 1,000). A tag named `list` is read through the list, not GET /v3/container-tags/list.",
+  responses: { 200: jsonResponse(TagList, "The container tags"), ...errorResponses, ...forbidden },
+});
+
+export const getContainerTag = createRoute({
+  method: "get",
+  path: "/{containerTag}",
+  tags,
+  security,
+  summary: "A container tag's settings (admin only)",
+  description: "404 when nothing carries the tag and it has no settings.",
+  request: { params: TagParam },
+  responses: {
+    200: jsonResponse(TagSettings, "The settings"),
+    ...errorResponses,
+    ...forbidden,
+    ...notFoundResponse,
+  },
+});
+
+export const updateContainerTag = createRoute({
+  method: "patch",
+  path: "/{containerTag}",
+  tags,
+  security,
+  summary: "Change a container tag's settings (admin only)",
+  description:
+    "Only the fields sent change. A tag may be given settings before anything carries it; its settings go " +
+    "when the tag is deleted.",
+  request: { params: TagParam, ...jsonBody(TagSettingsBody) },
+  responses: {
+    200: jsonResponse(TagSettings, "The settings as saved"),
+    ...errorResponses,
+    ...forbidden,
   },
 });

@@ -6,11 +6,12 @@ import {
   saveDocumentForProcessing,
   updateDocumentForProcessing,
 } from "../../services/documents.ts";
+import { FileLinkRefusedError, fileUrl, NoStoredFileError, openFileLink } from "../../services/file-urls.ts";
 import * as store from "../../store/documents.ts";
 import { FilterError, type FilterNode } from "../../store/filters.ts";
 import { DOCUMENT_PRIORITY } from "../../store/vocabulary.ts";
 import type { ApiDeps, AppEnv } from "../deps.ts";
-import { badRequest, notFound } from "../errors.ts";
+import { ApiError, badRequest, notFound } from "../errors.ts";
 import type { KeyScope } from "../key-scope.ts";
 import { ContainerTag, Metadata, tagsOf } from "../schemas.ts";
 import { presentDocument, presentFullDocument } from "./present.ts";
@@ -183,6 +184,19 @@ export function createDocumentHandlers(deps: ApiDeps) {
     return c.json({ chunks }, 200);
   };
 
+  const documentFileUrl: RouteHandler<typeof routes.documentFileUrl, AppEnv> = async (c) => {
+    // A scoped key finds only documents of its tags: another tenant's id is simply not found.
+    const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
+    if (!row) throw notFound("document");
+    try {
+      const link = await fileUrl(deps, row, c.req.valid("query").expiresIn);
+      return c.json({ url: link.url, expiresAt: link.expiresAt.toISOString() }, 200);
+    } catch (error) {
+      if (error instanceof NoStoredFileError) throw new ApiError(404, "not_found", error.message);
+      throw error;
+    }
+  };
+
   const reprocessDocument: RouteHandler<typeof routes.reprocessDocument, AppEnv> = async (c) => {
     const row = await requeueForProcessing(deps, c.req.valid("param").id, { scope: c.get("scope").tags });
     if (!row) throw notFound("document");
@@ -276,10 +290,36 @@ export function createDocumentHandlers(deps: ApiDeps) {
     listProcessing,
     getDocument,
     listChunks,
+    documentFileUrl,
     reprocessDocument,
     updateDocument,
     deleteDocument,
     deleteBulk,
+  };
+}
+
+export function createFileLinkHandler(
+  deps: ApiDeps,
+): RouteHandler<typeof routes.downloadDocumentFile, AppEnv> {
+  return async (c) => {
+    const { expires, signature } = c.req.valid("query");
+    let file: Awaited<ReturnType<typeof openFileLink>>;
+    try {
+      file = await openFileLink(deps, c.req.valid("param").id, { expires, signature });
+    } catch (error) {
+      if (!(error instanceof FileLinkRefusedError)) throw error;
+      if (error.reason === "gone") throw new ApiError(404, "not_found", error.message);
+      throw new ApiError(403, "forbidden", error.message);
+    }
+    return c.body(new Uint8Array(file.bytes), 200, {
+      "content-type": file.contentType,
+      "content-disposition": file.disposition,
+      // The bytes are anyone's upload, served from the API's (and the console's) origin: never rendered
+      // as a page there, never guessed into another type, never kept by a shared cache.
+      "content-security-policy": "sandbox",
+      "x-content-type-options": "nosniff",
+      "cache-control": "private, no-store",
+    });
   };
 }
 

@@ -8,6 +8,9 @@ import {
   BulkDeleteBody,
   BulkDeleteResponse,
   ChunksResponse,
+  FileLinkQuery,
+  FileUrlQuery,
+  FileUrlResponse,
   FullDocumentJson,
   IdParam,
   ListBody,
@@ -134,4 +137,47 @@ export const reprocessDocument = createRoute({
   summary: "Extension: process a document again as it is (a new run; a running one is stopped)",
   request: { params: IdParam },
   responses: { 200: json(AddDocumentResponse, "Queued again"), ...errorResponses, ...notFoundResponse },
+});
+
+export const documentFileUrl = createRoute({
+  method: "get",
+  path: "/{id}/file-url",
+  tags,
+  security,
+  summary:
+    "A time-limited link (24 hours unless expiresIn says less) that downloads the document's original file without an API key",
+  request: { params: IdParam, query: FileUrlQuery },
+  responses: {
+    200: json(FileUrlResponse, "The link"),
+    ...errorResponses,
+    404: {
+      description: "Document not found or has no file",
+      content: { "application/json": { schema: ErrorResponse } },
+    },
+  },
+});
+
+/** Reached with the link alone: its signature, not a key, is the authority (mounted outside bearer auth). */
+export const downloadDocumentFile = createRoute({
+  method: "get",
+  path: "/{id}/file",
+  tags,
+  summary:
+    "The original file of a document, through a link from GET /v3/documents/{id}/file-url (no API key)",
+  request: { params: IdParam, query: FileLinkQuery },
+  responses: {
+    200: {
+      description: "The file's bytes, as an attachment, with its stored content type",
+      content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+    },
+    400: errorResponses[400],
+    403: {
+      description: "The link expired or its signature does not match (e.g. the file was replaced)",
+      content: { "application/json": { schema: ErrorResponse } },
+    },
+    404: {
+      description: "The document was deleted",
+      content: { "application/json": { schema: ErrorResponse } },
+    },
+  },
 });

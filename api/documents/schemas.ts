@@ -249,3 +249,37 @@ export const ChunksResponse = z
     ),
   })
   .openapi("DocumentChunks");
+
+export const FileUrlQuery = z.object({
+  expiresIn: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(86_400)
+    .optional()
+    .openapi({
+      param: { name: "expiresIn", in: "query" },
+      description: "Extension: seconds the link stays valid (default and ceiling 86400, 24 hours)",
+    }),
+});
+
+export const FileUrlResponse = z
+  .object({
+    url: z
+      .string()
+      .openapi({ description: "Downloads the original file, without an API key, until it expires" }),
+    expiresAt: z.string().openapi({ description: "Extension: when the link stops working (ISO 8601)" }),
+  })
+  .openapi("DocumentFileUrl");
+
+export const FileLinkQuery = z.object({
+  expires: z.coerce
+    .number()
+    .int()
+    .openapi({ param: { name: "expires", in: "query" }, description: "Unix time (seconds) the link ends" }),
+  signature: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: "signature", in: "query" } }),
+});

@@ -4,6 +4,7 @@ export * from "./connection-items.ts";
 export * from "./connections.ts";
 export * from "./console-sessions.ts";
 export * from "./console-users.ts";
+export * from "./container-tag-settings.ts";
 export * from "./documents.ts";
 export * from "./key-expiry-notices.ts";
 export * from "./memories.ts";

@@ -69,3 +69,19 @@ describe("the generated encryption key", () => {
     expect(readdirSync(dataDir)).toEqual(["encryption-key"]);
   });
 });
+
+describe("derived keys", () => {
+  it("gives each purpose its own stable key, the same in every process sharing the key", () => {
+    const key = "ab".repeat(32);
+    const box = loadSecretBox({ envKey: key, dataDir: "/nonexistent" });
+    const again = loadSecretBox({ envKey: key, dataDir: "/nonexistent" });
+    const other = loadSecretBox({ envKey: "cd".repeat(32), dataDir: "/nonexistent" });
+    const links = box.derive("document-file-links");
+    expect(links).toHaveLength(32);
+    expect(again.derive("document-file-links").equals(links)).toBe(true);
+    expect(box.derive("another-purpose").equals(links)).toBe(false);
+    expect(other.derive("document-file-links").equals(links)).toBe(false);
+    // Never the encryption key itself.
+    expect(links.equals(Buffer.from(key, "hex"))).toBe(false);
+  });
+});

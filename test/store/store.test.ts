@@ -23,6 +23,7 @@ import { freshDatabase } from "../support/service.ts";
 import { storeDrivers } from "../support/store-drivers.ts";
 import { accessCases } from "./cases/access.ts";
 import { connectionCases } from "./cases/connections.ts";
+import { containerTagSettingsCases } from "./cases/container-tag-settings.ts";
 import { containerCases, resetCases } from "./cases/containers.ts";
 import { maintenanceCases } from "./cases/maintenance.ts";
 import { memoryCases } from "./cases/memories.ts";
@@ -752,6 +753,7 @@ describe.each(storeDrivers)("store on %s", (_name, open) => {
   describe("webhooks", () => webhookCases(() => store));
   describe("connections", () => connectionCases(() => store));
   describe("container tags, spaces and health", () => containerCases(() => store));
+  describe("container tag settings", () => containerTagSettingsCases(() => store));
   describe("re-embedding, key-expiry notices and BM25 statistics", () => maintenanceCases(() => store));
   // Last: it empties the store.
   describe("organisation reset", () => resetCases(() => store));

@@ -44,6 +44,7 @@ export interface S3TestServer {
  * - s3rver checks only that a SigV4 request's access key exists, never its signature, so a wrong secret
  *   would be accepted. The child checks header signatures (the SDK's way of signing) before s3rver sees
  *   the request and answers SignatureDoesNotMatch as S3 does. Payload hashes are taken as declared.
+ * Presigned URLs (the signature in the query) are checked the same way.
  * It exits when its stdin closes, so a crashed test run leaves no server behind.
  */
 const SERVER_SCRIPT = `
@@ -54,8 +55,44 @@ const sha256 = (data) => crypto.createHash("sha256").update(data).digest("hex");
 const hmac = (key, data) => crypto.createHmac("sha256", key).update(data).digest();
 const encode = (s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
 
+// A presigned URL carries its signature in the query (X-Amz-Signature) over every other query parameter,
+// the signed headers and UNSIGNED-PAYLOAD; s3rver itself checks only X-Amz-Date plus X-Amz-Expires
+// (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html).
+function querySignatureMatches(req) {
+  const [path, rawQuery = ""] = req.url.split("?", 2);
+  const params = rawQuery
+    .split("&")
+    .filter(Boolean)
+    .map((pair) => {
+      const i = pair.indexOf("=");
+      return [decodeURIComponent(i < 0 ? pair : pair.slice(0, i)), decodeURIComponent(i < 0 ? "" : pair.slice(i + 1))];
+    });
+  const get = (name) => (params.find(([n]) => n === name) || [])[1];
+  const signature = get("X-Amz-Signature");
+  const credential = get("X-Amz-Credential") || "";
+  const [keyId, day, region, service] = credential.split("/");
+  if (keyId !== accessKeyId) return true; // s3rver answers InvalidAccessKeyId itself
+  const signedHeaders = get("X-Amz-SignedHeaders") || "";
+  const query = params
+    .filter(([n]) => n !== "X-Amz-Signature")
+    .map(([n, v]) => [encode(n), encode(v)])
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+    .map(([n, v]) => n + "=" + v)
+    .join("&");
+  const headers = signedHeaders
+    .split(";")
+    .map((name) => name + ":" + String(req.headers[name] ?? "").trim().replace(/\\s+/g, " ") + "\\n")
+    .join("");
+  const canonical = [req.method, path, query, headers, signedHeaders, "UNSIGNED-PAYLOAD"].join("\\n");
+  const scope = [day, region, service, "aws4_request"].join("/");
+  const toSign = ["AWS4-HMAC-SHA256", get("X-Amz-Date"), scope, sha256(canonical)].join("\\n");
+  const key = hmac(hmac(hmac(hmac("AWS4" + secret, day), region), service), "aws4_request");
+  return crypto.createHmac("sha256", key).update(toSign).digest("hex") === signature;
+}
+
 function signatureMatches(req) {
   const auth = req.headers.authorization;
+  if (!auth && /[?&]X-Amz-Signature=/.test(req.url)) return querySignatureMatches(req);
   if (!auth || !auth.startsWith("AWS4-HMAC-SHA256 ")) return true;
   const m = /Credential=([^/]+)\\/(\\d{8})\\/([^/]+)\\/([^/]+)\\/aws4_request,\\s*SignedHeaders=([^,]+),\\s*Signature=([0-9a-f]+)/.exec(auth);
   if (!m) return false;
