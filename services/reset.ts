@@ -1,10 +1,11 @@
 // POST /v3/settings/reset: empties the organisation (this service has one, `default`) of its content, through
 // the same paths the single deletes take, so nothing is left behind: connections as DELETE /v3/connections
 // removes them with their documents (sync stopped first), documents as DELETE /v3/documents does (runs in
-// flight stopped, stored files released), then every memory and the settings. API keys, console users and
+// flight stopped, stored files released), then every memory, the settings and every container tag's settings. API keys, console users and
 // webhooks are kept: they are the organisation and its members, not its content.
 
 import { listConnections } from "../store/connections.ts";
+import { deleteAllTagSettings } from "../store/container-tag-settings.ts";
 import { contentCounts, deleteAllMemories, someDocumentIds } from "../store/container-tags.ts";
 import { deleteDocumentsByIds } from "../store/documents.ts";
 import { clearSettings } from "../store/settings.ts";
@@ -49,6 +50,8 @@ export async function resetOrganisation(deps: ConnectionDeps): Promise<ResetResu
   // Memories a processing run saved between the two deletes (its run is stopped by now).
   const lateMemories = await deleteAllMemories(deps.db);
   await clearSettings(deps.db);
+  // Tag settings (name, entity context, profile buckets) describe content that is gone.
+  await deleteAllTagSettings(deps.db);
   deps.log.info(
     {
       connections: connections.length,

@@ -71,6 +71,12 @@ export async function saveTagSettings(
   return row as ContainerTagSettingsRow;
 }
 
+/** Deletes every tag's settings (an organisation reset); how many tags had some. */
+export async function deleteAllTagSettings(db: Database): Promise<number> {
+  const rows = await db.delete(containerTagSettings).returning({ tag: containerTagSettings.containerTag });
+  return rows.length;
+}
+
 /** Deletes a tag's settings; true when it had some. */
 export async function deleteTagSettings(db: Database, tag: string): Promise<boolean> {
   const rows = await db

@@ -3,6 +3,11 @@ import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
 import { createConnection, findConnection } from "../../../store/connections.ts";
 import { listContainerTags } from "../../../store/container-tag-list.ts";
+import {
+  deleteAllTagSettings,
+  readTagSettings,
+  saveTagSettings,
+} from "../../../store/container-tag-settings.ts";
 import * as tags from "../../../store/container-tags.ts";
 import { queryRows } from "../../../store/db.ts";
 import { deleteDocumentsByIds, findDocument } from "../../../store/documents.ts";
@@ -194,5 +199,14 @@ export function resetCases(store: StoreOf) {
     expect(await clearSettings(db)).toBe(true);
     expect(await readSettings(db)).toEqual({ values: {}, secretsSet: [] });
     expect(await clearSettings(db)).toBe(false);
+  });
+
+  it("deletes every container tag's settings", async () => {
+    const { db } = store();
+    await saveTagSettings(db, "rs-settings-a", { name: "A" });
+    await saveTagSettings(db, "rs-settings-b", { entityContext: "B's context" });
+    expect(await deleteAllTagSettings(db)).toBeGreaterThanOrEqual(2);
+    expect(await readTagSettings(db, "rs-settings-a")).toBeUndefined();
+    expect(await deleteAllTagSettings(db)).toBe(0);
   });
 }
