@@ -6,7 +6,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import { presignS3Get } from "./s3-presign.ts";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { BlobNotFoundError, type BlobStore } from "./types.ts";
 
 export interface S3BlobOptions {
@@ -59,22 +59,18 @@ export function createS3BlobStore(opts: S3BlobOptions): BlobStore {
       await client.send(new DeleteObjectCommand({ Bucket: opts.bucket, Key: key(k) }));
     },
     async presignGet(k, { expiresInSeconds, fileName, contentType }) {
-      // The client's own credentials: the configured pair, or whatever the default chain resolved (a role's
-      // temporary ones carry a session token, and a URL signed with them dies with them).
-      const credentials = await client.config.credentials();
-      const responseHeaders: Record<string, string> = {};
-      if (fileName) responseHeaders["response-content-disposition"] = attachment(fileName);
-      if (contentType) responseHeaders["response-content-type"] = contentType;
-      return presignS3Get({
-        bucket: opts.bucket,
-        key: key(k),
-        region: opts.region,
-        endpoint: opts.endpoint,
-        forcePathStyle,
-        credentials,
-        expiresInSeconds,
-        responseHeaders,
-      });
+      // Signed with the client's own credentials: the configured pair, or whatever the default chain resolved
+      // (a role's temporary ones carry a session token, and a URL signed with them dies with them).
+      return getSignedUrl(
+        client,
+        new GetObjectCommand({
+          Bucket: opts.bucket,
+          Key: key(k),
+          ...(fileName ? { ResponseContentDisposition: attachment(fileName) } : {}),
+          ...(contentType ? { ResponseContentType: contentType } : {}),
+        }),
+        { expiresIn: expiresInSeconds },
+      );
     },
     async *list(prefix) {
       const own = opts.prefix ?? "";
