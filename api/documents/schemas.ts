@@ -144,6 +144,9 @@ export const FullDocumentJson = DocumentJson.extend({
   taskType: z.enum(["memory", "superrag"]).openapi({
     description: "Always memory: every document is processed the same way (superrag is accepted on writes)",
   }),
+  dreamingStatus: z.enum(["dreaming", "done"]).openapi({
+    description: "dreaming until processing (memory extraction included) has finished, done or failed",
+  }),
 }).openapi("FullDocument");
 
 export const ListResponse = z
