@@ -49,7 +49,8 @@ export function createMemoryHandlers(deps: MemoryDeps) {
           version: m.version,
         })),
       },
-      200,
+      // 201 as Supermemory's OpenAPI document gives it: SDK 5 checks the status; SDK 4 accepts any 2xx.
+      201,
     );
   };
 

@@ -546,7 +546,7 @@ describe("web console", () => {
           { content: "Iwan Roberts was born in Bangor, Wales.", isStatic: true },
         ],
       });
-      expect(created.status).toBe(200);
+      expect(created.status).toBe(201);
       const updated = await call("PATCH", "/v4/memories", {
         containerTag: TAG,
         id: created.json.memories[0].id,

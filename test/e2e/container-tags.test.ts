@@ -74,7 +74,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
 
   const addMemories = async (containerTag: string, memories: Record<string, unknown>[]) => {
     const res = await call("POST", "/v4/memories", { containerTag, memories });
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(201);
     return res.json.memories.map((m: { id: string }) => m.id) as string[];
   };
   const list = async (body: Record<string, unknown>, key?: string) => {

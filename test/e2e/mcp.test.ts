@@ -181,7 +181,7 @@ describe("MCP memory server over Streamable HTTP", () => {
       containerTag: "mcp-profile",
       memories: [{ content: "Grace is a rear admiral", isStatic: true }],
     });
-    expect(stat.status).toBe(200);
+    expect(stat.status).toBe(201);
 
     const profile = await project.readResource({ uri: "supermemory://profile" });
     const markdown = profile.contents.find((c) => c.mimeType === "text/markdown");
@@ -256,7 +256,7 @@ describe("MCP memory server over Streamable HTTP", () => {
           memories: [{ content: "Bob hides the key under the mat" }],
         })
       ).status,
-    ).toBe(200);
+    ).toBe(201);
     const created = await call("POST", "/v3/auth/scoped-key", { containerTag: "alice" });
     expect(created.status).toBe(200);
     const key = created.json.key as string;

@@ -301,7 +301,7 @@ describe("search options", () => {
           { content: "Alice lives in Norwich, close to Carrow Road", metadata: { kind: "place" } },
         ],
       });
-      expect(created.status).toBe(200);
+      expect(created.status).toBe(201);
       expect(created.json.documentId).toBeNull();
       expect(created.json.memories).toHaveLength(4);
       for (const m of created.json.memories) memoryIds[m.memory] = m.id;

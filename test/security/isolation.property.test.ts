@@ -340,7 +340,7 @@ describe("tenant isolation (property-based)", () => {
       const marker = `mm${r.tenant}x${counter++}q${Math.random().toString(36).slice(2, 8)}`;
       const content = `${marker} remembers ${r.word}`;
       res = await call("POST", "/v4/memories", { containerTag: tag, memories: [{ content }] }, tenant.key);
-      if (res.status === 200) {
+      if (res.status === 201) {
         tenant.markers.add(marker);
         memories.push({ content, tenant: r.tenant, tag, forgotten: false });
       }
