@@ -123,6 +123,7 @@ export function createMemoryHandlers(deps: MemoryDeps) {
     return c.json(
       {
         memories: rows.map(presentMemory),
+        memoryEntries: rows.map((m) => presentMemoryEntry(m, rows)),
         pagination: {
           currentPage: q.page,
           totalPages: Math.ceil(total / q.limit),
@@ -164,6 +165,54 @@ function presentMemory(m: MemoryFields) {
     relatedTo: m.relatedTo,
     sourceDocumentId: m.sourceDocumentId,
     updatedAt: m.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * The same memory as a `memoryEntries` item of Supermemory's OpenAPI document (what SDK 5 reads and checks):
+ * its space is the container tag, there is one organisation, and `history` holds the earlier versions of
+ * the memory found on the same page (with `includeHistory`; otherwise only latest versions are listed).
+ */
+function presentMemoryEntry(m: MemoryFields, page: MemoryFields[]) {
+  const root = m.rootId ?? m.id;
+  const temporal = Object.fromEntries(
+    Object.entries(m.metadata ?? {}).filter(([k]) => k === "documentDate" || k === "eventDate"),
+  );
+  return {
+    id: m.id,
+    memory: m.content,
+    version: m.version,
+    isLatest: m.isLatest,
+    isForgotten: m.isForgotten || (m.forgetAfter !== null && m.forgetAfter.getTime() <= Date.now()),
+    isStatic: m.isStatic,
+    isInference: null,
+    createdAt: m.createdAt.toISOString(),
+    updatedAt: m.updatedAt.toISOString(),
+    spaceId: m.containerTag,
+    orgId: "default",
+    sourceCount: m.sourceDocumentId ? 1 : 0,
+    parentMemoryId: m.parentId,
+    rootMemoryId: m.rootId,
+    forgetAfter: m.forgetAfter?.toISOString() ?? null,
+    forgetReason: m.forgetReason,
+    metadata: m.metadata,
+    memoryRelations: m.relation && m.relatedTo ? { [m.relatedTo]: m.relation } : null,
+    temporalContext: Object.keys(temporal).length ? temporal : null,
+    history: page
+      .filter((v) => v.id !== m.id && (v.rootId ?? v.id) === root && v.version < m.version)
+      .sort((a, b) => a.version - b.version)
+      .map((v) => ({
+        id: v.id,
+        memory: v.content,
+        version: v.version,
+        createdAt: v.createdAt.toISOString(),
+        updatedAt: v.updatedAt.toISOString(),
+        parentMemoryId: v.parentId,
+        rootMemoryId: v.rootId,
+        isLatest: v.isLatest,
+        isForgotten: v.isForgotten,
+      })),
+    documentIds: m.sourceDocumentId ? [m.sourceDocumentId] : [],
   };
 }
 
