@@ -16,7 +16,16 @@ export function createContainerTagHandlers(deps: ApiDeps) {
     const { containerTag } = c.req.valid("param");
     const deleted = await deleteContainerTag(deps, containerTag);
     if (!deleted) throw notFound("container tag");
-    return c.json(deleted, 200);
+    // success and the two counts under the names of Supermemory's OpenAPI document (checked by SDK 5).
+    return c.json(
+      {
+        success: true,
+        ...deleted,
+        deletedDocumentsCount: deleted.deletedDocuments,
+        deletedMemoriesCount: deleted.deletedMemories,
+      },
+      200,
+    );
   };
 
   const exportTag: RouteHandler<typeof routes.exportContainerTag, AppEnv> = async (c) => {

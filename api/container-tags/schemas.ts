@@ -15,6 +15,9 @@ export const DeletedTag = z
       .number()
       .openapi({ description: "Documents shared with other tags: kept there, the tag removed from them" }),
     deletedMemories: z.number().openapi({ description: "Memories of the tag, every version" }),
+    success: z.literal(true),
+    deletedDocumentsCount: z.number().openapi({ description: "deletedDocuments, as SDK 5 names it" }),
+    deletedMemoriesCount: z.number().openapi({ description: "deletedMemories, as SDK 5 names it" }),
   })
   .openapi("DeletedContainerTag");
 

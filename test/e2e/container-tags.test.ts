@@ -347,10 +347,13 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       const res = await call("DELETE", `/v3/container-tags/${TAG}`);
       expect(res.status, res.text).toBe(200);
       expect(res.json).toEqual({
+        success: true,
         containerTag: TAG,
         deletedDocuments: 3,
         untaggedDocuments: 1,
         deletedMemories: 3,
+        deletedDocumentsCount: 3,
+        deletedMemoriesCount: 3,
       });
       for (const name of ["onlyA", "fileA", "sharedFileA"]) {
         expect((await call("GET", `/v3/documents/${docs[name]}`)).status).toBe(404);
