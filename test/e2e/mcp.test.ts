@@ -341,11 +341,11 @@ describe("MCP memory server over Streamable HTTP", () => {
     const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
     const noKey = await post({});
     expect(noKey.status).toBe(401);
-    expect((await noKey.json()).error.code).toBe("unauthorized");
+    expect((await noKey.json()).code).toBe("unauthorized");
 
     const evil = await post({ ...auth, origin: "http://evil.example" });
     expect(evil.status).toBe(403);
-    expect((await evil.json()).error.message).toMatch(/origin http:\/\/evil\.example/);
+    expect((await evil.json()).error).toMatch(/origin http:\/\/evil\.example/);
     // A rebound name: origin and Host agree, still not an allowed origin.
     const rebound = await post({
       ...auth,
