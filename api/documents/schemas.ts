@@ -241,13 +241,19 @@ export const UploadForm = z
 
 export const ChunksResponse = z
   .object({
+    documentId: z.string(),
+    total: z.number(),
     chunks: z.array(
       z.object({
         id: z.string(),
         position: z.number(),
         content: z.string(),
+        type: z
+          .literal("text")
+          .openapi({ description: "Always text: images and audio are indexed by their text" }),
         metadata: z.record(z.string(), z.union([z.string(), z.number()])),
         embeddingModel: z.string().nullable(),
+        createdAt: z.string(),
       }),
     ),
   })
