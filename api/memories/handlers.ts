@@ -46,6 +46,8 @@ export function createMemoryHandlers(deps: MemoryDeps) {
           isStatic: m.isStatic,
           createdAt: m.createdAt.toISOString(),
           forgetAfter: m.forgetAfter?.toISOString() ?? null,
+          forgetReason: m.forgetReason,
+          metadata: m.metadata,
           version: m.version,
         })),
       },

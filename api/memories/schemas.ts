@@ -37,6 +37,8 @@ export const CreateMemoriesResponse = z
         isStatic: z.boolean(),
         createdAt: z.string(),
         forgetAfter: z.string().nullable(),
+        forgetReason: z.string().nullable(),
+        metadata: z.record(z.string(), z.unknown()).nullable(),
         version: z.number(),
       }),
     ),
