@@ -98,6 +98,7 @@ export function createMemoryHandlers(deps: MemoryDeps) {
         forgetAfter: row.forgetAfter?.toISOString() ?? null,
         forgetReason: row.forgetReason,
         memory: row.content,
+        metadata: row.metadata,
         parentMemoryId: row.parentId,
         rootMemoryId: row.rootId,
         version: row.version,

@@ -86,6 +86,7 @@ export const UpdateMemoryResponse = z
     forgetAfter: z.string().nullable(),
     forgetReason: z.string().nullable(),
     memory: z.string(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
     parentMemoryId: z.string().nullable(),
     rootMemoryId: z.string().nullable(),
     version: z.number(),
