@@ -68,6 +68,9 @@ async function call(
   return { status: res.status, body: parsed };
 }
 
+const getDocument = async (id: string) =>
+  (await call("GET", `/v3/documents/${id}`)).body as { status: string; dreamingStatus: string };
+
 /** Calls one operation of the document and asserts its answer has `status` and conforms to the document. */
 async function conforms(
   key: string,
@@ -114,10 +117,7 @@ describe("documents", () => {
     });
     id = (added.body as { id: string }).id;
     await conforms("GET /v3/documents/processing", 200, "/v3/documents/processing");
-    await untilProcessed(
-      async (docId) => (await call("GET", `/v3/documents/${docId}`)).body as { status: string },
-      id,
-    );
+    await untilProcessed(getDocument, id);
     await conforms("GET /v3/documents/{id}", 200, `/v3/documents/${id}`);
     await conforms("GET /v3/documents/{id}/chunks", 200, `/v3/documents/${id}/chunks`);
     await conforms("PATCH /v3/documents/{id}", 200, `/v3/documents/${id}`, {
@@ -144,10 +144,35 @@ describe("documents", () => {
     await conforms("POST /v3/documents/file", 200, "/v3/documents/file", { form });
   });
 
-  it("POST /v3/search", async () => {
+  it("POST /v3/search, plain and with every document option", async () => {
     await conforms("POST /v3/search", 200, "/v3/search", {
       body: { q: "when does the bell ring", containerTags: [tag] },
     });
+    await conforms("POST /v3/search", 200, "/v3/search", {
+      body: {
+        q: "when does the bell ring",
+        containerTags: [tag],
+        includeFullDocs: true,
+        includeSummary: true,
+        onlyMatchingChunks: true,
+        rerank: true,
+        rewriteQuery: true,
+      },
+    });
+  });
+
+  it("GET /v3/documents/{id} while the document is still being processed", async () => {
+    const added = await call("POST", "/v3/documents", {
+      body: { content: "The foghorn sounds every thirty seconds in thick fog.", containerTag: tag },
+    });
+    const id = (added.body as { id: string }).id;
+    const doc = (await conforms("GET /v3/documents/{id}", 200, `/v3/documents/${id}`)).body as {
+      status: string;
+      dreamingStatus: string;
+    };
+    expect(doc.dreamingStatus).toBe(["done", "failed"].includes(doc.status) ? "done" : "dreaming");
+    const done = await untilProcessed(getDocument, id);
+    expect(done).toMatchObject({ status: "done", dreamingStatus: "done" });
   });
 
   it("DELETE /v3/documents/bulk and DELETE /v3/documents/{id}", async () => {
@@ -176,6 +201,20 @@ describe("memories, profile and v4 search", () => {
     await conforms("POST /v4/memories/list", 200, "/v4/memories/list", { body: { containerTags: [tag] } });
     await conforms("POST /v4/profile", 200, "/v4/profile", { body: { containerTag: tag, q: "shift" } });
     await conforms("POST /v4/search", 200, "/v4/search", { body: { q: "which shift", containerTag: tag } });
+    for (const searchMode of ["hybrid", "documents"]) {
+      await conforms("POST /v4/search", 200, "/v4/search", {
+        body: {
+          q: "when does the bell ring",
+          containerTag: tag,
+          searchMode,
+          rerank: true,
+          include: { documents: true, summaries: true, relatedMemories: true, forgottenMemories: true },
+        },
+      });
+    }
+    await conforms("POST /v4/memories/list", 200, "/v4/memories/list", {
+      body: { containerTags: [tag], includeHistory: true, includeForgotten: true },
+    });
     await conforms("DELETE /v4/memories", 200, "/v4/memories", {
       body: { containerTag: tag, id: (updated.body as { id: string }).id },
     });
