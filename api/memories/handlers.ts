@@ -126,7 +126,7 @@ export function createMemoryHandlers(deps: MemoryDeps) {
     return c.json(
       {
         memories: rows.map(presentMemory),
-        memoryEntries: rows.map((m) => presentMemoryEntry(m, rows)),
+        memoryEntries: presentMemoryEntries(rows),
         pagination: {
           currentPage: q.page,
           totalPages: Math.ceil(total / q.limit),
@@ -176,8 +176,18 @@ function presentMemory(m: MemoryFields) {
  * its space is the container tag, there is one organisation, and `history` holds the earlier versions of
  * the memory found on the same page (with `includeHistory`; otherwise only latest versions are listed).
  */
-function presentMemoryEntry(m: MemoryFields, page: MemoryFields[]) {
-  const root = m.rootId ?? m.id;
+function presentMemoryEntries(page: MemoryFields[]) {
+  const versions = new Map<string, MemoryFields[]>();
+  for (const m of page) {
+    const root = m.rootId ?? m.id;
+    const group = versions.get(root);
+    if (group) group.push(m);
+    else versions.set(root, [m]);
+  }
+  return page.map((m) => presentMemoryEntry(m, versions.get(m.rootId ?? m.id) ?? []));
+}
+
+function presentMemoryEntry(m: MemoryFields, sameRoot: MemoryFields[]) {
   const temporal = Object.fromEntries(
     Object.entries(m.metadata ?? {}).filter(([k]) => k === "documentDate" || k === "eventDate"),
   );
@@ -201,8 +211,8 @@ function presentMemoryEntry(m: MemoryFields, page: MemoryFields[]) {
     metadata: m.metadata,
     memoryRelations: m.relation && m.relatedTo ? { [m.relatedTo]: m.relation } : null,
     temporalContext: Object.keys(temporal).length ? temporal : null,
-    history: page
-      .filter((v) => v.id !== m.id && (v.rootId ?? v.id) === root && v.version < m.version)
+    history: sameRoot
+      .filter((v) => v.version < m.version)
       .sort((a, b) => a.version - b.version)
       .map((v) => ({
         id: v.id,

@@ -210,9 +210,15 @@ describe("memories, profile and v4 search", () => {
         },
       });
     }
-    await conforms("POST /v4/memories/list", 200, "/v4/memories/list", {
+    const withHistory = await conforms("POST /v4/memories/list", 200, "/v4/memories/list", {
       body: { containerTags: [tag], includeHistory: true, includeForgotten: true },
     });
+    const entries = (withHistory.body as { memoryEntries: { id: string; history: { id: string }[] }[] })
+      .memoryEntries;
+    // The new version carries the first one in its history.
+    expect(entries.find((e) => e.id === (updated.body as { id: string }).id)?.history).toEqual([
+      expect.objectContaining({ id: memoryId, version: 1, isLatest: false }),
+    ]);
     await conforms("DELETE /v4/memories", 200, "/v4/memories", {
       body: { containerTag: tag, id: (updated.body as { id: string }).id },
     });
