@@ -6,18 +6,18 @@ import { CustomIdTakenError, pgErrorCode, SharedDocumentError } from "../store/d
 
 /**
  * The one error body of the API, for every 4xx and 5xx:
- * `{ "error": { "code": "...", "message": "...", "field"?: "...", "issues"?: [...] } }`.
+ * `{ "error": "<message>", "code": "...", "field"?: "...", "issues"?: [...] }`. `error` is the message, a string,
+ * as in Supermemory's OpenAPI document (its ErrorResponse, which SDK 5 checks every error against); `code`,
+ * `field` and `issues` are ours, beside it, for clients that act on the kind of error.
  * Codes: 400 validation_error | invalid_request | invalid_json, 401 unauthorized, 403 forbidden,
  * 404 not_found (also an unknown route or method), 409 conflict, 413 payload_too_large, 429 rate_limited,
  * 500 internal_error (never with a stack trace or SQL).
  */
 export interface ErrorBody {
-  error: {
-    code: string;
-    message: string;
-    field?: string;
-    issues?: { field: string; message: string }[];
-  };
+  error: string;
+  code: string;
+  field?: string;
+  issues?: { field: string; message: string }[];
 }
 
 export class ApiError extends Error {
@@ -36,8 +36,12 @@ export const notFound = (what: string) => new ApiError(404, "not_found", `${what
 export const badRequest = (message: string, field?: string) =>
   new ApiError(400, "invalid_request", message, field);
 
-export function errorBody(code: string, message: string, extra: Partial<ErrorBody["error"]> = {}): ErrorBody {
-  return { error: { code, message, ...extra } };
+export function errorBody(
+  code: string,
+  message: string,
+  extra: Pick<ErrorBody, "field" | "issues"> = {},
+): ErrorBody {
+  return { error: message, code, ...extra };
 }
 
 export function validationErrorBody(error: ZodError, where: string): ErrorBody {

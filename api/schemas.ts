@@ -52,14 +52,13 @@ export const Filters = z
   ])
   .openapi({ type: "object", description: "Nested AND/OR of metadata conditions" });
 
+/** Supermemory's ErrorResponse (`error`: the message), with our code, field and issues beside it. */
 export const ErrorResponse = z
   .object({
-    error: z.object({
-      code: z.string(),
-      message: z.string(),
-      field: z.string().optional(),
-      issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
-    }),
+    error: z.string().openapi({ description: "What went wrong, for people" }),
+    code: z.string().openapi({ description: "validation_error, unauthorized, not_found, ... (docs/api.md)" }),
+    field: z.string().optional(),
+    issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
   })
   .openapi("Error");
 

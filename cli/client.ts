@@ -132,18 +132,17 @@ export class ApiClient {
     }
     if (res.ok) return res;
     const text = await res.text().catch(() => "");
-    let parsed: { error?: { code?: string; message?: string; field?: string } } | undefined;
+    let parsed: { error?: unknown; code?: string; field?: string } | undefined;
     try {
       parsed = JSON.parse(text);
     } catch {
       parsed = undefined;
     }
-    const err = parsed?.error;
     const apiError = new ApiRequestError(
       res.status,
-      err?.code ?? "http_error",
-      err?.message ?? (text.slice(0, 200) || res.statusText),
-      err?.field,
+      parsed?.code ?? "http_error",
+      typeof parsed?.error === "string" ? parsed.error : text.slice(0, 200) || res.statusText,
+      parsed?.field,
     );
     if (res.status === 401) {
       apiError.message += ` — the key from ${this.connection.keySource} was refused`;

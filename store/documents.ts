@@ -473,6 +473,7 @@ export function documentChunks(db: Database, documentId: string) {
       content: chunks.content,
       metadata: chunks.metadata,
       embeddingModel: chunks.embeddingModel,
+      createdAt: chunks.createdAt,
     })
     .from(chunks)
     .where(eq(chunks.documentId, documentId))

@@ -131,7 +131,7 @@ export function connectionHandlers(deps: ApiDeps) {
       started++;
     }
     // A sync already running takes one more pass after its current one.
-    return c.json(`Sync started for ${started} ${provider} connection(s)`, 200);
+    return c.text(`Sync started for ${started} ${provider} connection(s)`, 202);
   };
 
   const listDocuments: RouteHandler<typeof routes.listDocuments, AppEnv> = async (c) => {

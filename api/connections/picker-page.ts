@@ -102,7 +102,7 @@ async function load() {
   const body = await response.json().catch(() => ({}));
   list.replaceChildren();
   list.setAttribute("aria-busy", "false");
-  if (!response.ok) { $("status").textContent = (body.error && body.error.message) || "Could not list this folder."; return; }
+  if (!response.ok) { $("status").textContent = (typeof body.error === "string" && body.error) || "Could not list this folder."; return; }
   if (!body.items.length) {
     const li = document.createElement("li");
     li.textContent = "This folder is empty.";
@@ -153,7 +153,7 @@ $("save").addEventListener("click", async () => {
   });
   const body = await response.json().catch(() => ({}));
   $("save").disabled = false;
-  if (!response.ok) { $("status").textContent = (body.error && body.error.message) || "Could not save."; return; }
+  if (!response.ok) { $("status").textContent = (typeof body.error === "string" && body.error) || "Could not save."; return; }
   if (body.redirectTo) { window.location.assign(body.redirectTo); return; }
   $("status").textContent = "Saved: " + body.saved + " item(s). The connection is syncing; you can close this window.";
 });

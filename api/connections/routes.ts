@@ -100,7 +100,11 @@ export const importNow = createRoute({
   path: "/{provider}/import",
   summary: "Sync the provider's connections now (those holding any of the container tags, if given)",
   request: { params: ProviderParam, ...body(TagsBody, false) },
-  responses: { 200: json(z.string(), "What was started"), ...errorResponses },
+  // 202 with a text body, as Supermemory's OpenAPI document gives it (SDK 5 checks status and media type).
+  responses: {
+    202: { description: "What was started", content: { "text/plain": { schema: z.string() } } },
+    ...errorResponses,
+  },
 });
 
 export const listDocuments = createRoute({

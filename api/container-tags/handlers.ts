@@ -22,10 +22,11 @@ export function createContainerTagHandlers(deps: ApiDeps) {
     const { containerTag } = c.req.valid("param");
     const deleted = await deleteContainerTag(deps, containerTag);
     if (!deleted) throw notFound("container tag");
+    // success and the two counts under the names of Supermemory's OpenAPI document (checked by SDK 5).
     return c.json(
       {
-        ...deleted,
         success: true,
+        ...deleted,
         deletedDocumentsCount: deleted.deletedDocuments,
         deletedMemoriesCount: deleted.deletedMemories,
       },

@@ -15,9 +15,9 @@ export const DeletedTag = z
       .number()
       .openapi({ description: "Documents shared with other tags: kept there, the tag removed from them" }),
     deletedMemories: z.number().openapi({ description: "Memories of the tag, every version" }),
-    success: z.boolean(),
-    deletedDocumentsCount: z.number().openapi({ description: "deletedDocuments, under the SDK's name" }),
-    deletedMemoriesCount: z.number().openapi({ description: "deletedMemories, under the SDK's name" }),
+    success: z.literal(true),
+    deletedDocumentsCount: z.number().openapi({ description: "deletedDocuments, as SDK 5 names it" }),
+    deletedMemoriesCount: z.number().openapi({ description: "deletedMemories, as SDK 5 names it" }),
   })
   .openapi("DeletedContainerTag");
 

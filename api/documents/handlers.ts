@@ -181,7 +181,16 @@ export function createDocumentHandlers(deps: ApiDeps) {
     const row = await store.findDocument(db, c.req.valid("param").id, c.get("scope").tags);
     if (!row) throw notFound("document");
     const chunks = await store.documentChunks(db, row.id);
-    return c.json({ chunks }, 200);
+    // documentId, total, type and createdAt as Supermemory's OpenAPI document requires (SDK 5 checks them).
+    // Every chunk is text: images and audio are indexed by the text read from them.
+    return c.json(
+      {
+        documentId: row.id,
+        total: chunks.length,
+        chunks: chunks.map((k) => ({ ...k, type: "text" as const, createdAt: k.createdAt.toISOString() })),
+      },
+      200,
+    );
   };
 
   const documentFileUrl: RouteHandler<typeof routes.documentFileUrl, AppEnv> = async (c) => {

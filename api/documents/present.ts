@@ -39,7 +39,9 @@ export function presentDocument(
  * `DocumentGetResponse` requires. Nothing here makes Open Graph images, raw payloads or map points, so
  * those are null; every document is processed the same way, which the SDK calls `taskType: "memory"`
  * (`superrag` is accepted on writes and processed the same); `source` names the connector a synced
- * document came from, and is null for documents added through the API.
+ * document came from, and is null for documents added through the API. `dreamingStatus` (required by
+ * Supermemory's OpenAPI document, checked by SDK 5) is `dreaming` until the run, memory extraction
+ * included, has finished, done or failed.
  */
 export function presentFullDocument(row: DocumentRow, scope: TagScope) {
   const provider = row.connectionId ? row.metadata.source : undefined;
@@ -50,5 +52,7 @@ export function presentFullDocument(row: DocumentRow, scope: TagScope) {
     raw: null,
     spatialPoint: null,
     taskType: "memory" as const,
+    dreamingStatus:
+      row.status === "done" || row.status === "failed" ? ("done" as const) : ("dreaming" as const),
   };
 }

@@ -144,6 +144,9 @@ export const FullDocumentJson = DocumentJson.extend({
   taskType: z.enum(["memory", "superrag"]).openapi({
     description: "Always memory: every document is processed the same way (superrag is accepted on writes)",
   }),
+  dreamingStatus: z.enum(["dreaming", "done"]).openapi({
+    description: "dreaming until processing (memory extraction included) has finished, done or failed",
+  }),
 }).openapi("FullDocument");
 
 export const ListResponse = z
@@ -238,13 +241,19 @@ export const UploadForm = z
 
 export const ChunksResponse = z
   .object({
+    documentId: z.string(),
+    total: z.number(),
     chunks: z.array(
       z.object({
         id: z.string(),
         position: z.number(),
         content: z.string(),
+        type: z
+          .literal("text")
+          .openapi({ description: "Always text: images and audio are indexed by their text" }),
         metadata: z.record(z.string(), z.union([z.string(), z.number()])),
         embeddingModel: z.string().nullable(),
+        createdAt: z.string(),
       }),
     ),
   })

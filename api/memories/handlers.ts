@@ -48,10 +48,13 @@ export function createMemoryHandlers(deps: MemoryDeps & SearchDeps) {
           isStatic: m.isStatic,
           createdAt: m.createdAt.toISOString(),
           forgetAfter: m.forgetAfter?.toISOString() ?? null,
+          forgetReason: m.forgetReason,
+          metadata: m.metadata,
           version: m.version,
         })),
       },
-      200,
+      // 201 as Supermemory's OpenAPI document gives it: SDK 5 checks the status; SDK 4 accepts any 2xx.
+      201,
     );
   };
 
@@ -97,6 +100,7 @@ export function createMemoryHandlers(deps: MemoryDeps & SearchDeps) {
         forgetAfter: row.forgetAfter?.toISOString() ?? null,
         forgetReason: row.forgetReason,
         memory: row.content,
+        metadata: row.metadata,
         parentMemoryId: row.parentId,
         rootMemoryId: row.rootId,
         version: row.version,
@@ -124,6 +128,7 @@ export function createMemoryHandlers(deps: MemoryDeps & SearchDeps) {
     return c.json(
       {
         memories: rows.map(presentMemory),
+        memoryEntries: presentMemoryEntries(rows),
         pagination: {
           currentPage: q.page,
           totalPages: Math.ceil(total / q.limit),
@@ -172,6 +177,64 @@ function presentMemory(m: MemoryFields) {
     relatedTo: m.relatedTo,
     sourceDocumentId: m.sourceDocumentId,
     updatedAt: m.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * The same memory as a `memoryEntries` item of Supermemory's OpenAPI document (what SDK 5 reads and checks):
+ * its space is the container tag, there is one organisation, and `history` holds the earlier versions of
+ * the memory found on the same page (with `includeHistory`; otherwise only latest versions are listed).
+ */
+function presentMemoryEntries(page: MemoryFields[]) {
+  const versions = new Map<string, MemoryFields[]>();
+  for (const m of page) {
+    const root = m.rootId ?? m.id;
+    const group = versions.get(root);
+    if (group) group.push(m);
+    else versions.set(root, [m]);
+  }
+  return page.map((m) => presentMemoryEntry(m, versions.get(m.rootId ?? m.id) ?? []));
+}
+
+function presentMemoryEntry(m: MemoryFields, sameRoot: MemoryFields[]) {
+  const temporal = Object.fromEntries(
+    Object.entries(m.metadata ?? {}).filter(([k]) => k === "documentDate" || k === "eventDate"),
+  );
+  return {
+    id: m.id,
+    memory: m.content,
+    version: m.version,
+    isLatest: m.isLatest,
+    isForgotten: m.isForgotten || (m.forgetAfter !== null && m.forgetAfter.getTime() <= Date.now()),
+    isStatic: m.isStatic,
+    isInference: null,
+    createdAt: m.createdAt.toISOString(),
+    updatedAt: m.updatedAt.toISOString(),
+    spaceId: m.containerTag,
+    orgId: "default",
+    sourceCount: m.sourceDocumentId ? 1 : 0,
+    parentMemoryId: m.parentId,
+    rootMemoryId: m.rootId,
+    forgetAfter: m.forgetAfter?.toISOString() ?? null,
+    forgetReason: m.forgetReason,
+    metadata: m.metadata,
+    memoryRelations: m.relation && m.relatedTo ? { [m.relatedTo]: m.relation } : null,
+    temporalContext: Object.keys(temporal).length ? temporal : null,
+    history: sameRoot
+      .filter((v) => v.version < m.version)
+      .sort((a, b) => a.version - b.version)
+      .map((v) => ({
+        id: v.id,
+        memory: v.content,
+        version: v.version,
+        createdAt: v.createdAt.toISOString(),
+        updatedAt: v.updatedAt.toISOString(),
+        parentMemoryId: v.parentId,
+        rootMemoryId: v.rootId,
+        isLatest: v.isLatest,
+        isForgotten: v.isForgotten,
+      })),
+    documentIds: m.sourceDocumentId ? [m.sourceDocumentId] : [],
   };
 }
 

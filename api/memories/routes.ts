@@ -27,7 +27,7 @@ export const createMemories = createRoute({
   security,
   summary: "Create 1–100 memories in a container; searchable as soon as this returns",
   request: body(CreateMemoriesBody),
-  responses: { 200: json(CreateMemoriesResponse, "The memories created"), ...errorResponses },
+  responses: { 201: json(CreateMemoriesResponse, "The memories created"), ...errorResponses },
 });
 
 export const forgetMemory = createRoute({

@@ -37,6 +37,8 @@ export const CreateMemoriesResponse = z
         isStatic: z.boolean(),
         createdAt: z.string(),
         forgetAfter: z.string().nullable(),
+        forgetReason: z.string().nullable(),
+        metadata: z.record(z.string(), z.unknown()).nullable(),
         version: z.number(),
       }),
     ),
@@ -84,6 +86,7 @@ export const UpdateMemoryResponse = z
     forgetAfter: z.string().nullable(),
     forgetReason: z.string().nullable(),
     memory: z.string(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
     parentMemoryId: z.string().nullable(),
     rootMemoryId: z.string().nullable(),
     version: z.number(),
@@ -134,9 +137,42 @@ export const MemoryJson = z
   })
   .openapi("Memory");
 
+const MemoryVersion = z.object({
+  id: z.string(),
+  memory: z.string(),
+  version: z.number(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  parentMemoryId: z.string().nullable(),
+  rootMemoryId: z.string().nullable(),
+  isLatest: z.boolean(),
+  isForgotten: z.boolean(),
+});
+
+/** A listed memory as Supermemory's OpenAPI document (and so SDK 5) gives it. */
+export const MemoryEntry = MemoryVersion.extend({
+  isStatic: z.boolean(),
+  isInference: z.boolean().nullable(),
+  spaceId: z.string().openapi({ description: "The container tag" }),
+  orgId: z.string(),
+  sourceCount: z.number(),
+  forgetAfter: z.string().nullable(),
+  forgetReason: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
+  memoryRelations: z.record(z.string(), z.enum(["updates", "extends", "derives"])).nullable(),
+  temporalContext: z.record(z.string(), z.unknown()).nullable(),
+  history: z
+    .array(MemoryVersion)
+    .openapi({ description: "Earlier versions on the same page (includeHistory)" }),
+  documentIds: z.array(z.string()),
+}).openapi("MemoryEntry");
+
 export const ListMemoriesResponse = z
   .object({
     memories: z.array(MemoryJson),
+    memoryEntries: z.array(MemoryEntry).openapi({
+      description: "The same memories in the shape of Supermemory's current API (SDK 5 reads these)",
+    }),
     pagination: z.object({
       currentPage: z.number(),
       totalPages: z.number(),

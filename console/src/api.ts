@@ -39,9 +39,9 @@ async function errorOf(res: Response): Promise<ApiError> {
   let code = "http_error";
   let message = `${res.status} ${res.statusText}`;
   try {
-    const body = (await res.json()) as { error?: { code?: string; message?: string } };
-    if (body.error?.message) message = body.error.message;
-    if (body.error?.code) code = body.error.code;
+    const body = (await res.json()) as { error?: string; code?: string };
+    if (typeof body.error === "string") message = body.error;
+    if (body.code) code = body.code;
   } catch {
     // not JSON
   }
@@ -86,7 +86,7 @@ export function uploadFile(
       if (e.lengthComputable) onProgress(e.loaded, e.total);
     };
     xhr.onload = () => {
-      let body: { id?: string; status?: string; error?: { code?: string; message?: string } } = {};
+      let body: { id?: string; status?: string; error?: string; code?: string } = {};
       try {
         body = JSON.parse(xhr.responseText);
       } catch {
@@ -97,11 +97,7 @@ export function uploadFile(
       } else {
         if (xhr.status === 401) onSignedOut();
         reject(
-          new ApiError(
-            xhr.status,
-            body.error?.code ?? "http_error",
-            body.error?.message ?? `upload failed (${xhr.status})`,
-          ),
+          new ApiError(xhr.status, body.code ?? "http_error", body.error ?? `upload failed (${xhr.status})`),
         );
       }
     };

@@ -73,7 +73,7 @@ describe("authentication on a store only this process writes", () => {
     expect(disabled.status).toBe(200);
     const refused = await list(app, secret);
     expect(refused.status).toBe(401);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+    expect(((await refused.json()) as { code: string }).code).toBe("unauthorized");
   });
 
   it("refuses a remembered key once its expiry has passed", async () => {
@@ -108,7 +108,7 @@ describe("authentication on a store only this process writes", () => {
     expect(remaining).toEqual(["2", "1", "0"]);
     const over = await list(app, secret);
     expect(over.status).toBe(429);
-    expect(((await over.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+    expect(((await over.json()) as { code: string }).code).toBe("rate_limited");
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
     const rows = await queryRows(store.db, sql`SELECT count FROM rate_limits WHERE key_id = ${key.id}`);
     expect(rows).toEqual([]);

@@ -52,7 +52,7 @@ describe("HTTP contract", () => {
     ] as const) {
       const res = await call(path, { method, body: method === "POST" ? "{}" : undefined }, null);
       expect(res.status, `${method} ${path}`).toBe(401);
-      expect(await res.json()).toMatchObject({ error: { code: "unauthorized" } });
+      expect(await res.json()).toMatchObject({ code: "unauthorized" });
     }
     const bad = await call("/v3/documents/list", { method: "POST", body: "{}" }, "sm_not_a_key");
     expect(bad.status).toBe(401);
@@ -75,13 +75,13 @@ describe("HTTP contract", () => {
     for (const [method, path, body, field] of cases) {
       const res = await call(path, { method, body: JSON.stringify(body) });
       expect(res.status, `${method} ${path} ${JSON.stringify(body)}`).toBe(400);
-      const json = (await res.json()) as { error: { code: string; field: string; message: string } };
-      expect(json.error.field, JSON.stringify(json)).toBe(field);
-      expect(json.error.message.length).toBeGreaterThan(0);
+      const json = (await res.json()) as { error: string; code: string; field: string };
+      expect(json.field, JSON.stringify(json)).toBe(field);
+      expect(json.error.length).toBeGreaterThan(0);
     }
     const malformed = await call("/v3/documents", { method: "POST", body: "{oops" });
     expect(malformed.status).toBe(400);
-    expect(await malformed.json()).toMatchObject({ error: { code: expect.any(String) } });
+    expect(await malformed.json()).toMatchObject({ code: expect.any(String) });
   });
 
   it("refuses bodies over the configured size with 413", async () => {
@@ -90,7 +90,7 @@ describe("HTTP contract", () => {
       body: JSON.stringify({ content: "x".repeat(10_000) }),
     });
     expect(res.status).toBe(413);
-    expect(await res.json()).toMatchObject({ error: { code: "payload_too_large" } });
+    expect(await res.json()).toMatchObject({ code: "payload_too_large" });
   });
 
   it("counts a body sent without a length (chunked) as it streams: 413 over the limit, accepted under it", async () => {
@@ -122,7 +122,7 @@ describe("HTTP contract", () => {
       });
     const big = await chunked("x".repeat(10_000));
     expect(big.status).toBe(413);
-    expect(JSON.parse(big.body)).toMatchObject({ error: { code: "payload_too_large" } });
+    expect(JSON.parse(big.body)).toMatchObject({ code: "payload_too_large" });
     const small = await chunked("a chunked body under the limit");
     expect(small.status).toBe(200);
     expect(JSON.parse(small.body)).toMatchObject({ id: expect.any(String), status: "queued" });
@@ -140,7 +140,7 @@ describe("HTTP contract", () => {
     };
     const big = await upload(20_000);
     expect(big.status).toBe(413);
-    expect(await big.json()).toMatchObject({ error: { code: "payload_too_large" } });
+    expect(await big.json()).toMatchObject({ code: "payload_too_large" });
     const small = await upload(6_000);
     expect(small.status).toBe(200);
     expect(await small.json()).toMatchObject({ id: expect.any(String), status: "queued" });
@@ -171,7 +171,8 @@ describe("HTTP contract", () => {
     expect(refused).toMatch(/^HTTP\/1\.1 413 /);
     expect(refused).toMatch(/\r\nconnection: close\r\n/i);
     expect(JSON.parse(refused.slice(refused.indexOf("\r\n\r\n") + 4))).toEqual({
-      error: { code: "payload_too_large", message: "request body is larger than 8192 bytes" },
+      error: "request body is larger than 8192 bytes",
+      code: "payload_too_large",
     });
     // The JSON routes have their own, smaller limit; within it the client is told to go on.
     expect(await exchange("/v3/documents", 4097)).toMatch(/^HTTP\/1\.1 413 /);
@@ -192,7 +193,7 @@ describe("HTTP contract", () => {
       body: form,
     });
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ error: { field: "file" } });
+    expect(await res.json()).toMatchObject({ field: "file" });
   });
 
   it("answers unknown ids and routes with 404 in the same shape", async () => {
@@ -207,7 +208,7 @@ describe("HTTP contract", () => {
         body: method === "PATCH" ? JSON.stringify({ title: "t" }) : undefined,
       });
       expect(res.status, `${method} ${path}`).toBe(404);
-      expect(await res.json()).toMatchObject({ error: { code: "not_found" } });
+      expect(await res.json()).toMatchObject({ code: "not_found" });
     }
   });
 

@@ -74,7 +74,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
 
   const addMemories = async (containerTag: string, memories: Record<string, unknown>[]) => {
     const res = await call("POST", "/v4/memories", { containerTag, memories });
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(201);
     return res.json.memories.map((m: { id: string }) => m.id) as string[];
   };
   const list = async (body: Record<string, unknown>, key?: string) => {
@@ -238,7 +238,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       ]) {
         const res = await call("POST", "/v4/memories/list", bad);
         expect(res.status).toBe(400);
-        expect(res.json.error.code).toBe("validation_error");
+        expect(res.json.code).toBe("validation_error");
       }
       // The body is optional.
       const empty = await fetch(`${service.url}/v4/memories/list`, {
@@ -256,7 +256,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       expect(forgotten.json).toMatchObject({ id: ids.a2, isForgotten: true });
       const missing = await call("GET", "/v4/memories/no-such-memory");
       expect(missing.status).toBe(404);
-      expect(missing.json.error.code).toBe("not_found");
+      expect(missing.json.code).toBe("not_found");
     });
 
     it("keeps a scoped key inside its tags", async () => {
@@ -269,7 +269,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       );
       const foreign = await call("POST", "/v4/memories/list", { containerTag: "list-b" }, key);
       expect(foreign.status).toBe(403);
-      expect(foreign.json.error.code).toBe("forbidden");
+      expect(foreign.json.code).toBe("forbidden");
       expect(
         (await call("POST", "/v4/memories/list", { containerTags: ["list-a", "list-b"] }, key)).status,
       ).toBe(403);
@@ -277,7 +277,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       expect(other.status).toBe(404);
       // Exactly the answer to an id that does not exist.
       expect(other.json).toEqual((await call("GET", "/v4/memories/no-such-memory", undefined, key)).json);
-      expect(other.json.error.code).toBe("not_found");
+      expect(other.json.code).toBe("not_found");
       expect((await call("GET", `/v4/memories/${ids.a4}`, undefined, key)).status).toBe(200);
     });
   });
@@ -333,7 +333,7 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       const key = await scopedKey(TAG);
       const res = await call("DELETE", `/v3/container-tags/${TAG}`, undefined, key);
       expect(res.status).toBe(403);
-      expect(res.json.error.code).toBe("forbidden");
+      expect(res.json.code).toBe("forbidden");
       expect((await client.documents.get(docs.onlyA as string)).id).toBe(docs.onlyA);
     });
 
@@ -378,10 +378,10 @@ describe("container tags: listing memories, deleting a tag, export and import", 
 
       const again = await call("DELETE", `/v3/container-tags/${TAG}`);
       expect(again.status).toBe(404);
-      expect(again.json.error.code).toBe("not_found");
+      expect(again.json.code).toBe("not_found");
       const bad = await call("DELETE", "/v3/container-tags/not%20a%20tag!");
       expect(bad.status).toBe(400);
-      expect(bad.json.error.code).toBe("validation_error");
+      expect(bad.json.code).toBe("validation_error");
     });
 
     it("leaves no row in any table mentioning the tag (credentials aside)", async () => {
@@ -563,16 +563,14 @@ describe("container tags: listing memories, deleting a tag, export and import", 
       broken[3] = JSON.stringify({ kind: "memory", id: "m-without-content" });
       const res = await importBody(`${broken.join("\n")}\n`);
       expect(res.status).toBe(400);
-      const body = (await res.json()) as { error: { code: string; message: string; field: string } };
-      expect(body.error.code).toBe("validation_error");
-      expect(body.error.message).toMatch(/^line 4: /);
-      expect(body.error.field).toBe("line 4");
+      const body = (await res.json()) as { error: string; code: string; field: string };
+      expect(body.code).toBe("validation_error");
+      expect(body.error).toMatch(/^line 4: /);
+      expect(body.field).toBe("line 4");
       const notJson = [...original.slice(0, 5), "{not json", ...original.slice(5)].join("\n");
       const res2 = await importBody(notJson);
       expect(res2.status).toBe(400);
-      expect(((await res2.json()) as { error: { message: string } }).error.message).toBe(
-        "line 6: not valid JSON",
-      );
+      expect(((await res2.json()) as { error: string }).error).toBe("line 6: not valid JSON");
       const noHeader = await importBody(original.slice(1).join("\n"));
       expect(noHeader.status).toBe(400);
       expect((await call("POST", "/v3/documents/list", { containerTags: [TAG] })).json.memories).toEqual([]);

@@ -181,7 +181,7 @@ describe("MCP memory server over Streamable HTTP", () => {
       containerTag: "mcp-profile",
       memories: [{ content: "Grace is a rear admiral", isStatic: true }],
     });
-    expect(stat.status).toBe(200);
+    expect(stat.status).toBe(201);
 
     const profile = await project.readResource({ uri: "supermemory://profile" });
     const markdown = profile.contents.find((c) => c.mimeType === "text/markdown");
@@ -256,7 +256,7 @@ describe("MCP memory server over Streamable HTTP", () => {
           memories: [{ content: "Bob hides the key under the mat" }],
         })
       ).status,
-    ).toBe(200);
+    ).toBe(201);
     const created = await call("POST", "/v3/auth/scoped-key", { containerTag: "alice" });
     expect(created.status).toBe(200);
     const key = created.json.key as string;
@@ -341,11 +341,11 @@ describe("MCP memory server over Streamable HTTP", () => {
     const auth = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
     const noKey = await post({});
     expect(noKey.status).toBe(401);
-    expect((await noKey.json()).error.code).toBe("unauthorized");
+    expect((await noKey.json()).code).toBe("unauthorized");
 
     const evil = await post({ ...auth, origin: "http://evil.example" });
     expect(evil.status).toBe(403);
-    expect((await evil.json()).error.message).toMatch(/origin http:\/\/evil\.example/);
+    expect((await evil.json()).error).toMatch(/origin http:\/\/evil\.example/);
     // A rebound name: origin and Host agree, still not an allowed origin.
     const rebound = await post({
       ...auth,

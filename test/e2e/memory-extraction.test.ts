@@ -64,7 +64,7 @@ describe("memory extraction from documents", () => {
         { content: "Alice works as a nurse", isStatic: true },
       ],
     });
-    expect(created.status).toBe(200);
+    expect(created.status).toBe(201);
   });
 
   afterAll(async () => {

@@ -235,7 +235,7 @@ describe("request log and readiness", () => {
     const app = appWith({ temporal, metricsToken: token });
     const refused = await app.request("/metrics");
     expect(refused.status).toBe(401);
-    expect(await refused.json()).toMatchObject({ error: { code: "unauthorized" } });
+    expect(await refused.json()).toMatchObject({ code: "unauthorized" });
     expect((await app.request("/metrics", { headers: { authorization: "Bearer wrong-token" } })).status).toBe(
       401,
     );

@@ -120,20 +120,20 @@ describe("official supermemory SDK against the service", () => {
   it("rejects bad input with one error shape", async () => {
     await expect(client.documents.list({ limit: 500 })).rejects.toMatchObject({
       status: 400,
-      error: { error: { code: "validation_error", field: "limit" } },
+      error: { code: "validation_error", field: "limit" },
     });
     await expect(client.documents.add({ content: "" })).rejects.toMatchObject({
       status: 400,
-      error: { error: { field: "content" } },
+      error: { field: "content" },
     });
     const anonymous = new Supermemory({ apiKey: "sm_wrong", baseURL: service.url, maxRetries: 0 });
     await expect(anonymous.documents.list({})).rejects.toMatchObject({
       status: 401,
-      error: { error: { code: "unauthorized" } },
+      error: { code: "unauthorized" },
     });
     await expect(client.documents.get("no-such-document")).rejects.toMatchObject({
       status: 404,
-      error: { error: { code: "not_found" } },
+      error: { code: "not_found" },
     });
   });
 });

@@ -200,7 +200,7 @@ describe("search options", () => {
       filters: { AND: [{ key: "year", value: "soon", filterType: "numeric" }] },
     });
     expect(bad.status).toBe(400);
-    expect(bad.json.error).toMatchObject({ code: "invalid_request", field: "filters" });
+    expect(bad.json).toMatchObject({ code: "invalid_request", field: "filters" });
   });
 
   it("limits results to one end user's documents with endUserId", async () => {
@@ -301,7 +301,7 @@ describe("search options", () => {
           { content: "Alice lives in Norwich, close to Carrow Road", metadata: { kind: "place" } },
         ],
       });
-      expect(created.status).toBe(200);
+      expect(created.status).toBe(201);
       expect(created.json.documentId).toBeNull();
       expect(created.json.memories).toHaveLength(4);
       for (const m of created.json.memories) memoryIds[m.memory] = m.id;
@@ -352,7 +352,7 @@ describe("search options", () => {
         id: memoryIds["Alice is learning the Rust programming language"],
       });
       expect(again.status).toBe(409);
-      expect(again.json.error.code).toBe("conflict");
+      expect(again.json.code).toBe("conflict");
       const rust = await client.search({ q: "Rust programming", containerTag: "alice" });
       expect(memoriesOf(rust)).not.toContain("Alice is learning the Rust programming language");
 
@@ -506,11 +506,11 @@ describe("search options", () => {
       ]) {
         const res = await call("POST", "/v4/memories", body);
         expect(res.status).toBe(400);
-        expect(res.json.error.code).toBe("validation_error");
+        expect(res.json.code).toBe("validation_error");
       }
       const neither = await call("DELETE", "/v4/memories", { containerTag: "alice" });
       expect(neither.status).toBe(400);
-      expect(neither.json.error).toMatchObject({ code: "validation_error", field: "id" });
+      expect(neither.json).toMatchObject({ code: "validation_error", field: "id" });
       // Both are allowed (the SDK's types allow it): the id decides, and an unknown one is not found.
       const both = await call("DELETE", "/v4/memories", { containerTag: "alice", id: "a", content: "b" });
       expect(both.status).toBe(404);

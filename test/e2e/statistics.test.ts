@@ -57,7 +57,7 @@ describe("the statistics schedule", () => {
         content: `Statistics fact ${batch * 100 + i}: the lighthouse keeper logs ${randomBytes(3).toString("hex")}.`,
       }));
       const res = await call("POST", "/v4/memories", { containerTag: "statistics", memories });
-      expect(res.status, res.text).toBe(200);
+      expect(res.status, res.text).toBe(201);
     }
     expect(await refresh()).toEqual({ analyzed: ["memories"] });
     expect(await refresh()).toEqual({ analyzed: [] });

@@ -64,7 +64,7 @@ describe("memory search and the scope of source documents", () => {
     // Changing what tenant B sees is refused, through PATCH and through an add with the same customId.
     const patched = await call("PATCH", `/v3/documents/${first}`, { content: "No trees at all." }, keyA);
     expect(patched.status, patched.text).toBe(403);
-    expect(patched.json.error.code).toBe("forbidden");
+    expect(patched.json.code).toBe("forbidden");
     const upsert = await call(
       "POST",
       "/v3/documents",
@@ -152,7 +152,7 @@ describe("memory search and the scope of source documents", () => {
     await tenantA.documents.add({ content: "two", customId: "own-2" });
     const clash = await call("PATCH", `/v3/documents/${first}`, { customId: "own-2" }, keyOf(tenantA));
     expect(clash.status).toBe(409);
-    expect(clash.json.error.code).toBe("conflict");
+    expect(clash.json.code).toBe("conflict");
   });
 
   it("checks a customId rename against the caller's own tenant, as an add does", async () => {
@@ -187,7 +187,7 @@ describe("memory search and the scope of source documents", () => {
     for (const customId of ["rn-a-own", "rn-a-admin"]) {
       const res = await rename(customId);
       expect(res.status, res.text).toBe(409);
-      expect(res.json.error.code).toBe("conflict");
+      expect(res.json.code).toBe("conflict");
     }
     expect((await call("GET", `/v3/documents/${legacy}`, undefined, keyA)).json.customId).toBe("rn-b-own");
   });
@@ -281,9 +281,9 @@ describe("memory search and the scope of source documents", () => {
     const before = await runs();
     const refused = await call("POST", `/v3/documents/${id}/reprocess`, undefined, keyA);
     expect(refused.status, refused.text).toBe(403);
-    expect(refused.json.error.code).toBe("forbidden");
-    expect(refused.json.error.message).toMatch(/shared with container tags outside this key's scope/);
-    expect(refused.json.error.message).not.toContain("sh-b");
+    expect(refused.json.code).toBe("forbidden");
+    expect(refused.json.error).toMatch(/shared with container tags outside this key's scope/);
+    expect(refused.json.error).not.toContain("sh-b");
     expect(await runs()).toBe(before);
     const metadata = await call("PATCH", `/v3/documents/${id}`, { metadata: { by: "a" } }, keyA);
     expect(metadata.status, metadata.text).toBe(403);

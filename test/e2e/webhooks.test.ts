@@ -144,7 +144,7 @@ describe("webhooks: signed deliveries of document and sync events", () => {
   it("refuses URLs that are not http(s), private addresses unless allowed, and non-admin keys", async () => {
     const ftp = await call("POST", "/v3/webhooks", { url: "ftp://example.com/hook" });
     expect(ftp.status).toBe(400);
-    expect(ftp.json.error).toMatchObject({ code: "validation_error", field: "url" });
+    expect(ftp.json).toMatchObject({ code: "validation_error", field: "url" });
     expect((await call("POST", "/v3/webhooks", { url: "http://user:pw@example.com/" })).status).toBe(400);
 
     // The service under test allows private addresses (its receivers are local); the default does not.

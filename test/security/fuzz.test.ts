@@ -270,7 +270,7 @@ describe("fuzzing every endpoint", () => {
           let ok = false;
           try {
             const json = JSON.parse(text);
-            ok = typeof json?.error?.code === "string" && typeof json?.error?.message === "string";
+            ok = typeof json?.code === "string" && typeof json?.error === "string";
           } catch {}
           if (!ok)
             failures.push(

@@ -275,7 +275,7 @@ describe("tenant isolation (property-based)", () => {
     if (["get", "patch", "delete"].includes(r.op)) {
       if (!target) {
         expect(res.status, `${r.op} ${value}`).toBe(404);
-        expect(res.json).toEqual({ error: { code: "not_found", message: "document not found" } });
+        expect(res.json).toEqual({ error: "document not found", code: "not_found" });
       } else {
         expect(res.status).toBe(r.op === "delete" ? 204 : 200);
         if (r.op === "get" && !target.rewritten) expect(res.text).toContain(target.marker);
@@ -340,7 +340,7 @@ describe("tenant isolation (property-based)", () => {
       const marker = `mm${r.tenant}x${counter++}q${Math.random().toString(36).slice(2, 8)}`;
       const content = `${marker} remembers ${r.word}`;
       res = await call("POST", "/v4/memories", { containerTag: tag, memories: [{ content }] }, tenant.key);
-      if (res.status === 200) {
+      if (res.status === 201) {
         tenant.markers.add(marker);
         memories.push({ content, tenant: r.tenant, tag, forgotten: false });
       }
