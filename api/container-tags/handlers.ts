@@ -93,6 +93,8 @@ export function createContainerTagHandlers(deps: ApiDeps) {
   const update: RouteHandler<typeof routes.updateContainerTag, AppEnv> = async (c) => {
     const { containerTag } = c.req.valid("param");
     const body = c.req.valid("json");
+    // Only a tag that exists (content or settings) is updated: the OpenAPI document answers 404 otherwise.
+    if (!(await containerTagOverview(deps.db, containerTag))) throw notFound("container tag");
     const saved = await saveTagSettings(deps.db, containerTag, {
       name: body.name,
       entityContext: body.entityContext,

@@ -42,13 +42,18 @@ describe("container tag settings", () => {
       containerTag: "ls-a",
       memories: [{ content: "The harbour closes at dusk" }, { content: "The ferry was painted red" }],
     });
-    expect(added.status, added.text).toBe(200);
+    expect(added.status, added.text).toBe(201);
     const forgotten = await call("DELETE", "/v4/memories", {
       containerTag: "ls-a",
       content: "The ferry was painted red",
     });
     expect(forgotten.status, forgotten.text).toBe(200);
+    // A tag with neither content nor settings is unknown to PATCH (404, as the OpenAPI document has it).
+    expect((await call("PATCH", "/v3/container-tags/ls-c", { name: "Later" })).status).toBe(404);
+    await call("POST", "/v4/memories", { containerTag: "ls-c", memories: [{ content: "Later crew" }] });
     expect((await call("PATCH", "/v3/container-tags/ls-c", { name: "Later" })).status).toBe(200);
+    // Its only memory forgotten, the tag is listed for its settings alone.
+    await call("DELETE", "/v4/memories", { containerTag: "ls-c", content: "Later crew" });
 
     const res = await call("GET", "/v3/container-tags/list");
     expect(res.status, res.text).toBe(200);
@@ -127,11 +132,12 @@ describe("container tag settings", () => {
     ]) {
       const res = await call("PATCH", "/v3/container-tags/set-a", bad);
       expect(res.status, JSON.stringify(bad)).toBe(400);
-      expect(res.json.error.code).toBe("validation_error");
+      expect(res.json.code).toBe("validation_error");
     }
   });
 
   it("gives the tag's entity context to memory extraction when a document has none of its own", async () => {
+    await call("POST", "/v4/memories", { containerTag: "ctx-a", memories: [{ content: "Keeps a diary" }] });
     await call("PATCH", "/v3/container-tags/ctx-a", { entityContext: "TAG-CONTEXT-ZETA" });
     await addDocument("CASE-TAGCTX the lighthouse keeper's diary.", ["ctx-a"]);
     await addDocument("CASE-OWNCTX the harbour pilot's notes.", ["ctx-a"], "DOC-CONTEXT-ETA");
@@ -165,10 +171,15 @@ describe("container tag settings", () => {
     expect(list.map((t) => t.containerTag)).not.toContain("del-a");
     expect(list.map((t) => t.containerTag)).toContain("del-keep");
 
-    // A tag that only had settings is a tag too.
-    await call("PATCH", "/v3/container-tags/del-settings", { name: "Empty" });
+    // A tag left with settings and a forgotten memory is a tag too.
+    await call("POST", "/v4/memories", {
+      containerTag: "del-settings",
+      memories: [{ content: "Passing fact" }],
+    });
+    expect((await call("PATCH", "/v3/container-tags/del-settings", { name: "Empty" })).status).toBe(200);
+    await call("DELETE", "/v4/memories", { containerTag: "del-settings", content: "Passing fact" });
     const empty = await call("DELETE", "/v3/container-tags/del-settings");
-    expect(empty.json).toMatchObject({ success: true, deletedDocumentsCount: 0, deletedMemoriesCount: 0 });
+    expect(empty.json).toMatchObject({ success: true, deletedDocumentsCount: 0, deletedMemoriesCount: 1 });
     expect((await call("DELETE", "/v3/container-tags/del-settings")).status).toBe(404);
   });
 

@@ -70,7 +70,7 @@ describe("file URLs on the disk store", () => {
     await client.documents.delete(id);
     const after = await fetch(url);
     expect(after.status).toBe(404);
-    expect(((await after.json()) as { error: { code: string } }).error.code).toBe("not_found");
+    expect(((await after.json()) as { code: string }).code).toBe("not_found");
     expect((await call("GET", `/v3/documents/${id}/file-url`)).status).toBe(404);
   });
 
@@ -127,7 +127,7 @@ describe("file URLs on the disk store", () => {
     });
     const noFile = await call("GET", `/v3/documents/${text.id}/file-url`);
     expect(noFile.status).toBe(404);
-    expect(noFile.json.error.message).toContain("no stored file");
+    expect(noFile.json.error).toContain("no stored file");
 
     const id = await upload(client, uniqueFile("tenant"), { containerTag: "urls-a" });
     const keyB = (await call("POST", "/v3/auth/scoped-key", { containerTag: "urls-b" })).json.key as string;

@@ -39,7 +39,7 @@ describe("forget matching", () => {
       { content: OTHER_STATIC, isStatic: true },
     ];
     const res = await call("POST", "/v4/memories", { containerTag, memories });
-    expect(res.status, res.text).toBe(200);
+    expect(res.status, res.text).toBe(201);
     return new Map<string, string>(
       res.json.memories.map((m: { id: string; memory: string }) => [m.memory, m.id]),
     );

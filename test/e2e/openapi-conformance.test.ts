@@ -17,15 +17,9 @@ import {
 
 /** Operations of the document we do not serve yet: each must still answer 404 "no route" here. */
 const NOT_SERVED = [
-  "GET /v3/documents/{id}/file-url",
-  "POST /v3/settings/reset",
   "POST /v3/settings/suggest-buckets",
-  "GET /v3/container-tags/list",
-  "GET /v3/container-tags/{containerTag}",
-  "PATCH /v3/container-tags/{containerTag}",
   "POST /v3/container-tags/merge",
   "GET /v3/container-tags/merge/{mergeId}",
-  "POST /v4/memories/forget-matching",
   "POST /v4/profile/buckets",
   "POST /v4/conversations",
 ];
@@ -139,7 +133,11 @@ describe("documents", () => {
     const form = new FormData();
     form.set("file", new Blob(["Lamp oil is ordered every spring."], { type: "text/plain" }), "lamp.txt");
     form.set("containerTags", JSON.stringify([tag]));
-    await conforms("POST /v3/documents/file", 200, "/v3/documents/file", { form });
+    const uploaded = await conforms("POST /v3/documents/file", 200, "/v3/documents/file", { form });
+    const fileId = (uploaded.body as { id: string }).id;
+    const link = await conforms("GET /v3/documents/{id}/file-url", 200, `/v3/documents/${fileId}/file-url`);
+    const download = await fetch((link.body as { url: string }).url);
+    expect(await download.text()).toBe("Lamp oil is ordered every spring.");
   });
 
   it("POST /v3/search, plain and with every document option", async () => {
@@ -223,12 +221,34 @@ describe("memories, profile and v4 search", () => {
       body: { containerTag: tag, id: (updated.body as { id: string }).id },
     });
   });
+
+  it("POST /v4/memories/forget-matching, dry run and real run", async () => {
+    await call("POST", "/v4/memories", {
+      body: { containerTag: tag, memories: [{ content: "Keeps the spare lamp wicks in the blue tin." }] },
+    });
+    const forget = { containerTag: tag, query: "spare lamp wicks blue tin", threshold: 0.5 };
+    const preview = await conforms("POST /v4/memories/forget-matching", 200, "/v4/memories/forget-matching", {
+      body: { ...forget, dryRun: true },
+    });
+    const done = await conforms("POST /v4/memories/forget-matching", 200, "/v4/memories/forget-matching", {
+      body: forget,
+    });
+    expect((done.body as { count: number }).count).toBe((preview.body as { count: number }).count);
+  });
 });
 
 describe("settings and container tags", () => {
   it("GET and PATCH /v3/settings", async () => {
     await conforms("GET /v3/settings", 200, "/v3/settings");
     await conforms("PATCH /v3/settings", 200, "/v3/settings", { body: { shouldLLMFilter: false } });
+  });
+
+  it("list, GET and PATCH /v3/container-tags", async () => {
+    await conforms("GET /v3/container-tags/list", 200, "/v3/container-tags/list");
+    await conforms("PATCH /v3/container-tags/{containerTag}", 200, `/v3/container-tags/${tag}`, {
+      body: { name: "Harbour", entityContext: "The harbour's logbook and its keepers." },
+    });
+    await conforms("GET /v3/container-tags/{containerTag}", 200, `/v3/container-tags/${tag}`);
   });
 
   it("DELETE /v3/container-tags/{containerTag}", async () => {
@@ -370,6 +390,15 @@ describe("errors", () => {
     await conforms("POST /v4/memories", 400, "/v4/memories", { body: { containerTag: tag } });
     await conforms("POST /v4/memories/list", 400, "/v4/memories/list", { body: { limit: "many" } });
     await conforms("POST /v4/profile", 400, "/v4/profile", { body: {} });
+  });
+});
+
+// Last before the coverage checks: it empties the organisation.
+describe("settings reset", () => {
+  it("POST /v3/settings/reset with the confirmation", async () => {
+    await conforms("POST /v3/settings/reset", 200, "/v3/settings/reset", {
+      body: { confirmation: "default" },
+    });
   });
 });
 

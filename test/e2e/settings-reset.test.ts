@@ -54,7 +54,7 @@ describe("organisation reset", () => {
           { content: "Alice prefers green tea", isStatic: true },
         ],
       });
-      expect(res.status).toBe(200);
+      expect(res.status).toBe(201);
     }
     // A connection with its synced documents: the reset removes it the way DELETE /v3/connections does.
     const created = await client.connections.create("web-crawler", {
@@ -94,7 +94,7 @@ describe("organisation reset", () => {
     expect(missing.status).toBe(400);
     const wrong = await call("POST", "/v3/settings/reset", { confirmation: "yes" });
     expect(wrong.status).toBe(400);
-    expect(wrong.json.error.message).toContain("'default'");
+    expect(wrong.json.error).toContain("'default'");
     // Nothing was deleted.
     expect((await call("POST", "/v3/documents/list", {})).json.memories).toHaveLength(4);
     expect(await memoryRows()).toBeGreaterThanOrEqual(5);
