@@ -154,6 +154,27 @@ async function lockMailbox(client: ImapFlow, path: string): Promise<MailboxLockO
   return client.getMailboxLock(path, { readOnly: true });
 }
 
+/** Runs `work` with the mailbox selected read-only and locked; `missing` when the mailbox does not exist. */
+async function inMailbox<T>(
+  client: ImapFlow,
+  mailbox: string,
+  missing: T,
+  work: () => Promise<T>,
+): Promise<T> {
+  let lock: MailboxLockObject;
+  try {
+    lock = await lockMailbox(client, mailbox);
+  } catch (err) {
+    if (isMissingMailbox(err)) return missing;
+    throw err;
+  }
+  try {
+    return await work();
+  } finally {
+    lock.release();
+  }
+}
+
 /**
  * Up to pageSize UIDs above `after`, searched window by window below UIDNEXT, so a page costs a few
  * small answers instead of the whole mailbox's UID list (which `UID SEARCH UID n:*` would send again
@@ -306,14 +327,7 @@ async function fetchAt(
   uidValidity: string | null,
   uid: number,
 ): Promise<RawMessage | null> {
-  let lock: MailboxLockObject;
-  try {
-    lock = await lockMailbox(client, mailbox);
-  } catch (err) {
-    if (isMissingMailbox(err)) return null;
-    throw err;
-  }
-  try {
+  return inMailbox(client, mailbox, null, async () => {
     const box = client.mailbox;
     // Another UIDVALIDITY: this UID may now name a different message, and the listing has new ids.
     if (!box || (uidValidity !== null && box.uidValidity.toString() !== uidValidity)) return null;
@@ -330,28 +344,17 @@ async function fetchAt(
       size: msg.size ?? msg.source.length,
       ...(internalDate && !Number.isNaN(internalDate.getTime()) ? { internalDate } : {}),
     };
-  } finally {
-    lock.release();
-  }
+  });
 }
 
 /** Whether the mailbox still has this UID under this UIDVALIDITY, without reading the message. */
 async function hasUid(client: ImapFlow, mailbox: string, uidValidity: string, uid: number): Promise<boolean> {
-  let lock: MailboxLockObject;
-  try {
-    lock = await lockMailbox(client, mailbox);
-  } catch (err) {
-    if (isMissingMailbox(err)) return false;
-    throw err;
-  }
-  try {
+  return inMailbox(client, mailbox, false, async () => {
     const box = client.mailbox;
     if (!box || box.uidValidity.toString() !== uidValidity) return false;
     const found = await client.search({ uid: String(uid) }, { uid: true });
     return Array.isArray(found) && found.includes(uid);
-  } finally {
-    lock.release();
-  }
+  });
 }
 
 /** The \All mailbox by its SPECIAL-USE flag: Gmail localizes its name ("[Google Mail]/Alle Nachrichten"). */
@@ -363,14 +366,7 @@ async function allMailPath(client: ImapFlow): Promise<string | null> {
 
 /** The UID of the message with this Message-ID in the mailbox, or null. */
 async function uidByMessageId(client: ImapFlow, mailbox: string, messageId: string): Promise<number | null> {
-  let lock: MailboxLockObject;
-  try {
-    lock = await lockMailbox(client, mailbox);
-  } catch (err) {
-    if (isMissingMailbox(err)) return null;
-    throw err;
-  }
-  try {
+  return inMailbox(client, mailbox, null, async () => {
     // Gmail's own search finds a Message-ID with `rfc822msgid:` through X-GM-RAW
     // (https://developers.google.com/gmail/imap/imap-extensions#extension_of_the_search_command_x-gm-raw,
     // https://support.google.com/mail/answer/7190); other servers with SEARCH HEADER (RFC 3501 6.4.4),
@@ -380,9 +376,7 @@ async function uidByMessageId(client: ImapFlow, mailbox: string, messageId: stri
       : { header: { "message-id": messageId } };
     const found = await client.search(query, { uid: true });
     return Array.isArray(found) && found.length ? Math.min(...found) : null;
-  } finally {
-    lock.release();
-  }
+  });
 }
 
 /**
