@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import zlib from "node:zlib";
+import { UserQuota } from "./user-quota.ts";
 
 export interface FakeRepositoryOptions {
   private?: boolean;
@@ -185,7 +186,7 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
   const renamed = new Map<string, Repository>();
   const requests: FakeRequest[] = [];
   const injections: RateLimitInjection[] = [];
-  let userQuota: { requests: number; windowMs: number; start: number; used: number } | null = null;
+  let userQuota: UserQuota | null = null;
   let treeTruncation: number | null = null;
   let nextId = 1000;
   // A clock that moves one second per change, so every change shows in updated_at.
@@ -661,17 +662,9 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
     // retry-after, to be honoured before trying again
     // (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits,
     // https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately).
-    if (userQuota) {
-      const now = Date.now();
-      if (now >= userQuota.start + userQuota.windowMs) {
-        userQuota.start = now;
-        userQuota.used = 0;
-      }
-      userQuota.used++;
-      if (userQuota.used > userQuota.requests) {
-        const seconds = Math.max(1, Math.ceil((userQuota.start + userQuota.windowMs - now) / 1000));
-        injections.unshift({ status: 403, retryAfterSeconds: seconds, times: 1 });
-      }
+    const quota = userQuota?.take();
+    if (quota?.exceeded) {
+      injections.unshift({ status: 403, retryAfterSeconds: quota.retryAfterSeconds, times: 1 });
     }
     const injection = injections[0];
     if (injection) {
@@ -1124,12 +1117,7 @@ export async function startFakeGitHub(options: { token?: string; login?: string 
       if (opts.refreshTokens) refreshTokens.clear();
     },
     throttleUser(quota) {
-      userQuota = quota && {
-        requests: quota.requests,
-        windowMs: quota.windowSeconds * 1000,
-        start: 0,
-        used: 0,
-      };
+      userQuota = quota && new UserQuota(quota);
     },
     refuse(target, refusal) {
       if (refusal === null) refusals.delete(target.toLowerCase());

@@ -25,6 +25,7 @@ import { createHash, randomBytes } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import zlib from "node:zlib";
+import { UserQuota } from "./user-quota.ts";
 
 export const FOLDER_MIME = "application/vnd.google-apps.folder";
 export const DOC_MIME = "application/vnd.google-apps.document";
@@ -210,7 +211,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
   /** Access token → the scopes it was granted (space-separated). */
   const accessTokens = new Map<string, string>();
   const injections: RateLimitInjection[] = [];
-  let userQuota: { requests: number; windowMs: number; start: number; used: number } | null = null;
+  let userQuota: UserQuota | null = null;
   // One fake is one Google user; the id differs per fake so that budgets kept per user stay apart.
   const permissionId = randomDigits(20);
   const tokenGrants = { authorization_code: 0, refresh_token: 0 };
@@ -411,24 +412,17 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
     // past it: "403: User rate limit exceeded", to be retried with exponential backoff (no Retry-After)
     // (https://developers.google.com/drive/api/guides/limits,
     // https://developers.google.com/drive/api/guides/handle-errors#resolve_a_403_error_user_rate_limit_exceeded).
-    if (userQuota) {
-      const now = Date.now();
-      if (now >= userQuota.start + userQuota.windowMs) {
-        userQuota.start = now;
-        userQuota.used = 0;
-      }
-      userQuota.used++;
-      if (userQuota.used > userQuota.requests) {
-        return send(
-          req,
-          res,
-          403,
-          apiError(403, "User Rate Limit Exceeded", "userRateLimitExceeded", {
-            domain: "usageLimits",
-            status: "PERMISSION_DENIED",
-          }),
-        );
-      }
+    const quota = userQuota?.take();
+    if (quota?.exceeded) {
+      return send(
+        req,
+        res,
+        403,
+        apiError(403, "User Rate Limit Exceeded", "userRateLimitExceeded", {
+          domain: "usageLimits",
+          status: "PERMISSION_DENIED",
+        }),
+      );
     }
     if (req.method !== "GET") return send(req, res, 405, apiError(405, "Method Not Allowed", "httpMethod"));
 
@@ -1065,12 +1059,7 @@ export async function startFakeGoogle(options: { mailUser?: string } = {}): Prom
       injections.push({ ...injection });
     },
     throttleUser(quota) {
-      userQuota = quota && {
-        requests: quota.requests,
-        windowMs: quota.windowSeconds * 1000,
-        start: 0,
-        used: 0,
-      };
+      userQuota = quota && new UserQuota(quota);
     },
     permissionId,
     addFolder: (name, parent) => create({ name, mimeType: FOLDER_MIME, ...(parent ? { parent } : {}) }),

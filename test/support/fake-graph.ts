@@ -34,6 +34,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { UserQuota } from "./user-quota.ts";
 
 export interface FakeGraphOptions {
   /** "business" (default): OneDrive for Business, delta on the root only; "personal": a consumer OneDrive. */
@@ -265,7 +266,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
   // Each fake is one user's drive, with an id of its own: request budgets are kept per user in the worker
   // process, so two fakes in one test process must not be taken for one account.
   const USER = { ...DEFAULT_USER, id: randomUUID() };
-  let userQuota: { requests: number; windowMs: number; start: number; used: number } | null = null;
+  let userQuota: UserQuota | null = null;
   const downloads = new Map<string, { id: string; generation: number }>();
   const forbidden = new Set<string>();
   const pendingAfterListing = new Map<string, "remove" | "forbid">();
@@ -684,19 +685,11 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
     // (https://learn.microsoft.com/en-us/sharepoint/dev/general-development/how-to-avoid-getting-throttled-or-blocked-in-sharepoint-online,
     // https://learn.microsoft.com/en-us/graph/throttling). The answer's shape is Graph's
     // activityLimitReached (https://learn.microsoft.com/en-us/graph/errors).
-    if (userQuota) {
-      const now = Date.now();
-      if (now >= userQuota.start + userQuota.windowMs) {
-        userQuota.start = now;
-        userQuota.used = 0;
-      }
-      userQuota.used++;
-      if (userQuota.used > userQuota.requests) {
-        const seconds = Math.max(1, Math.ceil((userQuota.start + userQuota.windowMs - now) / 1000));
-        throw new GraphProblem(429, "activityLimitReached", "The request has been throttled", {
-          "retry-after": String(seconds),
-        });
-      }
+    const quota = userQuota?.take();
+    if (quota?.exceeded) {
+      throw new GraphProblem(429, "activityLimitReached", "The request has been throttled", {
+        "retry-after": String(quota.retryAfterSeconds),
+      });
     }
     const path = url.pathname.slice("/v1.0".length);
     const query = url.searchParams;
@@ -987,12 +980,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}): Promise<Fa
       for (let i = 0; i < (opts.times ?? 1); i++) rateLimits.push({ retryAfter, status: opts.status ?? 429 });
     },
     throttleUser(quota) {
-      userQuota = quota && {
-        requests: quota.requests,
-        windowMs: quota.windowSeconds * 1000,
-        start: 0,
-        used: 0,
-      };
+      userQuota = quota && new UserQuota(quota);
     },
     expireDeltaTokens() {
       deltaGeneration++;
