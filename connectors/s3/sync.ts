@@ -28,18 +28,6 @@ type S3Context = SyncContext<S3Config, S3Secrets>;
 const ARCHIVED_CLASSES = new Set(["GLACIER", "DEEP_ARCHIVE"]);
 /** Content types that say nothing about the bytes: the pipeline sniffs those itself. */
 const GENERIC_TYPES = new Set(["", "application/octet-stream", "binary/octet-stream", "application/unknown"]);
-const AUTH_ERRORS = new Set([
-  "InvalidAccessKeyId",
-  "SignatureDoesNotMatch",
-  "AccessDenied",
-  "Forbidden",
-  "ExpiredToken",
-  "InvalidToken",
-  "TokenRefreshRequired",
-  "AllAccessDisabled",
-  "AccountProblem",
-  "InvalidSecurity",
-]);
 /** Refusals of the credentials themselves, whatever the request: never about one object. */
 const CREDENTIAL_ERRORS = new Set([
   "InvalidAccessKeyId",
@@ -51,6 +39,8 @@ const CREDENTIAL_ERRORS = new Set([
   "AccountProblem",
   "InvalidSecurity",
 ]);
+/** Refusals that mean the connection cannot go on when the listing meets them (a denial on one object does not). */
+const AUTH_ERRORS = new Set([...CREDENTIAL_ERRORS, "AccessDenied", "Forbidden"]);
 const CONFIG_ERRORS = new Set([
   "NoSuchBucket",
   "InvalidBucketName",
